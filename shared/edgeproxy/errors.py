@@ -1,0 +1,142 @@
+"""The project's exception tree. Every error a client can see maps to the OpenAI error JSON.
+
+    EdgeproxyError                      500 api_error (generic; message never leaked)
+    ├── RequestError                    400 invalid_request_error
+    │   ├── BodyTooLarge                413
+    │   └── ModelNotFound               404 model_not_found
+    ├── AuthenticationError             401 invalid_api_key
+    ├── PermissionDenied                403
+    ├── RateLimited                     429 rate_limit_exceeded (shared capacity / limits)
+    ├── ModelOverloaded                 503 model_overloaded (every circuit open, Retry-After)
+    ├── ModelUnavailable                503 model_unavailable (misconfiguration opened all)
+    ├── UpstreamError                   the upstream's own status and sanitized message
+    │   └── StreamTruncated             502 upstream_stream_truncated
+    ├── DeadlineExceeded                504 timeout
+    └── StoreError                      500 (state backend failed; translated in state/ only)
+        └── StoreUnavailable            503
+
+Foreign errors are translated into this tree in exactly two places: the
+DynamoDB store and the upstream client.
+"""
+
+from __future__ import annotations
+
+
+class EdgeproxyError(Exception):
+    """Base: an error with an HTTP status and an OpenAI error body."""
+
+    status: int = 500
+    type: str = "api_error"
+    code: str | None = None
+    public: bool = False  # whether ``message`` may be shown to the client
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        param: str | None = None,
+        code: str | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        if code is not None:
+            self.code = code
+        self.retry_after = retry_after
+
+    def body(self) -> dict[str, object]:
+        """The OpenAI error JSON; non-public messages are replaced by a generic one."""
+        message = self.message if self.public else "The server had an error processing your request."
+        return {"error": {"message": message, "type": self.type, "param": self.param, "code": self.code}}
+
+
+class RequestError(EdgeproxyError):
+    status = 400
+    type = "invalid_request_error"
+    public = True
+
+
+class BodyTooLarge(RequestError):
+    status = 413
+    code = "request_too_large"
+
+
+class ModelNotFound(RequestError):
+    status = 404
+    code = "model_not_found"
+
+
+class AuthenticationError(EdgeproxyError):
+    status = 401
+    type = "invalid_request_error"
+    code = "invalid_api_key"
+    public = True
+
+
+class PermissionDenied(EdgeproxyError):
+    status = 403
+    type = "invalid_request_error"
+    code = "permission_denied"
+    public = True
+
+
+class RateLimited(EdgeproxyError):
+    status = 429
+    type = "rate_limit_error"
+    code = "rate_limit_exceeded"
+    public = True
+
+
+class ModelOverloaded(EdgeproxyError):
+    status = 503
+    type = "server_error"
+    code = "model_overloaded"
+    public = True
+
+
+class ModelUnavailable(EdgeproxyError):
+    status = 503
+    type = "server_error"
+    code = "model_unavailable"
+    public = True
+
+
+class UpstreamError(EdgeproxyError):
+    """An upstream's answer, relayed with its status and a sanitized message."""
+
+    public = True
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int,
+        type: str = "api_error",  # noqa: A002 - mirrors the OpenAI field name
+        code: str | None = None,
+        param: str | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message, param=param, code=code, retry_after=retry_after)
+        self.status = status
+        self.type = type
+
+
+class StreamTruncated(UpstreamError):
+    def __init__(self, message: str = "The upstream stream ended before the answer was complete.") -> None:
+        super().__init__(message, status=502, type="api_error", code="upstream_stream_truncated")
+
+
+class DeadlineExceeded(EdgeproxyError):
+    status = 504
+    type = "api_error"
+    code = "timeout"
+    public = True
+
+
+class StoreError(EdgeproxyError):
+    """The state backend failed in a way the caller cannot fix."""
+
+
+class StoreUnavailable(StoreError):
+    status = 503

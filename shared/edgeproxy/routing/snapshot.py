@@ -1,0 +1,137 @@
+"""Value types the router decides on: one pool's shared state at one moment.
+
+The store reads these in one round trip and writes them back with conditional
+writes; the core only ever sees them as plain immutable values. Times are
+epoch seconds (floats) supplied by the caller, never read from a clock here.
+A ``version`` of 0 means "no item stored yet".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class CircuitState(StrEnum):
+    CLOSED = "closed"
+    OPEN = "open"
+    HALF_OPEN = "half_open"
+
+
+class OpenCause(StrEnum):
+    TRANSIENT = "transient"
+    CONFIGURATION = "configuration"
+
+
+@dataclass(frozen=True, slots=True)
+class Circuit:
+    """Circuit-breaker state of one deployment, shared by the whole fleet.
+
+    ``failures`` counts transient failures inside the fixed window that began at
+    ``window_start``. While open, ``open_until`` is when the cooldown ends; after
+    that the circuit is half-open and at most one request may hold the probe
+    lease (``probe_owner`` until ``probe_until``). ``level`` is the exponent of
+    the exponential cooldown after failed probes.
+    """
+
+    deployment_id: str
+    state: CircuitState = CircuitState.CLOSED
+    failures: int = 0
+    window_start: float = 0.0
+    open_until: float = 0.0
+    level: int = 0
+    probe_owner: str | None = None
+    probe_until: float = 0.0
+    cause: OpenCause | None = None
+    version: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Capacity:
+    """Capacity circuit of one failure domain: throttled until ``throttled_until``."""
+
+    domain: str
+    throttled_until: float = 0.0
+    version: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Counters of one deployment in one minute bucket (``minute`` = epoch // 60)."""
+
+    deployment_id: str
+    minute: int
+    requests: int = 0
+    inflight: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    successes: int = 0
+    failures: int = 0
+    latency_ms_sum: int = 0
+    output_tokens_per_s_sum: float = 0.0
+    sticky_hits: int = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    """Scores written by the scheduled health job; absent means neutral 0.5 / no data."""
+
+    deployment_id: str
+    score: float = 0.5
+    ewma_latency_ms: float | None = None
+    ewma_tokens_per_s: float | None = None
+    updated_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class BindingKey:
+    """Sticky binding identity: (caller, pool, protocol/operation)."""
+
+    caller: str
+    pool: str
+    protocol: str
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    key: BindingKey
+    deployment_id: str
+    expires_at: float
+    generation: int = 0
+    version: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PoolSnapshot:
+    """Everything one routing decision needs, read in one round trip."""
+
+    circuits: dict[str, Circuit] = field(default_factory=dict)
+    capacities: dict[str, Capacity] = field(default_factory=dict)
+    usage: dict[str, list[Usage]] = field(default_factory=dict)
+    health: dict[str, Health] = field(default_factory=dict)
+    binding: Binding | None = None
+    pool_generation: int = 0
+
+    def circuit(self, deployment_id: str) -> Circuit:
+        return self.circuits.get(deployment_id) or Circuit(deployment_id)
+
+    def capacity(self, domain: str) -> Capacity:
+        return self.capacities.get(domain) or Capacity(domain)
+
+    def health_of(self, deployment_id: str) -> Health:
+        return self.health.get(deployment_id) or Health(deployment_id)
+
+    def usage_of(self, deployment_id: str, minute: int) -> Usage:
+        """Usage in the current bucket ``minute`` (zero if none recorded)."""
+        for u in self.usage.get(deployment_id, []):
+            if u.minute == minute:
+                return u
+        return Usage(deployment_id, minute)
+
+    def inflight_of(self, deployment_id: str) -> int:
+        """In-flight attempts: the last two buckets summed, so a crash leaks at most 2 min."""
+        return max(0, sum(u.inflight for u in self.usage.get(deployment_id, [])))
