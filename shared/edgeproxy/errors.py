@@ -47,8 +47,12 @@ class EdgeproxyError(Exception):
 
     def body(self) -> dict[str, object]:
         """The OpenAI error JSON; non-public messages are replaced by a generic one."""
-        message = self.message if self.public else "The server had an error processing your request."
-        return {"error": {"message": message, "type": self.type, "param": self.param, "code": self.code}}
+        message = (
+            self.message if self.public else "The server had an error processing your request."
+        )
+        return {
+            "error": {"message": message, "type": self.type, "param": self.param, "code": self.code}
+        }
 
 
 class RequestError(EdgeproxyError):
@@ -112,7 +116,7 @@ class UpstreamError(EdgeproxyError):
         message: str,
         *,
         status: int,
-        type: str = "api_error",  # noqa: A002 - mirrors the OpenAI field name
+        type: str = "api_error",
         code: str | None = None,
         param: str | None = None,
         retry_after: float | None = None,
@@ -123,7 +127,9 @@ class UpstreamError(EdgeproxyError):
 
 
 class StreamTruncated(UpstreamError):
-    def __init__(self, message: str = "The upstream stream ended before the answer was complete.") -> None:
+    def __init__(
+        self, message: str = "The upstream stream ended before the answer was complete."
+    ) -> None:
         super().__init__(message, status=502, type="api_error", code="upstream_stream_truncated")
 
 

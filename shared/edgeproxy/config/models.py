@@ -113,8 +113,13 @@ class OperationPolicyOverride(Strict):
 
 
 def _policy(
-    response_s: int, idle_s: int | None, total_s: int, attempts: int,
-    *, json_response_s: int | None = None, json_idle: bool = False,
+    response_s: int,
+    idle_s: int | None,
+    total_s: int,
+    attempts: int,
+    *,
+    json_response_s: int | None = None,
+    json_idle: bool = False,
 ) -> OperationPolicy:
     stream = Deadline(
         response_ms=response_s * 1000,
@@ -243,10 +248,25 @@ class FallbackChain(Strict):
     to: Annotated[list[str], Field(min_length=1)]
 
 
+class ApiKey(Strict):
+    """A client key, stored only as the SHA-256 hex digest of the key."""
+
+    name: str
+    sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    admin: bool = False
+
+
 class GatewaySettings(Strict):
-    """Request-surface limits."""
+    """Request-surface settings.
+
+    ``api_keys``: when non-empty, every request must present one of these keys
+    (``Authorization: Bearer ...``); admin keys may also pin a deployment and
+    read the deployment status view. When empty, the gateway relies on the
+    platform (IAM authorization on AWS, loopback locally).
+    """
 
     max_body_bytes: Positive = 4 * 1024 * 1024
+    api_keys: list[ApiKey] = Field(default_factory=list)
 
 
 class GatewayConfig(Strict):
@@ -267,18 +287,28 @@ class GatewayConfig(Strict):
         pools = {d.pool_key for d in self.deployments}
         unknown_pools = sorted(set(self.pools) - pools)
         if unknown_pools:
-            raise ValueError("pools settings name no deployment's pool: " + ", ".join(unknown_pools))
+            raise ValueError(
+                "pools settings name no deployment's pool: " + ", ".join(unknown_pools)
+            )
         for chain in self.fallbacks:
             for target in [chain.model, *chain.to]:
                 if target not in pools:
                     raise ValueError(f"fallback names unknown public model {target!r}")
-        for dep in self.deployments:
+        for index, dep in enumerate(self.deployments):
             for op, override in dep.execution_policy_overrides.items():
                 base = self.router.execution_policies[op]
-                if override.json_:
-                    base.json_.tightened_by(override.json_)
-                if override.stream:
-                    base.stream.tightened_by(override.stream)
+                for mode, part, deadline in (
+                    ("json", override.json_, base.json_),
+                    ("stream", override.stream, base.stream),
+                ):
+                    try:
+                        if part is not None:
+                            deadline.tightened_by(part)
+                    except ValueError as exc:
+                        raise ValueError(
+                            f"deployments[{index}] ({dep.id}): "
+                            f"execution_policy_overrides.{op.value}.{mode}: {exc}"
+                        ) from None
         return self
 
     def pool(self, pool_key: str) -> list[Deployment]:

@@ -31,7 +31,9 @@ class Circuit:
     ``window_start``. While open, ``open_until`` is when the cooldown ends; after
     that the circuit is half-open and at most one request may hold the probe
     lease (``probe_owner`` until ``probe_until``). ``level`` is the exponent of
-    the exponential cooldown after failed probes.
+    the exponential cooldown after failed probes. ``opened_at`` is when the
+    circuit last opened (kept after it closes): a failure of an attempt that
+    started before then is late and must not count again.
     """
 
     deployment_id: str
@@ -44,6 +46,7 @@ class Circuit:
     probe_until: float = 0.0
     cause: OpenCause | None = None
     version: int = 0
+    opened_at: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

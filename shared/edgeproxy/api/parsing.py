@@ -1,0 +1,104 @@
+"""Request-body validation for the OpenAI-compatible endpoints.
+
+Validation is deliberately shallow: the gateway checks what it needs to route
+(``model``, the shape of ``messages`` / ``input``, ``stream``) and forwards
+everything else unchanged, so new provider fields keep working.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.requests import Request
+
+from edgeproxy.errors import BodyTooLarge, RequestError
+
+
+async def read_json_object(request: Request, max_bytes: int) -> dict[str, Any]:
+    """Read the body (at most ``max_bytes``) and parse it as a JSON object."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+        raise BodyTooLarge(f"Request body is larger than the limit of {max_bytes} bytes.")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > max_bytes:
+            raise BodyTooLarge(f"Request body is larger than the limit of {max_bytes} bytes.")
+        chunks.append(chunk)
+    raw = b"".join(chunks)
+    if not raw.strip():
+        raise RequestError("The request body is empty; expected a JSON object.")
+    try:
+        data = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise RequestError(
+            "We could not parse the JSON body of your request. The body must be valid JSON."
+        ) from None
+    if not isinstance(data, dict):
+        raise RequestError("The request body must be a JSON object.")
+    return data
+
+
+def require_model(body: dict[str, Any]) -> str:
+    model = body.get("model")
+    if model is None:
+        raise RequestError("you must provide a model parameter", param="model")
+    if not isinstance(model, str) or not model.strip():
+        raise RequestError("'model' must be a non-empty string", param="model")
+    return model
+
+
+def stream_flag(body: dict[str, Any]) -> bool:
+    stream = body.get("stream", False)
+    if stream is None:
+        return False
+    if not isinstance(stream, bool):
+        raise RequestError("'stream' must be a boolean", param="stream")
+    return stream
+
+
+def chat_modalities(body: dict[str, Any]) -> frozenset[str]:
+    """Validate ``messages`` and return the input modalities they use."""
+    messages = body.get("messages")
+    if messages is None:
+        raise RequestError("Missing required parameter: 'messages'.", param="messages")
+    if not isinstance(messages, list) or not messages:
+        raise RequestError("'messages' must be a non-empty array", param="messages")
+    modalities = {"text"}
+    for index, message in enumerate(messages):
+        param = f"messages[{index}]"
+        if not isinstance(message, dict):
+            raise RequestError(f"'{param}' must be an object", param=param)
+        if not isinstance(message.get("role"), str):
+            raise RequestError(f"'{param}.role' must be a string", param=f"{param}.role")
+        content = message.get("content")
+        if isinstance(content, list):
+            for part in content:
+                kind = part.get("type") if isinstance(part, dict) else None
+                if kind == "image_url":
+                    modalities.add("image")
+                elif kind == "input_audio":
+                    modalities.add("audio")
+        elif content is not None and not isinstance(content, str):
+            raise RequestError(
+                f"'{param}.content' must be a string, an array of parts, or null",
+                param=f"{param}.content",
+            )
+    return frozenset(modalities)
+
+
+def embeddings_input(body: dict[str, Any]) -> None:
+    value = body.get("input")
+    if value is None:
+        raise RequestError("Missing required parameter: 'input'.", param="input")
+    if isinstance(value, str):
+        return
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(v, (str, int, list)) for v in value)
+    ):
+        return
+    raise RequestError("'input' must be a string or a non-empty array", param="input")

@@ -1,0 +1,172 @@
+"""Deterministic answers of the mock upstream, in OpenAI and Anthropic shapes.
+
+Content is an echo naming the upstream ("Hello from a! You said: ..."), the
+``model`` is the requested one, ``system_fingerprint`` is ``mock-<name>``, and
+token counts are derived from text length, so tests can assert on all of them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+_PIECE = re.compile(r"\S+\s*|\s+")
+FINISH_TO_STOP = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
+
+
+def count_tokens(text: str) -> int:
+    """A stand-in tokenizer: about four characters a token, at least one."""
+    return max(1, (len(text) + 3) // 4)
+
+
+def pieces(content: str) -> list[str]:
+    """The content split into stream deltas (one word and its trailing space each)."""
+    return _PIECE.findall(content)
+
+
+def last_user_text(body: Mapping[str, Any]) -> str:
+    """The text of the last user message (OpenAI or Anthropic body)."""
+    for message in reversed(body.get("messages") or []):
+        if isinstance(message, Mapping) and message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, str):
+                return content
+            if isinstance(content, list):
+                return " ".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
+    return ""
+
+
+def prompt_tokens(body: Mapping[str, Any]) -> int:
+    """Prompt size: the serialized messages (plus Anthropic's system)."""
+    text = json.dumps(body.get("messages") or []) + str(body.get("system") or "")
+    return count_tokens(text)
+
+
+def chat_completion(
+    name: str, seq: int, model: str, content: str, finish: str | None, prompt: int
+) -> dict[str, Any]:
+    """A ``chat.completion`` answer."""
+    completion = len(pieces(content))
+    return {
+        "id": f"chatcmpl-mock-{name}-{seq}",
+        "object": "chat.completion",
+        "created": 1_700_000_000 + seq,
+        "model": model,
+        "system_fingerprint": f"mock-{name}",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content, "refusal": None},
+                "finish_reason": finish,
+                "logprobs": None,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
+    }
+
+
+def chat_chunks(
+    name: str,
+    seq: int,
+    model: str,
+    content: str,
+    finish: str | None,
+    prompt: int,
+    include_usage: bool,
+) -> list[dict[str, Any]]:
+    """The ``chat.completion.chunk`` sequence for ``content`` (without ``[DONE]``)."""
+
+    def chunk(delta: dict[str, Any], reason: str | None = None) -> dict[str, Any]:
+        return {
+            "id": f"chatcmpl-mock-{name}-{seq}",
+            "object": "chat.completion.chunk",
+            "created": 1_700_000_000 + seq,
+            "model": model,
+            "system_fingerprint": f"mock-{name}",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": reason, "logprobs": None}],
+        }
+
+    parts = pieces(content)
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    chunks += [chunk({"content": part}) for part in parts]
+    if finish is not None:
+        chunks.append(chunk({}, finish))
+    if include_usage:
+        usage = chunk({})
+        usage["choices"] = []
+        usage["usage"] = {
+            "prompt_tokens": prompt,
+            "completion_tokens": len(parts),
+            "total_tokens": prompt + len(parts),
+        }
+        chunks.append(usage)
+    return chunks
+
+
+def anthropic_message(
+    name: str, seq: int, model: str, content: str, finish: str | None, prompt: int
+) -> dict[str, Any]:
+    """An Anthropic Messages answer."""
+    return {
+        "id": f"msg_mock_{name}_{seq}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [{"type": "text", "text": content}] if content else [],
+        "stop_reason": FINISH_TO_STOP.get(finish or ""),
+        "stop_sequence": None,
+        "usage": {"input_tokens": prompt, "output_tokens": len(pieces(content))},
+    }
+
+
+def anthropic_events(
+    name: str, seq: int, model: str, content: str, finish: str | None, prompt: int
+) -> list[dict[str, Any]]:
+    """The Messages stream events for ``content`` (without ``message_stop``)."""
+    message = anthropic_message(name, seq, model, "", None, prompt)
+    message["usage"]["output_tokens"] = 1
+    parts = pieces(content)
+    events: list[dict[str, Any]] = [
+        {"type": "message_start", "message": message},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "ping"},
+    ]
+    events += [
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": p}}
+        for p in parts
+    ]
+    events += [
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": FINISH_TO_STOP.get(finish or ""), "stop_sequence": None},
+            "usage": {"output_tokens": len(parts)},
+        },
+    ]
+    return events
+
+
+def embeddings(model: str, inputs: Any) -> dict[str, Any]:
+    """An embeddings answer: 8 floats per input, derived from its hash."""
+    items = inputs if isinstance(inputs, list) else [inputs]
+    data = []
+    tokens = 0
+    for index, item in enumerate(items):
+        text = item if isinstance(item, str) else json.dumps(item)
+        tokens += count_tokens(text)
+        digest = hashlib.sha256(text.encode()).digest()
+        vector = [round(b / 255.0 - 0.5, 6) for b in digest[:8]]
+        data.append({"object": "embedding", "index": index, "embedding": vector})
+    return {
+        "object": "list",
+        "data": data,
+        "model": model,
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }

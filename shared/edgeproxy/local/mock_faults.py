@@ -1,0 +1,112 @@
+"""What a mock upstream should do wrong, for one request.
+
+A fault is a JSON object; every key is optional and unknown keys are
+rejected (a typo in a test must not silently mean "no fault"):
+
+    {"status": 429, "retry_after": "2"}               throttle with Retry-After
+    {"status": 400, "error": {"code": "context_length_exceeded"}}
+    {"status": 401}                                    invalid_api_key (message holds a fake key)
+    {"reset": true}                                    TCP reset before response headers
+    {"stall": true}                                    never answer
+    {"latency_ms": 300}                                delay response headers
+    {"first_token_delay_ms": 500, "keepalive_ms": 100} slow first token, with SSE comments
+    {"cut_after_chunks": 2}                            close the connection after 2 SSE events
+    {"stall_after_chunks": 2}                          go silent after 2 SSE events
+    {"malformed_after_chunks": 1}                      an unparseable event after 1 (JSON: bad body)
+    {"no_done": true}                                  omit [DONE] / message_stop
+    {"finish_reason": null}                            no finish reason anywhere
+    {"content": ""}                                    an empty answer
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class MockFault:
+    """One request's behaviour; the default is a healthy answer."""
+
+    status: int = 200
+    error: Mapping[str, Any] | None = None  # merged over the default error object
+    body: Any = None  # answer exactly this JSON instead of the generated one
+    headers: Mapping[str, str] = field(default_factory=dict)
+    retry_after: str | None = None
+    retry_after_ms: int | None = None
+    latency_ms: int = 0
+    reset: bool = False
+    stall: bool = False
+    first_token_delay_ms: int = 0
+    chunk_delay_ms: int = 0
+    cut_after_chunks: int | None = None
+    stall_after_chunks: int | None = None
+    malformed_after_chunks: int | None = None
+    keepalive_ms: int | None = None
+    no_done: bool = False
+    content: str | None = None
+    finish_reason: str | None = "stop"
+
+    @classmethod
+    def parse(cls, value: MockFault | Mapping[str, Any]) -> MockFault:
+        """A fault from its JSON form; raises ValueError on unknown keys."""
+        if isinstance(value, MockFault):
+            return value
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(value) - known)
+        if unknown:
+            raise ValueError("unknown mock fault keys: " + ", ".join(unknown))
+        return cls(**value)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form (for the control API)."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if v != _DEFAULTS[k]}
+
+
+_DEFAULTS = {f.name: getattr(MockFault(), f.name) for f in dataclasses.fields(MockFault)}
+
+
+def openai_error(status: int, override: Mapping[str, Any] | None) -> dict[str, Any]:
+    """An OpenAI error body, with a realistic default for common statuses."""
+    message, type_, code = {
+        400: ("Invalid request.", "invalid_request_error", None),
+        401: (
+            "Incorrect API key provided: sk-mock-abcdef1234567890. You can find your API key "
+            "in your account settings.",
+            "invalid_request_error",
+            "invalid_api_key",
+        ),
+        403: ("You are not allowed to use this model.", "invalid_request_error", None),
+        404: ("The model does not exist.", "invalid_request_error", "model_not_found"),
+        429: ("Rate limit reached. Please try again later.", "requests", "rate_limit_exceeded"),
+        500: ("The server had an error while processing your request.", "server_error", None),
+        503: ("The engine is currently overloaded.", "server_error", None),
+    }.get(status, (f"mock upstream error {status}", "api_error", None))
+    error: dict[str, Any] = {"message": message, "type": type_, "param": None, "code": code}
+    error.update(override or {})
+    return {"error": error}
+
+
+_ANTHROPIC_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    529: "overloaded_error",
+}
+
+
+def anthropic_error(status: int, override: Mapping[str, Any] | None) -> dict[str, Any]:
+    """An Anthropic error body; ``override`` may set ``message`` and ``type``."""
+    error = {
+        "type": _ANTHROPIC_TYPES.get(status, "api_error"),
+        "message": openai_error(status, None)["error"]["message"],
+    }
+    for key in ("type", "message"):
+        if override and isinstance(override.get(key), str):
+            error[key] = override[key]
+    return {"type": "error", "error": error}

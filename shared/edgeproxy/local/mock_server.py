@@ -1,0 +1,312 @@
+"""The mock upstream's asyncio server: routes, faults, request log.
+
+State (faults, log) is guarded by a ``threading.Lock`` so that a test thread
+can change it while the server's own loop runs in another thread; nothing
+awaits while holding it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from edgeproxy.local import mock_answers as answers
+from edgeproxy.local import mock_http as http
+from edgeproxy.local.mock_faults import MockFault, anthropic_error, openai_error
+
+_ROUTES = {
+    "/v1/chat/completions": "chat",
+    "/v1/embeddings": "embeddings",
+    "/v1/messages": "messages",
+}
+_BAD_EVENT = b'data: {"choices": [{"delta": \n\n'
+# name, seq, model, content, finish_reason, prompt tokens: what every answer builder takes
+_Args = tuple[str, int, str, str, str | None, int]
+_ANTHROPIC_STOP = b'event: message_stop\ndata: {"type": "message_stop"}\n\n'
+
+
+class MockServer:
+    """One mock upstream on the current event loop (see ``mock_upstream``)."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        default_content: str | None = None,
+        api_key: str | None = None,
+        models: Sequence[str] = ("mock-model",),
+    ) -> None:
+        self.name = name
+        self.port = 0
+        self._default_content = default_content
+        self._api_key = api_key
+        self._models = list(models)
+        self._lock = threading.Lock()
+        self._queue: deque[MockFault] = deque()
+        self._persistent: MockFault | None = None
+        self._log: list[dict[str, Any]] = []
+        self._seq = 0
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._connections = 0  # numbers connections so the log shows keep-alive reuse
+
+    async def start(self, host: str, port: int) -> None:
+        """Bind (``port=0``: a free one) and start accepting connections."""
+        self._server = await asyncio.start_server(self._connection, host, port)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    @property
+    def open_connections(self) -> int:
+        """Connections currently held open by clients."""
+        return len(self._tasks)
+
+    async def close(self) -> None:
+        """Stop listening and drop every open connection (stalled ones included)."""
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
+
+    def set_faults(
+        self, faults: Sequence[MockFault | Mapping[str, Any]], persistent: Any = None
+    ) -> None:
+        """Replace queued and persistent faults; raises ValueError on unknown keys."""
+        parsed = [MockFault.parse(f) for f in faults]
+        steady = None if persistent is None else MockFault.parse(persistent)
+        with self._lock:
+            self._queue = deque(parsed)
+            self._persistent = steady
+
+    def requests(self) -> list[dict[str, Any]]:
+        """A copy of the request log."""
+        with self._lock:
+            return [dict(entry) for entry in self._log]
+
+    def clear_requests(self) -> None:
+        """Empty the request log."""
+        with self._lock:
+            self._log.clear()
+
+    def _next(self) -> tuple[MockFault, int]:
+        with self._lock:
+            self._seq += 1
+            fault = self._queue.popleft() if self._queue else self._persistent
+            return fault or MockFault(), self._seq
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        self._connections += 1
+        connection = self._connections
+        try:
+            while True:
+                request = await http.read_request(reader)
+                if request is None or not await self._handle(request, connection, reader, writer):
+                    break
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+            pass  # the client went away; nothing to answer
+        finally:
+            if task is not None:
+                self._tasks.discard(task)
+            writer.close()
+
+    async def _handle(
+        self,
+        request: http.Request,
+        connection: int,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> bool:
+        """Answer one request; ``False`` closes the connection."""
+        if request.path.startswith("/_mock/"):
+            await self._control(request, writer)
+            return request.keep_alive
+        body = request.json()
+        with self._lock:
+            self._log.append(
+                {
+                    "method": request.method,
+                    "path": request.path,
+                    "headers": dict(request.headers),
+                    "body": body,
+                    "time": time.time(),
+                    "connection": connection,
+                }
+            )
+        route = _ROUTES.get(request.path)
+        anthropic = route == "messages"
+        if request.method == "GET" and request.path == "/v1/models":
+            data = [{"id": m, "object": "model", "owned_by": self.name} for m in self._models]
+            await http.write_json(writer, 200, {"object": "list", "data": data}, {})
+        elif request.method != "POST" or route is None:
+            await http.write_json(writer, 404, openai_error(404, {"message": "Not found."}), {})
+        elif self._api_key and self._api_key not in (
+            request.headers.get("x-api-key"),
+            request.headers.get("authorization", "").removeprefix("Bearer "),
+        ):
+            error = (anthropic_error if anthropic else openai_error)(401, None)
+            await http.write_json(writer, 401, error, {})
+        else:
+            fault, seq = self._next()
+            if not isinstance(body, dict):
+                body = {}
+            return await self._answer(route, body, fault, seq, reader, writer) and (
+                request.keep_alive
+            )
+        return request.keep_alive
+
+    async def _answer(
+        self,
+        route: str,
+        body: dict[str, Any],
+        fault: MockFault,
+        seq: int,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> bool:
+        anthropic = route == "messages"
+        if fault.reset:
+            http.reset(writer)
+            return False
+        if fault.stall:
+            await http.wait_for_close(reader)
+            return False
+        await asyncio.sleep(fault.latency_ms / 1000)
+        headers = self._headers(anthropic, fault, seq)
+        if fault.status >= 400:
+            make_error = anthropic_error if anthropic else openai_error
+            error = fault.body if fault.body is not None else make_error(fault.status, fault.error)
+            await http.write_json(writer, fault.status, error, headers)
+            return True
+        model = str(body.get("model") or "mock-model")
+        malformed = b"{not json" if fault.malformed_after_chunks is not None else None
+        if route == "embeddings":
+            payload = fault.body or answers.embeddings(model, body.get("input", ""))
+            await http.write_json(writer, fault.status, payload, headers, raw=malformed)
+            return True
+        content = fault.content if fault.content is not None else self._content(body)
+        prompt = answers.prompt_tokens(body)
+        args: _Args = (self.name, seq, model, content, fault.finish_reason, prompt)
+        if not body.get("stream"):
+            await asyncio.sleep(fault.first_token_delay_ms / 1000)
+            build = answers.anthropic_message if anthropic else answers.chat_completion
+            payload = fault.body or build(*args)
+            await http.write_json(writer, fault.status, payload, headers, raw=malformed)
+            return True
+        frames = _frames(anthropic, args, body)
+        if not fault.no_done:
+            frames.append(_ANTHROPIC_STOP if anthropic else b"data: [DONE]\n\n")
+        return await self._stream(writer, reader, fault, headers, frames)
+
+    async def _stream(
+        self,
+        writer: asyncio.StreamWriter,
+        reader: asyncio.StreamReader,
+        fault: MockFault,
+        headers: dict[str, str],
+        frames: list[bytes],
+    ) -> bool:
+        await http.start_chunked(writer, headers)
+        await _pause(writer, fault.first_token_delay_ms, fault.keepalive_ms)
+        for index in range(len(frames) + 1):
+            if index == fault.cut_after_chunks:
+                writer.close()  # no terminating chunk: the client sees a cut body
+                return False
+            if index == fault.stall_after_chunks:
+                if fault.keepalive_ms:
+                    while True:
+                        await _pause(writer, 3_600_000, fault.keepalive_ms)
+                await http.wait_for_close(reader)
+                return False
+            if index == fault.malformed_after_chunks:
+                await http.write_chunk(writer, _BAD_EVENT)
+            if index == len(frames):
+                break
+            if index and fault.chunk_delay_ms:
+                await _pause(writer, fault.chunk_delay_ms, fault.keepalive_ms)
+            await http.write_chunk(writer, frames[index])
+        await http.end_chunked(writer)
+        return True
+
+    def _content(self, body: Mapping[str, Any]) -> str:
+        if self._default_content is not None:
+            return self._default_content
+        said = answers.last_user_text(body)[:200]
+        return f"Hello from {self.name}! You said: {said}" if said else f"Hello from {self.name}!"
+
+    def _headers(self, anthropic: bool, fault: MockFault, seq: int) -> dict[str, str]:
+        headers = {"x-mock-upstream": self.name}
+        if anthropic:
+            reset = (datetime.now(UTC) + timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+            headers["request-id"] = f"req_mock_{self.name}_{seq}"
+            for kind, limit in (("requests", 4000), ("tokens", 400_000)):
+                headers[f"anthropic-ratelimit-{kind}-limit"] = str(limit)
+                headers[f"anthropic-ratelimit-{kind}-remaining"] = str(limit - 1)
+                headers[f"anthropic-ratelimit-{kind}-reset"] = reset
+        else:
+            headers["x-request-id"] = f"req_mock_{self.name}_{seq}"
+            for kind, limit in (("requests", 10_000), ("tokens", 2_000_000)):
+                headers[f"x-ratelimit-limit-{kind}"] = str(limit)
+                headers[f"x-ratelimit-remaining-{kind}"] = str(limit - 1)
+                headers[f"x-ratelimit-reset-{kind}"] = "6ms"
+        if fault.retry_after is not None:
+            headers["retry-after"] = fault.retry_after
+        if fault.retry_after_ms is not None:
+            headers["retry-after-ms"] = str(fault.retry_after_ms)
+        headers.update(fault.headers)
+        return headers
+
+    async def _control(self, request: http.Request, writer: asyncio.StreamWriter) -> None:
+        status = 200
+        payload: dict[str, Any] = {"ok": True}
+        body = request.json()
+        try:
+            if request.path == "/_mock/faults" and request.method == "POST":
+                body = body if isinstance(body, dict) else {}
+                self.set_faults(body.get("faults") or [], body.get("persistent"))
+            elif request.path == "/_mock/faults" and request.method == "DELETE":
+                self.set_faults([], None)
+            elif request.path == "/_mock/requests" and request.method == "GET":
+                payload = {"requests": self.requests()}
+            elif request.path == "/_mock/requests" and request.method == "DELETE":
+                self.clear_requests()
+            else:
+                status, payload = 404, {"error": "unknown control path"}
+        except (TypeError, ValueError) as exc:
+            status, payload = 400, {"error": str(exc)}
+        await http.write_json(writer, status, payload, {})
+
+
+def _frames(anthropic: bool, args: _Args, body: Mapping[str, Any]) -> list[bytes]:
+    if anthropic:
+        return [
+            f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
+            for event in answers.anthropic_events(*args)
+        ]
+    options = body.get("stream_options")
+    include_usage = isinstance(options, Mapping) and bool(options.get("include_usage"))
+    return [
+        f"data: {json.dumps(chunk)}\n\n".encode()
+        for chunk in answers.chat_chunks(*args, include_usage=include_usage)
+    ]
+
+
+async def _pause(writer: asyncio.StreamWriter, ms: int, keepalive_ms: int | None) -> None:
+    """Wait ``ms``, sending an SSE comment every ``keepalive_ms`` if set."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + ms / 1000
+    while (left := deadline - loop.time()) > 0:
+        step = min(left, keepalive_ms / 1000) if keepalive_ms else left
+        await asyncio.sleep(step)
+        if keepalive_ms and loop.time() < deadline:
+            await http.write_chunk(writer, b": keepalive\n\n")

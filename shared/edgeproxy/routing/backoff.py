@@ -1,0 +1,50 @@
+"""How long to wait before asking the same deployment again within one request.
+
+A deployment nobody has tried yet in this request is used at once. Asking the
+same one again waits 0.5 s, doubling per reuse up to 8 s, never less than the
+configured ``retry_after_seconds`` nor the provider's Retry-After (honoured up
+to 60 s), plus up to 25% jitter so that a fleet of retries does not arrive in
+lockstep.
+"""
+
+from __future__ import annotations
+
+import random
+
+from edgeproxy.config.models import CircuitSettings
+
+FIRST_DELAY_SECONDS = 0.5
+MAX_DELAY_SECONDS = 8.0
+MAX_RETRY_AFTER_SECONDS = 60.0
+JITTER = 0.25
+
+
+def base_delay(reuse: int) -> float:
+    """The unjittered delay before the ``reuse``-th reuse (1 = second try of a deployment)."""
+    if reuse <= 0:
+        return 0.0
+    # Cap the exponent: 2**large is pointless once the ceiling is reached.
+    return min(FIRST_DELAY_SECONDS * 2.0 ** min(reuse - 1, 16), MAX_DELAY_SECONDS)
+
+
+def retry_delay(
+    tries: int,
+    settings: CircuitSettings,
+    rng: random.Random,
+    *,
+    provider_retry_after: float | None = None,
+) -> float:
+    """Seconds to wait before asking a deployment already tried ``tries`` times in this request.
+
+    >>> retry_delay(0, CircuitSettings(), random.Random(1))
+    0.0
+    >>> 0.5 <= retry_delay(1, CircuitSettings(), random.Random(1)) <= 0.625
+    True
+    """
+    if tries <= 0:
+        return 0.0
+    floor = float(settings.retry_after_seconds)
+    if provider_retry_after is not None:
+        floor = max(floor, min(max(provider_retry_after, 0.0), MAX_RETRY_AFTER_SECONDS))
+    delay = max(base_delay(tries), floor)
+    return delay * (1.0 + rng.uniform(0.0, JITTER))

@@ -1,0 +1,129 @@
+"""Whether an upstream stream was complete, judged no stricter than the provider's SDK.
+
+Feed every parsed OpenAI chat-completion chunk to a ``StreamTracker``. The
+stream is *committed* at the first chunk that shows the client something
+(reasoning, content or a tool call): before that a failure may still move to
+another deployment, after it the failure ends the stream in-band.
+
+At the end, ``outcome(saw_done)`` says:
+
+- every choice finished: complete, even without ``[DONE]`` (``missing_done``);
+- ``[DONE]`` arrived but a choice never finished: complete, the finish
+  reason read from the output (``tool_calls`` or ``stop``;
+  ``missing_finish_reason``);
+- nothing shown at all: still an answer (``empty``);
+- neither finished nor ``[DONE]``: truncated.
+
+Usage::
+
+    tracker = StreamTracker()
+    for chunk in chunks:
+        tracker.feed(chunk)
+    result = tracker.outcome(saw_done=True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+MISSING_DONE = "missing_done"
+MISSING_FINISH_REASON = "missing_finish_reason"
+EMPTY = "empty"
+
+
+@dataclass(frozen=True, slots=True)
+class TokenUsage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class Complete:
+    """A complete stream; ``finish_reasons`` per choice index, inferred ones included."""
+
+    anomalies: tuple[str, ...] = ()
+    inferred_finish_reason: str | None = None
+    finish_reasons: Mapping[int, str] = field(default_factory=dict)
+    usage: TokenUsage | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Truncated:
+    """A stream that stopped before it was complete (a dropped connection)."""
+
+    committed: bool
+    usage: TokenUsage | None = None
+
+
+def _nonempty(value: object) -> bool:
+    return isinstance(value, str | list | dict) and len(value) > 0
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+class StreamTracker:
+    """Follows one attempt's stream chunk by chunk; pure, no I/O."""
+
+    def __init__(self) -> None:
+        self.committed = False
+        self.tool_calls = False
+        self.finish_reasons: dict[int, str] = {}
+        self.choices: set[int] = set()
+        self.usage: TokenUsage | None = None
+
+    def feed(self, chunk: Mapping[str, Any]) -> bool:
+        """Account for one parsed chunk; returns True if this chunk committed the stream."""
+        was_committed = self.committed
+        usage = chunk.get("usage")
+        if isinstance(usage, Mapping):
+            self.usage = TokenUsage(
+                _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))
+            )
+        choices = chunk.get("choices")
+        for choice in choices if isinstance(choices, list) else []:
+            if isinstance(choice, Mapping):
+                self._feed_choice(choice)
+        return self.committed and not was_committed
+
+    def _feed_choice(self, choice: Mapping[str, Any]) -> None:
+        index = _int(choice.get("index"))
+        self.choices.add(index)
+        delta = choice.get("delta")
+        if isinstance(delta, Mapping):
+            if _nonempty(delta.get("tool_calls")) or _nonempty(delta.get("function_call")):
+                self.tool_calls = True
+                self.committed = True
+            if any(
+                _nonempty(delta.get(name)) for name in ("content", "reasoning_content", "reasoning")
+            ):
+                self.committed = True
+        reason = choice.get("finish_reason")
+        if isinstance(reason, str) and reason:
+            self.finish_reasons[index] = reason
+
+    def outcome(self, saw_done: bool) -> Complete | Truncated:
+        """The verdict once the stream ended; ``saw_done``: the ``[DONE]`` marker arrived."""
+        finished = bool(self.choices) and self.choices <= self.finish_reasons.keys()
+        if not finished and not saw_done:
+            return Truncated(committed=self.committed, usage=self.usage)
+        anomalies: list[str] = []
+        if not saw_done:
+            anomalies.append(MISSING_DONE)
+        reasons = dict(self.finish_reasons)
+        inferred = None
+        if not finished:
+            inferred = "tool_calls" if self.tool_calls else "stop"
+            for index in self.choices or {0}:
+                reasons.setdefault(index, inferred)
+            anomalies.append(MISSING_FINISH_REASON)
+        if not self.committed:
+            anomalies.append(EMPTY)
+        return Complete(tuple(anomalies), inferred, reasons, self.usage)

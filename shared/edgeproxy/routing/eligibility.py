@@ -1,0 +1,114 @@
+"""Whether one deployment may take an attempt now, and if not, why and until when.
+
+Eligibility is decided by what the deployment can serve, its circuit, its
+failure domain's capacity circuit and its rpm/tpm limits; never by live
+metrics (a slow deployment is tried less often, not excluded). The same
+verdict feeds the deployment status view (``available``, ``cooldown``,
+``half_open``, ``rate_limited``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Set
+from dataclasses import dataclass
+from enum import StrEnum
+
+from edgeproxy.config.models import Deployment, Operation
+from edgeproxy.routing.circuit import AdmissionKind, admission
+from edgeproxy.routing.snapshot import OpenCause, PoolSnapshot
+
+
+class Status(StrEnum):
+    AVAILABLE = "available"
+    HALF_OPEN = "half_open"  # cooldown over; one request may probe
+    COOLDOWN = "cooldown"  # circuit open
+    RATE_LIMITED = "rate_limited"  # failure domain throttled, or rpm/tpm limit reached
+    INCOMPATIBLE = "incompatible"  # cannot serve this operation or these modalities
+
+
+class Limit(StrEnum):
+    CAPACITY = "capacity"
+    RPM = "rpm"
+    TPM = "tpm"
+
+
+@dataclass(frozen=True, slots=True)
+class Eligibility:
+    """One deployment's verdict at one moment.
+
+    ``probe``: eligible only as the half-open probe (take the lease first).
+    ``retry_after``: seconds until the blocker lifts (0 when eligible).
+    """
+
+    deployment_id: str
+    status: Status
+    eligible: bool
+    probe: bool = False
+    retry_after: float = 0.0
+    cause: OpenCause | None = None
+    limit: Limit | None = None
+
+    @property
+    def circuit_blocked(self) -> bool:
+        """Blocked by its own circuit (open, or half-open with the probe taken)."""
+        return not self.eligible and self.status in (Status.COOLDOWN, Status.HALF_OPEN)
+
+
+def supports(dep: Deployment, operation: Operation | None, modalities: Set[str]) -> bool:
+    """Whether ``dep`` can serve ``operation`` with inputs of ``modalities``."""
+    if operation is not None and operation not in dep.operations:
+        return False
+    return modalities <= dep.modalities
+
+
+def assess(
+    dep: Deployment,
+    snapshot: PoolSnapshot,
+    now: float,
+    minute: int,
+    *,
+    operation: Operation | None = None,
+    modalities: Set[str] = frozenset(),
+) -> Eligibility:
+    """The eligibility of ``dep`` at ``now`` (``minute``: the current usage bucket)."""
+    if not supports(dep, operation, modalities):
+        return Eligibility(dep.id, Status.INCOMPATIBLE, eligible=False)
+    circuit = snapshot.circuit(dep.id)
+    gate = admission(circuit, now)
+    if gate.kind is AdmissionKind.BLOCKED:
+        status = Status.COOLDOWN if now < circuit.open_until else Status.HALF_OPEN
+        return Eligibility(
+            dep.id, status, eligible=False, retry_after=gate.retry_after, cause=circuit.cause
+        )
+    probe = gate.kind is AdmissionKind.PROBE
+    limited = _limit(dep, snapshot, now, minute)
+    if limited is not None:
+        limit, retry_after = limited
+        return Eligibility(
+            dep.id, Status.RATE_LIMITED, eligible=False, retry_after=retry_after, limit=limit
+        )
+    status = Status.HALF_OPEN if probe else Status.AVAILABLE
+    return Eligibility(dep.id, status, eligible=True, probe=probe, cause=circuit.cause)
+
+
+def _limit(
+    dep: Deployment, snapshot: PoolSnapshot, now: float, minute: int
+) -> tuple[Limit, float] | None:
+    throttled_until = snapshot.capacity(dep.domain).throttled_until
+    if now < throttled_until:
+        return Limit.CAPACITY, throttled_until - now
+    usage = snapshot.usage_of(dep.id, minute)
+    next_minute = max(0.0, (minute + 1) * 60.0 - now)
+    if dep.rpm_limit is not None and usage.requests >= dep.rpm_limit:
+        return Limit.RPM, next_minute
+    if dep.tpm_limit is not None and usage.tokens >= dep.tpm_limit:
+        return Limit.TPM, next_minute
+    return None
+
+
+def pool_status(
+    deployments: list[Deployment], snapshot: PoolSnapshot, now: float
+) -> list[Eligibility]:
+    """Every deployment's status for the deployments view, regardless of request shape."""
+    minute = int(now // 60)
+    return [assess(dep, snapshot, now, minute) for dep in deployments]

@@ -1,0 +1,186 @@
+"""The next deployment to try for one request, given what it already tried.
+
+Order of preference for each attempt:
+
+1. the caller's valid sticky binding, if its deployment is eligible and untried;
+2. untried eligible deployments, priority tiers high to low, each tier
+   ordered by its strategy (a pool of exactly one deployment skips the
+   strategy);
+3. only when every eligible deployment was tried: reuse, least-tried first
+   (the caller waits ``backoff.retry_delay(pick.tries, ...)`` before it).
+
+When nothing is eligible the answer is a ``Blocked`` saying why, so the
+service can answer 503 ``model_overloaded`` (every circuit open, with
+Retry-After), 503 ``model_unavailable`` (every circuit opened by
+misconfiguration, or nothing routable by weight) or 429
+``rate_limit_exceeded`` (capacity or rpm/tpm limits are the blocker).
+
+Usage::
+
+    pick = next_deployment(pool, snapshot, RouteRequest(caller=cid), now, rng, tried=tried)
+    if isinstance(pick, Blocked): ...
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Collection, Mapping, Sequence, Set
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from edgeproxy.config.models import Deployment, Operation, Strategy
+from edgeproxy.routing.affinity import binding_valid
+from edgeproxy.routing.eligibility import Eligibility, Status, assess
+from edgeproxy.routing.snapshot import OpenCause, PoolSnapshot
+from edgeproxy.routing.strategies import StrategyInputs, order
+
+StrategyChoice = Strategy | Mapping[int, Strategy] | Callable[[int], Strategy]
+
+
+@dataclass(frozen=True, slots=True)
+class RouteRequest:
+    """What the request needs; ``strategy`` is one strategy, per-tier map, or tier -> strategy.
+
+    Pass ``functools.partial(config.strategy_for, pool_key)`` to honour the
+    tier -> pool -> global inheritance chain.
+    """
+
+    operation: Operation = Operation.CHAT
+    modalities: frozenset[str] = frozenset()
+    caller: str = ""
+    strategy: StrategyChoice = Strategy.SIMPLE_SHUFFLE
+    sticky: bool = True
+
+    def strategy_for(self, tier: int) -> Strategy:
+        """The strategy of priority tier ``tier``."""
+        if isinstance(self.strategy, Strategy):
+            return self.strategy
+        if isinstance(self.strategy, Mapping):
+            return self.strategy.get(tier, Strategy.SIMPLE_SHUFFLE)
+        return self.strategy(tier)
+
+
+@dataclass(frozen=True, slots=True)
+class Pick:
+    """The deployment to try next and why.
+
+    ``strategy`` is None when no strategy ran (sticky binding, one-deployment
+    pool). ``probe``: take the circuit's probe lease before calling.
+    ``tries``: how often this request already tried it (> 0: back off first).
+    ``ranked``: the strategy's order of the tier's candidates, for logs.
+    """
+
+    deployment: Deployment
+    tier: int
+    strategy: Strategy | None
+    probe: bool = False
+    sticky: bool = False
+    tries: int = 0
+    ranked: tuple[str, ...] = ()
+
+
+class BlockReason(StrEnum):
+    OVERLOADED = "overloaded"  # every circuit open: 503 model_overloaded + Retry-After
+    UNAVAILABLE = "unavailable"  # misconfiguration / weight 0 everywhere: 503 model_unavailable
+    RATE_LIMITED = "rate_limited"  # capacity or rpm/tpm limits: 429 rate_limit_exceeded
+    INCOMPATIBLE = "incompatible"  # no deployment serves this operation/modality
+    EXHAUSTED = "exhausted"  # the caller ruled out every eligible one: answer the last error
+
+
+@dataclass(frozen=True, slots=True)
+class Blocked:
+    """Nothing can be tried now; ``retry_after`` seconds until something frees up (if known)."""
+
+    reason: BlockReason
+    retry_after: float | None = None
+    statuses: tuple[Eligibility, ...] = field(default=())
+
+
+def next_deployment(
+    deployments: Sequence[Deployment],
+    snapshot: PoolSnapshot,
+    request: RouteRequest,
+    now: float,
+    rng: random.Random,
+    *,
+    tried: Mapping[str, int] | Set[str] = frozenset(),
+    skip: Collection[str] = frozenset(),
+    minute: int | None = None,
+) -> Pick | Blocked:
+    """Choose the deployment for the next attempt of one request.
+
+    ``tried``: deployment id -> attempts so far in this request (a set means
+    once each). ``skip``: ids the caller rules out for the rest of this
+    request (lost the probe race, admission refused, answered incompatible).
+    ``minute``: the current usage bucket, ``now // 60`` by default.
+    """
+    bucket = int(now // 60) if minute is None else minute
+    counts = tried if isinstance(tried, Mapping) else dict.fromkeys(tried, 1)
+    statuses = {
+        d.id: assess(
+            d, snapshot, now, bucket, operation=request.operation, modalities=request.modalities
+        )
+        for d in deployments
+    }
+    usable = [d for d in deployments if statuses[d.id].eligible and d.id not in skip]
+    inputs = StrategyInputs(snapshot, bucket, request.caller)
+
+    binding = snapshot.binding
+    if request.sticky and binding_valid(binding, now, snapshot.pool_generation):
+        assert binding is not None
+        bound = next((d for d in usable if d.id == binding.deployment_id), None)
+        if bound is not None and counts.get(bound.id, 0) == 0:
+            return Pick(bound, bound.priority, None, statuses[bound.id].probe, sticky=True)
+
+    by_tries: dict[int, list[Deployment]] = {}
+    for dep in usable:
+        by_tries.setdefault(counts.get(dep.id, 0), []).append(dep)
+    for tries in sorted(by_tries):
+        pick = _pick_in_tiers(by_tries[tries], len(deployments), request, inputs, rng)
+        if pick is not None:
+            probe = statuses[pick.deployment.id].probe
+            return Pick(pick.deployment, pick.tier, pick.strategy, probe, False, tries, pick.ranked)
+    return _blocked(deployments, statuses, skip, weight_excluded=bool(usable))
+
+
+def _pick_in_tiers(
+    candidates: list[Deployment],
+    pool_size: int,
+    request: RouteRequest,
+    inputs: StrategyInputs,
+    rng: random.Random,
+) -> Pick | None:
+    if pool_size == 1:
+        only = candidates[0]
+        return Pick(only, only.priority, None, ranked=(only.id,))
+    for tier in sorted({d.priority for d in candidates}, reverse=True):
+        strategy = request.strategy_for(tier)
+        ordered = order(strategy, [d for d in candidates if d.priority == tier], inputs, rng)
+        if ordered:
+            return Pick(ordered[0], tier, strategy, ranked=tuple(d.id for d in ordered))
+    return None
+
+
+def _blocked(
+    deployments: Sequence[Deployment],
+    statuses: Mapping[str, Eligibility],
+    skip: Collection[str],
+    *,
+    weight_excluded: bool,
+) -> Blocked:
+    every = tuple(statuses[d.id] for d in deployments)
+    if weight_excluded:
+        # Eligible deployments exist but every strategy dropped them (weight 0).
+        return Blocked(BlockReason.UNAVAILABLE, None, every)
+    compatible = [s for s in every if s.status is not Status.INCOMPATIBLE]
+    if not compatible:
+        return Blocked(BlockReason.INCOMPATIBLE, None, every)
+    blocked = [s for s in compatible if not s.eligible and s.deployment_id not in skip]
+    if not blocked:
+        return Blocked(BlockReason.EXHAUSTED, None, every)
+    retry_after = min(s.retry_after for s in blocked)
+    if all(s.circuit_blocked for s in blocked):
+        if all(s.cause is OpenCause.CONFIGURATION for s in blocked):
+            return Blocked(BlockReason.UNAVAILABLE, retry_after, every)
+        return Blocked(BlockReason.OVERLOADED, retry_after, every)
+    return Blocked(BlockReason.RATE_LIMITED, retry_after, every)

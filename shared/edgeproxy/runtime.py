@@ -1,0 +1,93 @@
+"""Build the gateway from settings: clients created once per process, then injected.
+
+Both entry points use this: the Lambda handler (on the first invocation of an
+execution environment) and the local runner (uvicorn).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+from typing import Any
+
+import aioboto3
+
+from edgeproxy.service.config_cache import ConfigCache
+from edgeproxy.service.credentials import CredentialResolver
+from edgeproxy.service.gateway import Gateway
+from edgeproxy.service.outcomes import Outcomes
+from edgeproxy.service.router import Router
+from edgeproxy.service.telemetry import NoTelemetry, Telemetry
+from edgeproxy.settings import Settings
+from edgeproxy.state.dynamo import DynamoStore
+from edgeproxy.state.schema import TableSchema
+from edgeproxy.upstream.client import UpstreamClient, make_http_client
+
+
+async def open_store(
+    settings: Settings, stack: contextlib.AsyncExitStack, session: Any | None = None
+) -> DynamoStore:
+    """A ``DynamoStore`` on the configured endpoint (AWS by default credentials otherwise)."""
+    session = session or aioboto3.Session()
+    kwargs: dict[str, Any] = {"region_name": settings.region}
+    if settings.dynamodb_endpoint:
+        kwargs["endpoint_url"] = settings.dynamodb_endpoint
+    client = await stack.enter_async_context(session.client("dynamodb", **kwargs))
+    return DynamoStore(client, settings.table, TableSchema.from_env_value(settings.table_schema))
+
+
+def _aws_fetchers(session: Any, settings: Settings, stack: contextlib.AsyncExitStack) -> Any:
+    clients: dict[str, Any] = {}
+
+    async def client(name: str) -> Any:
+        # Created on first use only: most deployments never read SSM or Secrets Manager.
+        if name not in clients:
+            clients[name] = await stack.enter_async_context(
+                session.client(name, region_name=settings.region)
+            )
+        return clients[name]
+
+    async def ssm(path: str) -> str:
+        answer = await (await client("ssm")).get_parameter(Name=path, WithDecryption=True)
+        return str(answer["Parameter"]["Value"])
+
+    async def secretsmanager(name: str) -> str:
+        answer = await (await client("secretsmanager")).get_secret_value(SecretId=name)
+        return str(answer["SecretString"])
+
+    return ssm, secretsmanager
+
+
+async def build_gateway(
+    settings: Settings, telemetry: Telemetry | None = None, *, session: Any | None = None
+) -> Gateway:
+    """Create the clients and wire the service. Call once per process.
+
+    ``session``: an aioboto3 session (default: AWS's default credential chain).
+
+    >>> gateway = await build_gateway(Settings.from_env())  # doctest: +SKIP
+    """
+    stack = contextlib.AsyncExitStack()
+    session = session or aioboto3.Session()
+    store = await open_store(settings, stack, session)
+    http = make_http_client()
+    stack.push_async_callback(http.aclose)
+    ssm, secrets = _aws_fetchers(session, settings, stack)
+    telemetry = telemetry or NoTelemetry()
+    rng = random.Random()  # noqa: S311 - load spreading, not security
+    clock = time.time
+    outcomes = Outcomes(store, clock, rng, telemetry)
+    credentials = CredentialResolver(settings.environ, ssm=ssm, secretsmanager=secrets)
+    return Gateway(
+        store,
+        UpstreamClient(http),
+        ConfigCache(store, settings.config_ttl_seconds, clock),
+        Router(store, outcomes, credentials, clock, rng),
+        outcomes,
+        clock=clock,
+        rng=rng,
+        telemetry=telemetry,
+        trust_forwarded_for=settings.trust_forwarded_for,
+        aclose=stack.aclose,
+    )

@@ -1,0 +1,77 @@
+"""How one attempt talks to its upstream: a JSON call, or a stream read up to its commit point.
+
+A stream is *committed* once the client could have seen something (the first
+reasoning, content or tool frame). Until then nothing is sent and a failure
+may still move to another deployment; the chunks read so far are kept and
+replayed when the stream is relayed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from edgeproxy.routing.completeness import StreamTracker
+from edgeproxy.routing.deadlines import AttemptTimeouts
+from edgeproxy.routing.faults import FaultKind
+from edgeproxy.upstream.call import UpstreamCall, UpstreamResponse
+from edgeproxy.upstream.client import UpstreamClient
+from edgeproxy.upstream.errors import fault
+from edgeproxy.upstream.stream import UpstreamStream
+
+
+@dataclass(slots=True)
+class Answer:
+    """A successful attempt: a JSON answer, or a stream committed (or complete)."""
+
+    response: UpstreamResponse | None = None
+    stream: UpstreamStream | None = None
+    head: list[dict[str, Any]] = field(default_factory=list)
+    tracker: StreamTracker | None = None
+    ended: bool = False  # the stream already ended (complete before any content)
+
+
+class Caller(Protocol):
+    async def __call__(self, call: UpstreamCall, timeouts: AttemptTimeouts) -> Answer: ...
+
+
+class JsonCaller:
+    """One JSON attempt."""
+
+    def __init__(self, upstream: UpstreamClient) -> None:
+        self._upstream = upstream
+
+    async def __call__(self, call: UpstreamCall, timeouts: AttemptTimeouts) -> Answer:
+        return Answer(response=await self._upstream.send(call))
+
+
+class StreamCaller:
+    """Open a stream and read until it commits, ends, or fails."""
+
+    def __init__(self, upstream: UpstreamClient) -> None:
+        self._upstream = upstream
+
+    async def __call__(self, call: UpstreamCall, timeouts: AttemptTimeouts) -> Answer:
+        stream = await self._upstream.open_stream(call)
+        tracker = StreamTracker()
+        head: list[dict[str, Any]] = []
+        try:
+            # The total deadline bounds the pre-commit phase too, not only idle gaps.
+            async with asyncio.timeout(timeouts.total):
+                async for event in stream:
+                    if event.done:
+                        return Answer(stream=stream, head=head, tracker=tracker, ended=True)
+                    if event.chunk is None:
+                        continue
+                    head.append(event.chunk)
+                    if tracker.feed(event.chunk):
+                        return Answer(stream=stream, head=head, tracker=tracker)
+        except TimeoutError:
+            await stream.aclose()
+            raise fault(FaultKind.TIMEOUT, "the request's total deadline passed") from None
+        except BaseException:
+            await stream.aclose()
+            raise
+        # Ended without [DONE] but complete (every choice finished, nothing shown).
+        return Answer(stream=stream, head=head, tracker=tracker, ended=True)

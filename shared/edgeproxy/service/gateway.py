@@ -1,0 +1,170 @@
+"""One request end to end: configuration, routing, the answer, and its outcome writes."""
+
+from __future__ import annotations
+
+import logging
+import random
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from edgeproxy.config.models import GatewayConfig
+from edgeproxy.errors import ModelNotFound
+from edgeproxy.routing.deadlines import Budget
+from edgeproxy.routing.eligibility import pool_status
+from edgeproxy.service.attempts import JsonCaller, StreamCaller
+from edgeproxy.service.config_cache import ConfigCache
+from edgeproxy.service.failure import final_error
+from edgeproxy.service.outcomes import Outcomes
+from edgeproxy.service.relay import Relay
+from edgeproxy.service.request import ProxyRequest
+from edgeproxy.service.router import Router, Run, Served
+from edgeproxy.service.telemetry import Telemetry
+from edgeproxy.service.trace import Trace
+from edgeproxy.state.store import SnapshotRequest, Store
+from edgeproxy.upstream.client import UpstreamClient
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class JsonAnswer:
+    body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
+    after: Callable[[], Awaitable[None]] | None = None
+
+
+@dataclass(slots=True)
+class StreamAnswer:
+    body: AsyncIterator[bytes]
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class Gateway:
+    """The service: everything a handler needs, built once per process."""
+
+    def __init__(
+        self,
+        store: Store,
+        upstream: UpstreamClient,
+        configs: ConfigCache,
+        router: Router,
+        outcomes: Outcomes,
+        *,
+        clock: Callable[[], float],
+        rng: random.Random,
+        telemetry: Telemetry,
+        trust_forwarded_for: bool = False,
+        aclose: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        self._store = store
+        self._configs = configs
+        self._router = router
+        self._outcomes = outcomes
+        self._clock = clock
+        self._rng = rng
+        self._telemetry = telemetry
+        self._json = JsonCaller(upstream)
+        self._stream = StreamCaller(upstream)
+        self._relay = Relay(outcomes, clock, telemetry)
+        self._aclose = aclose
+        self.trust_forwarded_for = trust_forwarded_for
+
+    async def config(self) -> GatewayConfig:
+        """The current configuration (cached in process for a short TTL)."""
+        return await self._configs.get()
+
+    async def aclose(self) -> None:
+        """Close the clients this gateway owns."""
+        if self._aclose is not None:
+            await self._aclose()
+
+    def _run(self, req: ProxyRequest, config: GatewayConfig) -> Run:
+        policies = config.router.execution_policies[req.operation]
+        deadline = policies.stream if req.stream else policies.json_
+        return Run(
+            req=req,
+            config=config,
+            budget=Budget.from_deadline(deadline, self._clock()),
+            trace=Trace(requested_model=req.model),
+            owner=f"{req.request_id}:{uuid.uuid4().hex[:8]}",
+        )
+
+    async def complete(self, req: ProxyRequest) -> JsonAnswer:
+        """A JSON request: the serving upstream's answer, or an ``EdgeproxyError``."""
+        run = self._run(req, await self.config())
+        self._telemetry.count("Requests")
+        result = await self._router.route(run, self._json)
+        self._log(run)
+        if not isinstance(result, Served):
+            raise final_error(result)
+        response = result.answer.response
+        assert response is not None
+        body = response.body
+        if req.want_routing:
+            body = {**body, "unified_routing": run.trace.metadata()}
+
+        async def after() -> None:
+            await self._outcomes.success(
+                result.ctx,
+                result.attempt,
+                prompt_tokens=response.usage.prompt_tokens,
+                completion_tokens=response.usage.completion_tokens,
+                latency_s=response.elapsed_s,
+            )
+
+        return JsonAnswer(body, {"x-edgeproxy-deployment": result.attempt.deployment.id}, after)
+
+    async def open_stream(self, req: ProxyRequest) -> StreamAnswer:
+        """A streamed request; errors before the stream opens raise with their real status."""
+        run = self._run(req, await self.config())
+        self._telemetry.count("Requests")
+        hold = run.config.router.stream_header_hold_ms / 1000.0
+
+        async def route() -> Served:
+            result = await self._router.route(run, self._stream)
+            self._log(run)
+            if not isinstance(result, Served):
+                raise final_error(result)
+            return result
+
+        return StreamAnswer(await self._relay.open(run, route(), hold))
+
+    async def deployment_status(self, model: str) -> dict[str, Any]:
+        """Each deployment's availability (the admin view; reveals deployment ids only)."""
+        config = await self.config()
+        deployments = config.pool(model)
+        if not deployments:
+            raise ModelNotFound(f"The model `{model}` does not exist.", param="model")
+        now = self._clock()
+        snapshot = await self._store.read_pool(
+            SnapshotRequest(
+                pool=model,
+                deployment_ids=[d.id for d in deployments],
+                domains=sorted({d.domain for d in deployments}),
+                minute=int(now // 60),
+            )
+        )
+        statuses = pool_status(deployments, snapshot, now)
+        return {
+            "model": model,
+            "deployments": [
+                {
+                    "id": s.deployment_id,
+                    "status": s.status.value,
+                    "retry_after_ms": int(s.retry_after * 1000),
+                    "cause": s.cause.value if s.cause else None,
+                }
+                for s in statuses
+            ],
+        }
+
+    def _log(self, run: Run) -> None:
+        logger.info(
+            "routed model=%s served_by=%s attempts=%d",
+            run.req.model,
+            run.trace.served_by,
+            len(run.trace.attempts),
+            extra={"unified_routing": run.trace.metadata(), "request_id": run.req.request_id},
+        )

@@ -1,0 +1,255 @@
+"""Turn one attempt's outcome into conditional writes on the shared state.
+
+Each write is decided by the pure core from the state this request read; a
+lost race comes back as the stored winner, and the decision is re-made from
+it (a bounded number of times) rather than forced. The pool context's
+snapshot is updated with what was written, so the rest of the request routes
+on it without another read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from edgeproxy.config.models import CircuitSettings, Deployment, StickySettings
+from edgeproxy.routing import affinity, circuit
+from edgeproxy.routing.failures import clears_binding
+from edgeproxy.routing.faults import FailureClass, Fault
+from edgeproxy.routing.snapshot import BindingKey, Capacity, Circuit, PoolSnapshot
+from edgeproxy.service.telemetry import Telemetry
+from edgeproxy.state.store import Store, UsageDelta
+
+logger = logging.getLogger(__name__)
+
+USAGE_RETENTION_SECONDS = 3600  # buckets outlive the health job's 10-minute window
+MAX_CIRCUIT_RACES = 3
+
+
+@dataclass(slots=True)
+class PoolContext:
+    """One pool's state as this request knows it (read once, updated by our own writes)."""
+
+    model: str
+    deployments: list[Deployment]
+    snapshot: PoolSnapshot
+    binding_key: BindingKey | None
+    sticky: StickySettings
+    circuit: CircuitSettings
+    circuits: dict[str, Circuit] = field(default_factory=dict)
+    capacities: dict[str, Capacity] = field(default_factory=dict)
+
+    def current_circuit(self, deployment_id: str) -> Circuit:
+        return self.circuits.get(deployment_id) or self.snapshot.circuit(deployment_id)
+
+    def refresh(self) -> PoolSnapshot:
+        """The snapshot with this request's own writes applied."""
+        self.snapshot = replace(
+            self.snapshot,
+            circuits={**self.snapshot.circuits, **self.circuits},
+            capacities={**self.snapshot.capacities, **self.capacities},
+        )
+        return self.snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """What an outcome write needs to know about the attempt."""
+
+    deployment: Deployment
+    minute: int  # the bucket its start was counted in (in-flight is decremented there)
+    started_at: float
+    probe: bool
+    sticky: bool
+    owner: str
+
+
+class Outcomes:
+    """Records attempt outcomes: usage counters, circuits, capacity, bindings."""
+
+    def __init__(
+        self,
+        store: Store,
+        clock: Callable[[], float],
+        rng: random.Random,
+        telemetry: Telemetry,
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._rng = rng
+        self._telemetry = telemetry
+
+    async def success(
+        self,
+        ctx: PoolContext,
+        attempt: Attempt,
+        *,
+        prompt_tokens: int,
+        completion_tokens: int,
+        latency_s: float,
+    ) -> None:
+        """Count a success; close a probed circuit; create or renew the binding."""
+        now = self._clock()
+        dep = attempt.deployment
+        writes: list[Coroutine[Any, Any, Any]] = [
+            self._store.record(
+                UsageDelta(
+                    dep.id,
+                    attempt.minute,
+                    inflight=-1,
+                    successes=1,
+                    prompt_tokens=prompt_tokens,
+                    completion_tokens=completion_tokens,
+                    latency_ms=int(latency_s * 1000),
+                    output_tokens_per_s=completion_tokens / latency_s if latency_s > 0 else 0.0,
+                    sticky_hits=1 if attempt.sticky else 0,
+                ),
+                self._expiry(attempt.minute),
+            )
+        ]
+        current = ctx.current_circuit(dep.id)
+        closed = circuit.on_success(current, now, was_probe=attempt.probe, owner=attempt.owner)
+        if closed is not None:
+            writes.append(self._write_circuit(ctx, current, closed))
+        if ctx.binding_key is not None:
+            renewed = affinity.after_success(
+                ctx.binding_key,
+                ctx.snapshot.binding,
+                dep.id,
+                now,
+                ctx.sticky.idle_ttl_seconds,
+                ctx.snapshot.pool_generation,
+            )
+            if renewed is not None:
+                writes.append(self._store.put_binding(renewed, ctx.snapshot.binding))
+        await _all(writes)
+
+    async def failure(
+        self,
+        ctx: PoolContext,
+        attempt: Attempt,
+        fault: Fault,
+        cls: FailureClass,
+        *,
+        count_for_circuit: bool,
+    ) -> None:
+        """Count a failure and apply its effect on the circuit, capacity and binding."""
+        now = self._clock()
+        dep = attempt.deployment
+        lowers_health = cls in (FailureClass.TRANSIENT, FailureClass.CONFIGURATION)
+        writes: list[Coroutine[Any, Any, Any]] = [
+            self._store.record(
+                UsageDelta(dep.id, attempt.minute, inflight=-1, failures=int(lowers_health)),
+                self._expiry(attempt.minute),
+            )
+        ]
+        self._telemetry.count("AttemptFailures", failure_class=cls.value)
+        current = ctx.current_circuit(dep.id)
+        if count_for_circuit or attempt.probe:
+            changed = circuit.on_failure(
+                current,
+                cls,
+                now,
+                ctx.circuit,
+                self._rng,
+                was_probe=attempt.probe,
+                attempt_started_at=attempt.started_at,
+                owner=attempt.owner,
+            )
+            if changed is None and attempt.probe:
+                # A health-neutral answer proves nothing: hand the probe to the next request.
+                changed = circuit.release_probe(current, attempt.owner)
+            if changed is not None:
+                writes.append(self._write_circuit(ctx, current, changed, cls, attempt))
+        if cls is FailureClass.THROTTLE:
+            until = circuit.throttle_until(now, fault.retry_after, ctx.circuit)
+            ctx.capacities[dep.domain] = Capacity(dep.domain, until)
+            ctx.refresh()
+            writes.append(self._store.extend_capacity(dep.domain, until))
+        binding = ctx.snapshot.binding
+        if (
+            ctx.binding_key is not None
+            and binding is not None
+            and binding.deployment_id == dep.id
+            and clears_binding(fault)
+        ):
+            ctx.snapshot = replace(ctx.snapshot, binding=None)
+            writes.append(self._store.delete_binding(ctx.binding_key, dep.id))
+        await _all(writes)
+
+    async def take_probe(self, ctx: PoolContext, attempt_owner: str, dep: Deployment) -> bool:
+        """Take the half-open probe lease with a conditional write; False if another won."""
+        current = ctx.current_circuit(dep.id)
+        leased = circuit.take_probe(current, attempt_owner, self._clock(), ctx.circuit)
+        if leased is None:
+            return False
+        winner = await self._store.write_circuit(leased, current.version)
+        ctx.circuits[dep.id] = winner or leased
+        ctx.refresh()
+        return winner is None
+
+    async def abandon(self, attempt: Attempt) -> None:
+        """An attempt that ended with no verdict (client went away): release its in-flight count."""
+        await self._store.record(
+            UsageDelta(attempt.deployment.id, attempt.minute, inflight=-1),
+            self._expiry(attempt.minute),
+        )
+
+    async def _write_circuit(
+        self,
+        ctx: PoolContext,
+        current: Circuit,
+        new: Circuit,
+        cls: FailureClass | None = None,
+        attempt: Attempt | None = None,
+    ) -> None:
+        for _ in range(MAX_CIRCUIT_RACES):
+            winner = await self._store.write_circuit(new, current.version)
+            if winner is None:
+                ctx.circuits[new.deployment_id] = new
+                ctx.refresh()
+                if new.state != current.state:
+                    self._telemetry.count("CircuitTransitions", to_state=new.state.value)
+                    logger.info(
+                        "circuit %s: %s -> %s",
+                        new.deployment_id,
+                        current.state.value,
+                        new.state.value,
+                    )
+                return
+            # Lost the race: re-decide from what the winner stored.
+            current = winner
+            ctx.circuits[new.deployment_id] = winner
+            ctx.refresh()
+            now = self._clock()
+            if cls is None or attempt is None:
+                redo = circuit.on_success(current, now, was_probe=False)
+            else:
+                redo = circuit.on_failure(
+                    current,
+                    cls,
+                    now,
+                    ctx.circuit,
+                    self._rng,
+                    was_probe=attempt.probe,
+                    attempt_started_at=attempt.started_at,
+                    owner=attempt.owner,
+                )
+            if redo is None:
+                return
+            new = redo
+
+    def _expiry(self, minute: int) -> float:
+        return minute * 60.0 + USAGE_RETENTION_SECONDS
+
+
+async def _all(writes: list[Coroutine[Any, Any, Any]]) -> None:
+    """Run independent writes concurrently (one round trip of latency, not N)."""
+    if len(writes) == 1:
+        await writes[0]
+    else:
+        await asyncio.gather(*writes)

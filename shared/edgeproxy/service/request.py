@@ -1,0 +1,33 @@
+"""One client request as the service sees it, after the web layer parsed it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from edgeproxy.config.models import Operation
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyRequest:
+    """A validated request: which pool, what to send, who asks.
+
+    ``body`` is the client's JSON object, forwarded unchanged except ``model``.
+    ``caller`` is the affinity identity (already hashed / bucketed).
+    ``pin`` is an admin's ``X-Route-Pin`` (None for ordinary clients).
+    """
+
+    operation: Operation
+    model: str
+    body: dict[str, Any]
+    caller: str
+    request_id: str
+    stream: bool = False
+    pin: str | None = None
+    want_routing: bool = False
+    modalities: frozenset[str] = field(default_factory=lambda: frozenset({"text"}))
+
+    @property
+    def protocol(self) -> str:
+        """The binding's protocol/operation component, e.g. ``openai.chat``."""
+        return f"openai.{self.operation.value}"

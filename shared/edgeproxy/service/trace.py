@@ -1,0 +1,63 @@
+"""The routing trace of one request: every attempt, for logs and the opt-in metadata.
+
+Sent to the client only when it asks (``x-unified-routing-metadata: true``)
+as the ``unified_routing`` object; always logged. Holds deployment ids,
+classes and statuses, never URLs or credentials.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(slots=True)
+class AttemptRecord:
+    """One upstream call (or a decision that ended without one)."""
+
+    model: str
+    deployment_id: str
+    latency_ms: int
+    status: int | None = None
+    error_class: str | None = None
+    error_kind: str | None = None
+    sticky: bool = False
+    probe: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "deployment": self.deployment_id,
+            "latency_ms": self.latency_ms,
+            "status": self.status,
+            "error_class": self.error_class,
+            "error_kind": self.error_kind,
+            "sticky": self.sticky,
+            "probe": self.probe,
+        }
+
+
+@dataclass(slots=True)
+class Trace:
+    """What happened while routing one request."""
+
+    requested_model: str
+    strategy: str | None = None
+    served_by: str | None = None
+    served_model: str | None = None
+    attempts: list[AttemptRecord] = field(default_factory=list)
+    blocked: list[str] = field(default_factory=list)
+
+    @property
+    def fallback_used(self) -> bool:
+        return self.served_model is not None and self.served_model != self.requested_model
+
+    def metadata(self) -> dict[str, Any]:
+        """The ``unified_routing`` object."""
+        return {
+            "strategy": self.strategy,
+            "deployment": self.served_by,
+            "model": self.served_model,
+            "fallback_used": self.fallback_used,
+            "attempts": [a.as_dict() for a in self.attempts],
+        }

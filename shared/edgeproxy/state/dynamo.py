@@ -1,0 +1,336 @@
+"""``DynamoStore``: the ``Store`` protocol on one DynamoDB table.
+
+Each method is one request to the low-level client (``read_pool`` one
+BatchGetItem per 100 keys, sent in parallel). Conditional writes name their
+condition below, with the race it prevents; a failed condition is an expected
+outcome, answered with the stored item DynamoDB returns alongside it
+(``ReturnValuesOnConditionCheckFailure=ALL_OLD``), never with a second read.
+Every other botocore error becomes a ``StoreError`` in ``table.translated_errors``.
+
+    >>> session = aioboto3.Session()
+    >>> async with session.client("dynamodb") as client:
+    ...     schema = TableSchema.from_env_value("pk,sk,expires_at")
+    ...     store = DynamoStore(client, "edgeproxy-state", schema)
+    ...     snapshot = await store.read_pool(request)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from edgeproxy.errors import StoreError
+from edgeproxy.routing.snapshot import (
+    Binding,
+    BindingKey,
+    Capacity,
+    Circuit,
+    Health,
+    PoolSnapshot,
+    Usage,
+)
+from edgeproxy.state import items, keys
+from edgeproxy.state.items import number, text
+from edgeproxy.state.schema import TableSchema
+from edgeproxy.state.store import SnapshotRequest, StoredConfig, UsageDelta
+from edgeproxy.state.table import Table
+
+# A concurrent admit must not push a bucket past its limit: check and increment are one write.
+UNDER_LIMIT = "attribute_not_exists(#requests) OR #requests < :limit"
+# Two instances creating the same item must not both succeed (first circuit, first binding).
+ITEM_ABSENT = "attribute_not_exists(#pk)"
+# Two instances that decided from the same circuit version must not both commit a transition.
+VERSION_UNCHANGED = "#version = :expected"
+# A late, shorter Retry-After must not cut a longer throttle of the same failure domain short.
+THROTTLE_SHORTER = "attribute_not_exists(#until) OR #until < :until"
+# A renewal must not overwrite a binding another instance re-pointed or recreated meanwhile.
+BINDING_UNCHANGED = "#deployment = :deployment AND #version = :expected"
+# A delete after a failure must not drop a binding another instance already re-pointed.
+BINDING_NAMES = "#deployment = :deployment"
+
+CAPACITY_RETENTION_S = 3600  # a throttle item is deleted by TTL this long after it ended
+
+
+class DynamoStore:
+    """The ``Store`` protocol on one table; the client is injected, never built here."""
+
+    def __init__(self, client: Any, table_name: str, schema: TableSchema) -> None:
+        self._table = Table(client, table_name, schema)
+        self._schema = schema
+
+    # -- reads -----------------------------------------------------------------
+
+    async def read_pool(self, request: SnapshotRequest) -> PoolSnapshot:
+        """Circuits, the last two usage buckets, health, capacity, binding, generation."""
+        minutes = (request.minute - 1, request.minute)
+        deps = list(request.deployment_ids)
+        wanted = [keys.circuit_key(d) for d in deps]
+        wanted += [keys.health_key(d) for d in deps]
+        wanted += [keys.usage_key(d, m) for d in deps for m in minutes]
+        wanted += [keys.capacity_key(d) for d in request.domains]
+        wanted.append(keys.pool_key(request.pool))
+        if request.binding is not None:
+            wanted.append(keys.binding_key(request.binding))
+        found = await self._table.batch_get(wanted)
+
+        binding = None
+        if request.binding is not None and (k := keys.binding_key(request.binding)) in found:
+            binding = items.binding_from(request.binding, found[k], self._schema.ttl)
+        return PoolSnapshot(
+            circuits={
+                d: items.circuit_from(d, found[k])
+                for d in deps
+                if (k := keys.circuit_key(d)) in found
+            },
+            capacities={
+                d: items.capacity_from(d, found[k])
+                for d in request.domains
+                if (k := keys.capacity_key(d)) in found
+            },
+            usage={
+                d: [
+                    items.usage_from(d, m, found[k])
+                    for m in minutes
+                    if (k := keys.usage_key(d, m)) in found
+                ]
+                for d in deps
+            },
+            health={
+                d: items.health_from(d, found[k])
+                for d in deps
+                if (k := keys.health_key(d)) in found
+            },
+            binding=binding,
+            pool_generation=items.get_int(found.get(keys.pool_key(request.pool), {}), "generation"),
+        )
+
+    async def read_usage(
+        self, deployment_id: str, first_minute: int, last_minute: int
+    ) -> list[Usage]:
+        """Usage buckets of one deployment in ``[first_minute, last_minute]``, oldest first."""
+        query: dict[str, Any] = {
+            "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :first AND :last",
+            "ExpressionAttributeNames": {"#pk": self._schema.pk, "#sk": self._schema.sk},
+            "ExpressionAttributeValues": {
+                ":pk": text(keys.deployment_pk(deployment_id)),
+                ":first": text(keys.usage_sk(first_minute)),
+                ":last": text(keys.usage_sk(last_minute)),
+            },
+            "ConsistentRead": True,
+        }
+        buckets: list[Usage] = []
+        while True:
+            response = await self._table.call("query", **query)
+            for item in response.get("Items", []):
+                minute = keys.minute_of(item[self._schema.sk]["S"])
+                buckets.append(items.usage_from(deployment_id, minute, item))
+            if "LastEvaluatedKey" not in response:
+                return buckets
+            query["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    async def read_capacity(self, domain: str) -> Capacity:
+        """One failure domain's capacity circuit (not throttled when absent)."""
+        response = await self._table.call(
+            "get_item", Key=self._table.key(keys.capacity_key(domain)), ConsistentRead=True
+        )
+        return items.capacity_from(domain, response.get("Item", {}))
+
+    async def load_config(self) -> StoredConfig | None:
+        """The stored configuration document, or None if none was saved."""
+        response = await self._table.call(
+            "get_item", Key=self._table.key(keys.config_key()), ConsistentRead=True
+        )
+        item = response.get("Item")
+        if not item:
+            return None
+        return StoredConfig(
+            document=items.get_text(item, "document") or "", version=items.get_int(item, "version")
+        )
+
+    # -- counters --------------------------------------------------------------
+
+    async def _add(
+        self, key: keys.Key, counters: dict[str, float], expires_at: float, **condition: Any
+    ) -> bool:
+        """ADD ``counters`` to one usage item and refresh its TTL; False if ``condition`` failed."""
+        names = {f"#c{i}": name for i, name in enumerate(counters)}
+        values = {f":c{i}": number(v) for i, v in enumerate(counters.values())}
+        names["#ttl"] = self._schema.ttl
+        values[":ttl"] = number(expires_at)
+        names.update(condition.pop("ExpressionAttributeNames", {}))
+        values.update(condition.pop("ExpressionAttributeValues", {}))
+        added = ", ".join(f"#c{i} :c{i}" for i in range(len(counters)))
+        won, _ = await self._table.write_if(
+            "update_item",
+            Key=self._table.key(key),
+            UpdateExpression=f"ADD {added} SET #ttl = :ttl",
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+            **condition,
+        )
+        return won
+
+    async def admit(
+        self, deployment_id: str, minute: int, rpm_limit: int | None, expires_at: float
+    ) -> bool:
+        """Count one attempt start; with ``rpm_limit``, only while the bucket is under it."""
+        if rpm_limit is not None and rpm_limit <= 0:
+            return False
+        condition: dict[str, Any] = {}
+        if rpm_limit is not None:
+            condition = {
+                "ConditionExpression": UNDER_LIMIT,
+                "ExpressionAttributeNames": {"#requests": "requests"},
+                "ExpressionAttributeValues": {":limit": number(rpm_limit)},
+            }
+        counters: dict[str, float] = {"requests": 1, "inflight": 1}
+        return await self._add(
+            keys.usage_key(deployment_id, minute), counters, expires_at, **condition
+        )
+
+    async def record(self, delta: UsageDelta, expires_at: float) -> None:
+        """Apply the non-zero fields of ``delta`` to its bucket with ADD."""
+        counters: dict[str, float] = {
+            attribute: value
+            for attribute, field in items.USAGE_COUNTERS.items()
+            if (value := getattr(delta, field))
+        }
+        if counters:
+            await self._add(keys.usage_key(delta.deployment_id, delta.minute), counters, expires_at)
+
+    async def bump_pool_generation(self, pool: str) -> int:
+        """Invalidate every binding of ``pool``; returns the new generation."""
+        response = await self._table.call(
+            "update_item",
+            Key=self._table.key(keys.pool_key(pool)),
+            UpdateExpression="ADD #generation :one",
+            ExpressionAttributeNames={"#generation": "generation"},
+            ExpressionAttributeValues={":one": number(1)},
+            ReturnValues="UPDATED_NEW",
+        )
+        return items.get_int(response["Attributes"], "generation")
+
+    async def save_config(self, document: str) -> int:
+        """Store a new configuration document; returns its version (1, 2, ...)."""
+        response = await self._table.call(
+            "update_item",
+            Key=self._table.key(keys.config_key()),
+            UpdateExpression="SET #document = :document ADD #version :one",
+            ExpressionAttributeNames={"#document": "document", "#version": "version"},
+            ExpressionAttributeValues={":document": text(document), ":one": number(1)},
+            ReturnValues="UPDATED_NEW",
+        )
+        return items.get_int(response["Attributes"], "version")
+
+    # -- conditional writes ----------------------------------------------------
+
+    async def write_circuit(self, new: Circuit, expected_version: int) -> Circuit | None:
+        """Store ``new`` if the stored version is ``expected_version``; else return the winner."""
+        if new.version != expected_version + 1:
+            raise ValueError(f"circuit version must be {expected_version + 1}, got {new.version}")
+        condition: dict[str, Any]
+        if expected_version == 0:
+            condition = {
+                "ConditionExpression": ITEM_ABSENT,
+                "ExpressionAttributeNames": {"#pk": self._schema.pk},
+            }
+        else:
+            condition = {
+                "ConditionExpression": VERSION_UNCHANGED,
+                "ExpressionAttributeNames": {"#version": "version"},
+                "ExpressionAttributeValues": {":expected": number(expected_version)},
+            }
+        won, stored = await self._table.write_if(
+            "put_item",
+            Item={
+                **self._table.key(keys.circuit_key(new.deployment_id)),
+                **items.circuit_item(new),
+            },
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            **condition,
+        )
+        return None if won else items.circuit_from(new.deployment_id, stored)
+
+    async def extend_capacity(self, domain: str, until: float) -> None:
+        """Throttle ``domain`` until ``until``; a longer stored throttle is kept."""
+        await self._table.write_if(
+            "update_item",
+            Key=self._table.key(keys.capacity_key(domain)),
+            UpdateExpression="SET #until = :until, #ttl = :ttl ADD #version :one",
+            ConditionExpression=THROTTLE_SHORTER,
+            ExpressionAttributeNames={
+                "#until": "throttled_until",
+                "#ttl": self._schema.ttl,
+                "#version": "version",
+            },
+            ExpressionAttributeValues={
+                ":until": number(until),
+                ":ttl": number(int(until) + CAPACITY_RETENTION_S),
+                ":one": number(1),
+            },
+        )
+
+    async def put_binding(self, binding: Binding, expected: Binding | None) -> Binding:
+        """Create (``expected`` None) or renew a binding; returns what is stored now.
+
+        The store assigns the version: ``expected.version + 1``, or 1 on create.
+        A stored binding that has expired still blocks a create; pass it as
+        ``expected`` to replace it. If the binding to renew was deleted
+        meanwhile, the write is retried once as a create.
+        """
+        stored = await self._put_binding_if(binding, expected)
+        if stored is None and expected is not None:
+            stored = await self._put_binding_if(binding, None)
+        if stored is None:  # unreachable: a failed create returns the item that blocked it
+            raise StoreError("binding changed twice during one put_binding")
+        return stored
+
+    async def _put_binding_if(self, binding: Binding, expected: Binding | None) -> Binding | None:
+        """One conditional put: the binding now stored, or None if there is none."""
+        version = 1 if expected is None else expected.version + 1
+        item = {
+            **self._table.key(keys.binding_key(binding.key)),
+            **items.binding_item(binding, version),
+            self._schema.ttl: number(binding.expires_at),
+        }
+        condition: dict[str, Any] = {
+            "ConditionExpression": ITEM_ABSENT,
+            "ExpressionAttributeNames": {"#pk": self._schema.pk},
+        }
+        if expected is not None:
+            condition = {
+                "ConditionExpression": BINDING_UNCHANGED,
+                "ExpressionAttributeNames": {"#deployment": "deployment_id", "#version": "version"},
+                "ExpressionAttributeValues": {
+                    ":deployment": text(expected.deployment_id),
+                    ":expected": number(expected.version),
+                },
+            }
+        won, stored = await self._table.write_if(
+            "put_item", Item=item, ReturnValuesOnConditionCheckFailure="ALL_OLD", **condition
+        )
+        if won:
+            return dataclasses.replace(binding, version=version)
+        return items.binding_from(binding.key, stored, self._schema.ttl) if stored else None
+
+    async def delete_binding(self, key: BindingKey, deployment_id: str | None = None) -> None:
+        """Drop a binding; with ``deployment_id``, only if it still names that deployment."""
+        condition: dict[str, Any] = {}
+        if deployment_id is not None:
+            condition = {
+                "ConditionExpression": BINDING_NAMES,
+                "ExpressionAttributeNames": {"#deployment": "deployment_id"},
+                "ExpressionAttributeValues": {":deployment": text(deployment_id)},
+            }
+        await self._table.write_if(
+            "delete_item", Key=self._table.key(keys.binding_key(key)), **condition
+        )
+
+    async def put_health(self, health: Health, expires_at: float) -> None:
+        """Store the health job's result for one deployment."""
+        item = {
+            **self._table.key(keys.health_key(health.deployment_id)),
+            **items.health_item(health),
+            self._schema.ttl: number(expires_at),
+        }
+        await self._table.call("put_item", Item=item)

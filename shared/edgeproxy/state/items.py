@@ -1,0 +1,181 @@
+"""Conversion between the core's value types and DynamoDB typed attribute maps.
+
+The store talks to the low-level client, whose items look like
+``{"score": {"N": "0.5"}, "state": {"S": "open"}}``. Only the attributes are
+converted here; keys and the TTL attribute are added by the store, which knows
+their names. Optional fields that are ``None`` are left out of the item.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+from typing import Any
+
+from edgeproxy.routing.snapshot import (
+    Binding,
+    BindingKey,
+    Capacity,
+    Circuit,
+    CircuitState,
+    Health,
+    OpenCause,
+    Usage,
+)
+
+AttributeValue = dict[str, Any]
+Item = dict[str, AttributeValue]
+
+# Usage attribute <- UsageDelta field; one table so admit, record and read agree.
+USAGE_COUNTERS: dict[str, str] = {
+    "inflight": "inflight",
+    "prompt_tokens": "prompt_tokens",
+    "completion_tokens": "completion_tokens",
+    "successes": "successes",
+    "failures": "failures",
+    "latency_ms_sum": "latency_ms",
+    "output_tokens_per_s_sum": "output_tokens_per_s",
+    "sticky_hits": "sticky_hits",
+}
+
+
+def text(value: str) -> AttributeValue:
+    """A string attribute value."""
+    return {"S": value}
+
+
+def number(value: float) -> AttributeValue:
+    """A number attribute value; DynamoDB has no NaN or infinity."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"DynamoDB cannot store {value!r}")
+    return {"N": repr(value)}
+
+
+def get_text(item: Item, name: str) -> str | None:
+    """A string attribute, or None when absent."""
+    value = item.get(name)
+    return None if value is None else str(value["S"])
+
+
+def get_int(item: Item, name: str, default: int = 0) -> int:
+    """An integer attribute (counters, versions), or ``default`` when absent."""
+    value = item.get(name)
+    return default if value is None else int(Decimal(value["N"]))
+
+
+def get_float(item: Item, name: str, default: float = 0.0) -> float:
+    """A float attribute (times, sums, scores), or ``default`` when absent."""
+    value = item.get(name)
+    return default if value is None else float(value["N"])
+
+
+def get_optional_float(item: Item, name: str) -> float | None:
+    """A float attribute, or None when absent."""
+    value = item.get(name)
+    return None if value is None else float(value["N"])
+
+
+def circuit_item(circuit: Circuit) -> Item:
+    """The attributes of a circuit item (PutItem replaces the whole item)."""
+    item: Item = {
+        "state": text(circuit.state.value),
+        "failures": number(circuit.failures),
+        "window_start": number(circuit.window_start),
+        "open_until": number(circuit.open_until),
+        "level": number(circuit.level),
+        "probe_until": number(circuit.probe_until),
+        "version": number(circuit.version),
+        "opened_at": number(circuit.opened_at),
+    }
+    if circuit.probe_owner is not None:
+        item["probe_owner"] = text(circuit.probe_owner)
+    if circuit.cause is not None:
+        item["cause"] = text(circuit.cause.value)
+    return item
+
+
+def circuit_from(deployment_id: str, item: Item) -> Circuit:
+    """A circuit from a stored item; an empty item is the never-written circuit."""
+    if not item:
+        return Circuit(deployment_id)
+    cause = get_text(item, "cause")
+    return Circuit(
+        deployment_id=deployment_id,
+        state=CircuitState(get_text(item, "state") or CircuitState.CLOSED.value),
+        failures=get_int(item, "failures"),
+        window_start=get_float(item, "window_start"),
+        open_until=get_float(item, "open_until"),
+        level=get_int(item, "level"),
+        probe_owner=get_text(item, "probe_owner"),
+        probe_until=get_float(item, "probe_until"),
+        cause=None if cause is None else OpenCause(cause),
+        version=get_int(item, "version"),
+        opened_at=get_float(item, "opened_at"),
+    )
+
+
+def usage_from(deployment_id: str, minute: int, item: Item) -> Usage:
+    """One usage bucket from a stored item."""
+    return Usage(
+        deployment_id=deployment_id,
+        minute=minute,
+        requests=get_int(item, "requests"),
+        inflight=get_int(item, "inflight"),
+        prompt_tokens=get_int(item, "prompt_tokens"),
+        completion_tokens=get_int(item, "completion_tokens"),
+        successes=get_int(item, "successes"),
+        failures=get_int(item, "failures"),
+        latency_ms_sum=get_int(item, "latency_ms_sum"),
+        output_tokens_per_s_sum=get_float(item, "output_tokens_per_s_sum"),
+        sticky_hits=get_int(item, "sticky_hits"),
+    )
+
+
+def health_item(health: Health) -> Item:
+    """The attributes of a health item."""
+    item: Item = {"score": number(health.score), "updated_at": number(health.updated_at)}
+    if health.ewma_latency_ms is not None:
+        item["ewma_latency_ms"] = number(health.ewma_latency_ms)
+    if health.ewma_tokens_per_s is not None:
+        item["ewma_tokens_per_s"] = number(health.ewma_tokens_per_s)
+    return item
+
+
+def health_from(deployment_id: str, item: Item) -> Health:
+    """Health scores from a stored item."""
+    return Health(
+        deployment_id=deployment_id,
+        score=get_float(item, "score", 0.5),
+        ewma_latency_ms=get_optional_float(item, "ewma_latency_ms"),
+        ewma_tokens_per_s=get_optional_float(item, "ewma_tokens_per_s"),
+        updated_at=get_float(item, "updated_at"),
+    )
+
+
+def capacity_from(domain: str, item: Item) -> Capacity:
+    """A failure domain's capacity circuit from a stored item (empty: not throttled)."""
+    return Capacity(
+        domain=domain,
+        throttled_until=get_float(item, "throttled_until"),
+        version=get_int(item, "version"),
+    )
+
+
+def binding_item(binding: Binding, version: int) -> Item:
+    """The attributes of a binding item, except the TTL attribute (the store adds it)."""
+    return {
+        "deployment_id": text(binding.deployment_id),
+        "generation": number(binding.generation),
+        "version": number(version),
+    }
+
+
+def binding_from(key: BindingKey, item: Item, ttl_name: str) -> Binding:
+    """A binding from a stored item; ``expires_at`` lives in the TTL attribute."""
+    return Binding(
+        key=key,
+        deployment_id=get_text(item, "deployment_id") or "",
+        expires_at=get_float(item, ttl_name),
+        generation=get_int(item, "generation"),
+        version=get_int(item, "version"),
+    )

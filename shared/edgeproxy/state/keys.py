@@ -1,0 +1,129 @@
+"""Item layout of the state table: which key holds what.
+
+One table, string keys ``pk`` (partition) and ``sk`` (sort), TTL attribute
+``expires_at`` (epoch seconds). The attribute *names* come from
+``TableSchema``; the key *values* are built here and nowhere else. Every item
+of one deployment shares a partition, so a deployment's usage buckets are one
+``Query`` away.
+
+==================  ===========================  ===================  =========================
+item                pk                           sk                   attributes
+==================  ===========================  ===================  =========================
+circuit             ``dep#<id>``                 ``circuit``          state, failures,
+                                                                      window_start, open_until,
+                                                                      level, probe_owner,
+                                                                      probe_until, cause,
+                                                                      version, opened_at
+                                                                      (no TTL)
+usage bucket        ``dep#<id>``                 ``usage#<minute>``   requests, inflight,
+                                                                      prompt_tokens,
+                                                                      completion_tokens,
+                                                                      successes, failures,
+                                                                      latency_ms_sum,
+                                                                      output_tokens_per_s_sum,
+                                                                      sticky_hits, expires_at
+health              ``dep#<id>``                 ``health``           score, ewma_latency_ms,
+                                                                      ewma_tokens_per_s,
+                                                                      updated_at, expires_at
+capacity circuit    ``domain#<name>``            ``capacity``         throttled_until, version,
+                                                                      expires_at
+binding             ``bind#<caller>#<pool>#      ``binding``          deployment_id, expires_at,
+                    <protocol>``                                      generation, version
+pool generation     ``pool#<pool>``              ``meta``             generation
+configuration       ``config``                   ``current``          document, version
+==================  ===========================  ===================  =========================
+
+``<minute>`` is ``epoch_seconds // 60``, zero-padded to ten digits so that the
+string order of sort keys is the numeric order (``BETWEEN`` works on it).
+``<caller>`` is already a hash or an IP bucket, never a raw key. Any ``#`` or
+``%`` inside a component is percent-escaped, so two different tuples can
+never produce the same key. ``version`` counts conditional writes of an item
+(0 means absent); counters change only with ``ADD``.
+
+Sharding a hot counter
+----------------------
+One partition takes about 1000 write units per second, and every attempt of
+one deployment adds to the same usage bucket (two writes per attempt: admit
+and record). A deployment that needs more than roughly 400 attempts per
+second would be throttled by its own counter. The plan for that case, not yet
+implemented: write to ``sk=usage#<minute>#<shard>`` with ``shard`` drawn at
+random from ``range(N)`` per write, N set per deployment in configuration
+(N=1 keeps today's layout). Readers then fetch all N shards of the buckets they
+need (still one BatchGetItem, N times the keys) and sum them. Exact limits
+(``admit`` with an rpm limit) become per-shard limits of ``ceil(limit / N)``,
+which can under-admit by up to N-1 requests per minute; that is the price of
+not funnelling every admission through one item. Circuits and bindings are
+written only on transitions, so they stay unsharded.
+"""
+
+from __future__ import annotations
+
+from edgeproxy.routing.snapshot import BindingKey
+
+Key = tuple[str, str]
+
+CIRCUIT = "circuit"
+HEALTH = "health"
+CAPACITY = "capacity"
+BINDING = "binding"
+META = "meta"
+USAGE_PREFIX = "usage#"
+MINUTE_DIGITS = 10
+
+
+def _part(value: str) -> str:
+    # '%' first, so that an escaped '#' is not escaped twice.
+    return value.replace("%", "%25").replace("#", "%23")
+
+
+def deployment_pk(deployment_id: str) -> str:
+    """Partition of every item of one deployment."""
+    return f"dep#{_part(deployment_id)}"
+
+
+def circuit_key(deployment_id: str) -> Key:
+    """Circuit-breaker state of one deployment."""
+    return deployment_pk(deployment_id), CIRCUIT
+
+
+def usage_sk(minute: int) -> str:
+    """Sort key of the usage bucket ``minute`` (epoch seconds // 60)."""
+    return f"{USAGE_PREFIX}{minute:0{MINUTE_DIGITS}d}"
+
+
+def usage_key(deployment_id: str, minute: int) -> Key:
+    """Counters of one deployment in one minute bucket."""
+    return deployment_pk(deployment_id), usage_sk(minute)
+
+
+def minute_of(sk: str) -> int:
+    """The minute of a usage sort key (inverse of ``usage_sk``)."""
+    if not sk.startswith(USAGE_PREFIX):
+        raise ValueError(f"not a usage sort key: {sk!r}")
+    return int(sk[len(USAGE_PREFIX) :].split("#", 1)[0])
+
+
+def health_key(deployment_id: str) -> Key:
+    """Scores the health job wrote for one deployment."""
+    return deployment_pk(deployment_id), HEALTH
+
+
+def capacity_key(domain: str) -> Key:
+    """Capacity circuit of one failure domain."""
+    return f"domain#{_part(domain)}", CAPACITY
+
+
+def binding_key(key: BindingKey) -> Key:
+    """Sticky binding of (caller, pool, protocol)."""
+    parts = "#".join(_part(p) for p in (key.caller, key.pool, key.protocol))
+    return f"bind#{parts}", BINDING
+
+
+def pool_key(pool: str) -> Key:
+    """Per-pool metadata: the binding generation."""
+    return f"pool#{_part(pool)}", META
+
+
+def config_key() -> Key:
+    """The current configuration document."""
+    return "config", "current"

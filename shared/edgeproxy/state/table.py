@@ -1,0 +1,119 @@
+"""``Table``: the three kinds of request the store sends, and their error translation.
+
+This is the one place where botocore errors enter the project's exception tree
+(``translated_errors``). A failed condition is not an error: ``write_if``
+returns it as an outcome together with the item that blocked the write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
+from botocore.exceptions import ConnectionError as BotoConnectionError
+
+from edgeproxy.errors import StoreError, StoreUnavailable
+from edgeproxy.state.items import Item, text
+from edgeproxy.state.keys import Key
+from edgeproxy.state.schema import TableSchema
+
+CONDITION_FAILED = "ConditionalCheckFailedException"
+# Error codes that mean "try again later", not "this request is wrong".
+UNAVAILABLE_CODES = frozenset(
+    {
+        "ProvisionedThroughputExceededException",
+        "RequestLimitExceeded",
+        "ThrottlingException",
+        "InternalServerError",
+        "ServiceUnavailable",
+    }
+)
+BATCH_LIMIT = 100  # keys per BatchGetItem request
+BATCH_ATTEMPTS = 5  # UnprocessedKeys rounds before giving up
+BATCH_BACKOFF_S = 0.05
+
+
+@asynccontextmanager
+async def translated_errors(operation: str) -> AsyncIterator[None]:
+    """Translate botocore errors into ``StoreError``/``StoreUnavailable``, most specific first."""
+    try:
+        yield
+    except ClientError as exc:
+        code = str(exc.response.get("Error", {}).get("Code", "Unknown"))
+        if code in UNAVAILABLE_CODES:
+            raise StoreUnavailable(f"DynamoDB {operation}: {code}") from exc
+        raise StoreError(f"DynamoDB {operation}: {code}") from exc
+    except (BotoConnectionError, HTTPClientError) as exc:
+        raise StoreUnavailable(f"DynamoDB {operation}: {type(exc).__name__}") from exc
+    except BotoCoreError as exc:
+        raise StoreError(f"DynamoDB {operation}: {type(exc).__name__}") from exc
+
+
+class Table:
+    """One DynamoDB table behind an injected low-level (aiobotocore) client."""
+
+    def __init__(self, client: Any, name: str, schema: TableSchema) -> None:
+        self._client = client
+        self._name = name
+        self._schema = schema
+
+    def key(self, key: Key) -> Item:
+        """The typed primary key of ``(pk, sk)``."""
+        return {self._schema.pk: text(key[0]), self._schema.sk: text(key[1])}
+
+    async def call(self, operation: str, **kwargs: Any) -> dict[str, Any]:
+        """Send one single-table request (``get_item``, ``query``, ...)."""
+        async with translated_errors(operation):
+            response: dict[str, Any] = await getattr(self._client, operation)(
+                TableName=self._name, **kwargs
+            )
+            return response
+
+    async def write_if(self, operation: str, **kwargs: Any) -> tuple[bool, dict[str, Any]]:
+        """Send one conditional write: ``(True, response)`` or ``(False, stored item)``.
+
+        The stored item is empty when no item exists, or when the request did
+        not ask for ``ReturnValuesOnConditionCheckFailure=ALL_OLD``.
+        """
+        async with translated_errors(operation):
+            try:
+                response: dict[str, Any] = await getattr(self._client, operation)(
+                    TableName=self._name, **kwargs
+                )
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") != CONDITION_FAILED:
+                    raise
+                stored: Item = exc.response.get("Item") or {}
+                return False, stored
+            return True, response
+
+    async def batch_get(self, wanted: Iterable[Key]) -> dict[Key, Item]:
+        """Every stored item of ``wanted``: one BatchGetItem per 100 keys, in parallel."""
+        unique = list(dict.fromkeys(wanted))  # BatchGetItem rejects duplicate keys
+        chunks = [unique[i : i + BATCH_LIMIT] for i in range(0, len(unique), BATCH_LIMIT)]
+        found: dict[Key, Item] = {}
+        for part in await asyncio.gather(*(self._batch_get_chunk(c) for c in chunks)):
+            found.update(part)
+        return found
+
+    async def _batch_get_chunk(self, chunk: Sequence[Key]) -> dict[Key, Item]:
+        # Strongly consistent: a decision taken on a stale read would lose its
+        # conditional write anyway and cost another round trip.
+        pending: dict[str, Any] = {
+            self._name: {"Keys": [self.key(k) for k in chunk], "ConsistentRead": True}
+        }
+        found: dict[Key, Item] = {}
+        for attempt in range(BATCH_ATTEMPTS):
+            async with translated_errors("BatchGetItem"):
+                response = await self._client.batch_get_item(RequestItems=pending)
+            for item in response.get("Responses", {}).get(self._name, []):
+                found[(item[self._schema.pk]["S"], item[self._schema.sk]["S"])] = item
+            pending = response.get("UnprocessedKeys") or {}
+            if not pending:
+                return found
+            # DynamoDB leaves keys unprocessed when it is throttling: back off.
+            await asyncio.sleep(BATCH_BACKOFF_S * 2**attempt)
+        raise StoreUnavailable("DynamoDB BatchGetItem: keys still unprocessed after retries")

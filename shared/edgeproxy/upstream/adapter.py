@@ -1,0 +1,69 @@
+"""The seam between the client and a provider's wire protocol.
+
+The client does HTTP, deadlines and error translation; an adapter only says
+which path and headers a call needs, how the body looks on the wire, and how
+the answer and stream events read back in OpenAI format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from edgeproxy.upstream.call import StreamEvent, UpstreamCall, Usage
+from edgeproxy.upstream.sse import ServerSentEvent
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A request ready to send: ``path`` is appended to the deployment's base URL."""
+
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+class ChunkTranslator(Protocol):
+    """Stateful: turns one provider stream's SSE events into OpenAI chunks."""
+
+    usage: Usage | None
+
+    def feed(self, event: ServerSentEvent) -> list[StreamEvent]:
+        """The OpenAI stream events for one SSE event (possibly none).
+
+        Raises ``UpstreamFault`` (MALFORMED) for unparseable data and (HTTP)
+        for an error event inside the stream.
+        """
+        ...
+
+
+class Adapter(Protocol):
+    """A provider's protocol, as the client needs it."""
+
+    def prepare(self, call: UpstreamCall) -> Prepared:
+        """Path, headers and wire body; raises ``UpstreamFault`` (INCOMPATIBLE)."""
+        ...
+
+    def response(self, payload: dict[str, Any], created: int) -> dict[str, Any]:
+        """A 2xx JSON answer in OpenAI format; raises ``UpstreamFault`` (MALFORMED)."""
+        ...
+
+    def translator(self, created: int, secrets: Sequence[str | None]) -> ChunkTranslator:
+        """A fresh translator for one stream; ``secrets`` are scrubbed from errors."""
+        ...
+
+
+def wire_body(call: UpstreamCall) -> dict[str, Any]:
+    """The client's body with the upstream model, and ``stream`` matching the call.
+
+    ``stream`` is touched only when it disagrees with the call: asking for a
+    JSON answer from a body that says ``stream: true`` would get SSE back.
+    """
+    body = dict(call.body)
+    body["model"] = call.deployment.upstream_model
+    if call.stream:
+        body["stream"] = True
+    elif "stream" in body:
+        body["stream"] = False
+    return body

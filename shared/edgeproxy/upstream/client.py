@@ -1,0 +1,212 @@
+"""The upstream client: one attempt against one deployment, JSON or stream.
+
+Deadlines are enforced on the connection with ``asyncio.timeout``: when one
+expires the request task is cancelled, which makes httpcore close the
+connection, so the upstream request itself is aborted (spec: "An expired
+deadline aborts the upstream request itself").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from urllib.parse import urlsplit
+
+import httpx
+
+from edgeproxy.config.models import ProviderKind
+from edgeproxy.routing.faults import FaultKind
+from edgeproxy.upstream.adapter import Adapter, Prepared
+from edgeproxy.upstream.anthropic import AnthropicAdapter
+from edgeproxy.upstream.call import UpstreamCall, UpstreamResponse, Usage
+from edgeproxy.upstream.errors import (
+    BODY,
+    HEADERS,
+    UpstreamFault,
+    fault,
+    http_fault,
+    translate_errors,
+)
+from edgeproxy.upstream.headers import RateLimitInfo, parse_retry_after, request_id
+from edgeproxy.upstream.openai import OpenAIAdapter, parse_json_object
+from edgeproxy.upstream.stream import UpstreamStream
+
+USER_AGENT = "edgeproxy/0.1"
+# A black-holed host is a connection failure, not a slow model: give up on the
+# TCP/TLS handshake sooner than on the answer (the OpenAI SDK uses 5 s).
+CONNECT_TIMEOUT_S = 10.0
+
+# Headers the client sets itself, or that describe one hop only (RFC 9110 7.6.1).
+_RESERVED_HEADERS = frozenset(
+    {
+        "authorization",
+        "x-api-key",
+        "api-key",
+        "proxy-authorization",
+        "anthropic-version",
+        "host",
+        "content-length",
+        "content-type",
+        "content-encoding",
+        "accept-encoding",
+        "connection",
+        "keep-alive",
+        "transfer-encoding",
+        "te",
+        "trailer",
+        "upgrade",
+        "cookie",
+    }
+)
+
+_ADAPTERS: dict[ProviderKind, Adapter] = {
+    ProviderKind.OPENAI: OpenAIAdapter(),
+    ProviderKind.OPENAI_COMPAT: OpenAIAdapter(),
+    ProviderKind.ANTHROPIC: AnthropicAdapter(),
+}
+
+
+def make_http_client(
+    *, max_connections: int = 100, max_keepalive: int = 20, keepalive_expiry_s: float = 20.0
+) -> httpx.AsyncClient:
+    """The shared ``httpx.AsyncClient``; create it once per cold start and inject it.
+
+    HTTP/1.1 only (streams map one to one onto connections, and no extra
+    dependency). ``trust_env=False``: a gateway must not pick up
+    ``HTTP(S)_PROXY`` or ``.netrc`` credentials from whatever environment it
+    runs in, which could send provider keys through a proxy nobody configured.
+    No redirects: a provider answering 3xx is a failure, not a place to send
+    the key. Timeouts are set per request from the execution policy.
+    """
+    return httpx.AsyncClient(
+        http1=True,
+        http2=False,
+        trust_env=False,
+        follow_redirects=False,
+        timeout=httpx.Timeout(600.0, connect=CONNECT_TIMEOUT_S),
+        limits=httpx.Limits(
+            max_connections=max_connections,
+            max_keepalive_connections=max_keepalive,
+            keepalive_expiry=keepalive_expiry_s,
+        ),
+        headers={"user-agent": USER_AGENT},
+    )
+
+
+class UpstreamClient:
+    """Sends attempts; every failure is raised as ``UpstreamFault``.
+
+    >>> client = UpstreamClient(make_http_client())               # doctest: +SKIP
+    >>> answer = await client.send(call)                          # doctest: +SKIP
+    >>> answer.body["choices"][0]["message"]["content"]           # doctest: +SKIP
+    """
+
+    def __init__(self, http: httpx.AsyncClient, *, clock: Callable[[], float] = time.time) -> None:
+        self._http = http
+        self._clock = clock
+
+    async def send(self, call: UpstreamCall) -> UpstreamResponse:
+        """One JSON attempt; the whole answer must arrive within ``response_timeout_s``."""
+        adapter = _ADAPTERS[call.deployment.provider]
+        request = self._request(call, adapter.prepare(call))
+        started = time.perf_counter()
+        with translate_errors(HEADERS):
+            async with asyncio.timeout(call.response_timeout_s):
+                response = await self._http.send(request, stream=True)
+                try:
+                    with translate_errors(BODY):
+                        content = await response.aread()
+                finally:
+                    await response.aclose()
+        elapsed = time.perf_counter() - started
+        now = self._clock()
+        if not response.is_success:
+            raise self._error(call, response, content, now)
+        payload = parse_json_object(content, "answer")
+        body = adapter.response(payload, created=int(now))
+        return UpstreamResponse(
+            status=response.status_code,
+            body=body,
+            usage=Usage.from_openai(body.get("usage")) or Usage(),
+            rate_limits=RateLimitInfo.from_headers(response.headers, now),
+            elapsed_s=elapsed,
+            request_id=request_id(response.headers),
+        )
+
+    async def open_stream(self, call: UpstreamCall) -> UpstreamStream:
+        """Open a stream; returns once the upstream sent 2xx response headers.
+
+        An error answer is read and raised as ``UpstreamFault`` (HTTP); the
+        headers must arrive within ``response_timeout_s``.
+        """
+        adapter = _ADAPTERS[call.deployment.provider]
+        request = self._request(call, adapter.prepare(call))
+        with translate_errors(HEADERS):
+            async with asyncio.timeout(call.response_timeout_s):
+                response = await self._http.send(request, stream=True)
+                if not response.is_success or _is_json(response):
+                    try:
+                        with translate_errors(BODY):
+                            content = await response.aread()
+                    finally:
+                        await response.aclose()
+                    if response.is_success:
+                        raise fault(
+                            FaultKind.MALFORMED, "the upstream answered a stream request with JSON"
+                        )
+                    raise self._error(call, response, content, self._clock())
+        now = self._clock()
+        return UpstreamStream(
+            response,
+            adapter.translator(int(now), _secrets(call)),
+            idle_timeout_s=call.idle_timeout_s,
+            rate_limits=RateLimitInfo.from_headers(response.headers, now),
+            request_id=request_id(response.headers),
+        )
+
+    def _request(self, call: UpstreamCall, prepared: Prepared) -> httpx.Request:
+        headers = {
+            name.lower(): value
+            for name, value in call.extra_headers.items()
+            if name.lower() not in _RESERVED_HEADERS
+        }
+        headers.update(prepared.headers)
+        if call.stream:
+            # Raw bytes must be the wire bytes so that every byte resets the
+            # idle timer and nothing waits in a decompressor.
+            headers["accept-encoding"] = "identity"
+        limit = call.response_timeout_s
+        # Streams: the header wait and the idle gaps are enforced by
+        # asyncio.timeout; an httpx read timeout would apply to both at once.
+        timeout = httpx.Timeout(
+            connect=min(limit, CONNECT_TIMEOUT_S),
+            read=None if call.stream else limit,
+            write=limit,
+            pool=limit,
+        )
+        url = call.deployment.base_url.rstrip("/") + prepared.path
+        return self._http.build_request(
+            "POST", url, json=prepared.body, headers=headers, timeout=timeout
+        )
+
+    def _error(
+        self, call: UpstreamCall, response: httpx.Response, content: bytes, now: float
+    ) -> UpstreamFault:
+        return http_fault(
+            response.status_code,
+            content,
+            retry_after=parse_retry_after(response.headers, now),
+            secrets=_secrets(call),
+        )
+
+
+def _is_json(response: httpx.Response) -> bool:
+    content_type: str = response.headers.get("content-type", "")
+    return content_type.startswith("application/json")
+
+
+def _secrets(call: UpstreamCall) -> Sequence[str | None]:
+    """What must never appear in a message: the key, the upstream URL, its host."""
+    base = call.deployment.base_url
+    return (call.credential, base, base.rstrip("/"), urlsplit(base).netloc)

@@ -1,0 +1,177 @@
+"""The one exception the upstream client raises, and the one place it is made.
+
+    Exception
+    └── UpstreamFault          .fault: routing.faults.Fault (kind, status, message, ...)
+
+Every foreign error (httpx transport errors, the deadline's TimeoutError, an
+upstream's error answer, unparseable JSON or SSE) becomes an ``UpstreamFault``
+here: transport errors in ``translate_errors``, error answers in
+``http_fault``. Messages are sanitized before they are stored: no keys, no
+bearer tokens, no upstream URL.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from edgeproxy.routing.faults import Fault, FaultKind
+
+_REDACTED = "[redacted]"
+_MAX_MESSAGE = 2000
+_KEYISH = (
+    re.compile(r"\bsk-[A-Za-z0-9*_-]{3,}"),
+    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=*-]+"),
+    re.compile(r"(?i)\b(x-api-key|api[_-]?key|authorization)(\s*[:=]\s*)[^\s,;\"']+"),
+)
+
+# Anthropic's error types, for in-stream errors that carry no HTTP status.
+_ANTHROPIC_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "overloaded_error": 529,
+}
+
+
+class UpstreamFault(Exception):
+    """An attempt failed; ``fault`` says how, as plain data for ``routing``."""
+
+    def __init__(self, fault: Fault) -> None:
+        super().__init__(f"{fault.kind}: {fault.message}")
+        self.fault = fault
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    """Where in an attempt an error happened decides what it means."""
+
+    name: str
+    on_timeout: FaultKind
+    on_drop: FaultKind
+
+
+HEADERS = Phase("waiting for the upstream's answer", FaultKind.TIMEOUT, FaultKind.RESET)
+BODY = Phase("reading the upstream's answer", FaultKind.TIMEOUT, FaultKind.TRUNCATED)
+STREAM = Phase("reading the upstream's stream", FaultKind.IDLE, FaultKind.TRUNCATED)
+
+
+@contextmanager
+def translate_errors(phase: Phase) -> Iterator[None]:
+    """Turn transport errors raised inside the block into ``UpstreamFault``.
+
+    Most specific first: connect failures before timeouts (``ConnectTimeout``
+    is both), timeouts before other transport errors. The builtin
+    ``TimeoutError`` is what ``asyncio.timeout`` raises for our own deadlines.
+    Messages are fixed texts: httpx's may name the upstream host.
+    """
+    try:
+        yield
+    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+        raise fault(FaultKind.CONNECT, "could not connect to the upstream") from exc
+    except (TimeoutError, httpx.TimeoutException) as exc:
+        raise fault(phase.on_timeout, f"deadline passed while {phase.name}") from exc
+    except httpx.DecodingError as exc:
+        raise fault(FaultKind.MALFORMED, "the upstream's answer could not be decoded") from exc
+    except httpx.TransportError as exc:
+        raise fault(phase.on_drop, f"connection dropped while {phase.name}") from exc
+
+
+def fault(kind: FaultKind, message: str, **details: Any) -> UpstreamFault:
+    """Shorthand for an ``UpstreamFault`` around a new ``Fault``."""
+    return UpstreamFault(Fault(kind=kind, message=message, **details))
+
+
+def sanitize(message: str, secrets: Sequence[str | None] = ()) -> str:
+    """Remove anything credential-like and the given ``secrets`` (key, URL, host)."""
+    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
+        message = message.replace(secret, _REDACTED)
+    message = _KEYISH[0].sub(_REDACTED, message)
+    message = _KEYISH[1].sub("Bearer " + _REDACTED, message)
+    message = _KEYISH[2].sub(lambda m: m.group(1) + m.group(2) + _REDACTED, message)
+    if len(message) > _MAX_MESSAGE:
+        message = message[:_MAX_MESSAGE] + "..."
+    return message
+
+
+def http_fault(
+    status: int,
+    content: bytes,
+    *,
+    retry_after: float | None,
+    secrets: Sequence[str | None] = (),
+) -> UpstreamFault:
+    """The fault for an error answer: the upstream's status and its error JSON.
+
+    Understands OpenAI ``{"error": {...}}``, Anthropic
+    ``{"type": "error", "error": {...}}`` and the ``{"detail": ...}`` /
+    ``{"message": ...}`` bodies of some compatible servers.
+    """
+    try:
+        payload: Any = json.loads(content)
+    except (ValueError, UnicodeDecodeError):
+        payload = None
+    return _error_fault(payload, status, retry_after, secrets)
+
+
+def stream_error_fault(payload: Mapping[str, Any], secrets: Sequence[str | None]) -> UpstreamFault:
+    """The fault for an error event inside a 200 stream (status inferred from its type)."""
+    error = payload.get("error")
+    kind = error.get("type") if isinstance(error, Mapping) else None
+    status = _ANTHROPIC_STATUS.get(kind, 500) if isinstance(kind, str) else 500
+    return _error_fault(payload, status, None, secrets)
+
+
+def _error_fault(
+    payload: Any, status: int, retry_after: float | None, secrets: Sequence[str | None]
+) -> UpstreamFault:
+    message: Any = None
+    error: Mapping[str, Any] = {}
+    if isinstance(payload, Mapping):
+        inner = payload.get("error")
+        if isinstance(inner, Mapping):
+            error = inner
+            message = inner.get("message")
+        elif isinstance(inner, str):
+            message = inner
+        else:
+            message = payload.get("message") or payload.get("detail")
+    if not isinstance(message, str) or not message:
+        message = f"The upstream answered with HTTP {status}."
+    type_ = _text(error.get("type")) or _default_type(status)
+    code = _text(error.get("code"))
+    if code is None and status == 400 and message.startswith("prompt is too long"):
+        code = "context_length_exceeded"  # Anthropic's context-window error has no code
+    return fault(
+        FaultKind.HTTP,
+        sanitize(message, secrets),
+        status=status,
+        type=type_,
+        code=code,
+        param=_text(error.get("param")),
+        retry_after=retry_after,
+    )
+
+
+def _text(value: Any) -> str | None:
+    if value is None or isinstance(value, (dict, list)):
+        return None
+    return str(value)
+
+
+def _default_type(status: int) -> str:
+    if status == 429:
+        return "rate_limit_error"
+    if status >= 500:
+        return "server_error"
+    return "invalid_request_error"

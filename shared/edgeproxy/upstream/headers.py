@@ -1,0 +1,138 @@
+"""Response headers the gateway acts on: Retry-After and provider rate limits.
+
+Every parser here is pure and takes ``now`` (epoch seconds) where a header
+carries an absolute time, so tests need no clock. Unparseable values are
+ignored (``None``): a provider's odd header must never fail a request.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from email.utils import parsedate_to_datetime
+
+# OpenAI's reset durations look like "1s", "6m0s", "20ms", "1h2m3.5s".
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+
+
+def parse_retry_after(headers: Mapping[str, str], now: float) -> float | None:
+    """Seconds to wait, from ``retry-after-ms`` or ``retry-after``; ``None`` if absent.
+
+    ``retry-after-ms`` (sent by OpenAI) wins because it is more precise.
+    ``retry-after`` may be delta-seconds or an HTTP-date; a date in the past
+    means 0. ``headers`` must look up names case-insensitively (httpx does).
+
+    >>> parse_retry_after({"retry-after": "2"}, now=0.0)
+    2.0
+    """
+    millis = _number(headers.get("retry-after-ms"))
+    if millis is not None:
+        return millis / 1000.0
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    seconds = _number(value)
+    if seconds is not None:
+        return seconds
+    try:
+        when = parsedate_to_datetime(value.strip())
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(0.0, when.timestamp() - now)
+
+
+def parse_duration(value: str | None) -> float | None:
+    """Seconds in an OpenAI-style duration (``"6m0s"``), or in plain seconds."""
+    if value is None:
+        return None
+    plain = _number(value)
+    if plain is not None:
+        return plain
+    text = value.strip()
+    parts = _DURATION_PART.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        return None
+    return sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
+
+
+def _number(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        number = float(value.strip())
+    except ValueError:
+        return None
+    if number != number or number in (float("inf"), float("-inf")):
+        return None
+    return max(0.0, number)
+
+
+def _int(value: str | None) -> int | None:
+    number = _number(value)
+    return None if number is None else int(number)
+
+
+def _until(value: str | None, now: float) -> float | None:
+    """Seconds until an RFC 3339 instant (Anthropic's reset headers)."""
+    if value is None:
+        return None
+    try:
+        when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - now)
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimitInfo:
+    """A provider's own view of the credential's remaining quota, from one answer.
+
+    Reset values are seconds from the answer's arrival until the window refills.
+    """
+
+    limit_requests: int | None = None
+    remaining_requests: int | None = None
+    reset_requests_s: float | None = None
+    limit_tokens: int | None = None
+    remaining_tokens: int | None = None
+    reset_tokens_s: float | None = None
+
+    @classmethod
+    def from_headers(cls, headers: Mapping[str, str], now: float) -> RateLimitInfo | None:
+        """Parse OpenAI ``x-ratelimit-*`` or Anthropic ``anthropic-ratelimit-*`` headers.
+
+        Returns ``None`` when the answer carried none of them.
+        """
+        openai = cls(
+            limit_requests=_int(headers.get("x-ratelimit-limit-requests")),
+            remaining_requests=_int(headers.get("x-ratelimit-remaining-requests")),
+            reset_requests_s=parse_duration(headers.get("x-ratelimit-reset-requests")),
+            limit_tokens=_int(headers.get("x-ratelimit-limit-tokens")),
+            remaining_tokens=_int(headers.get("x-ratelimit-remaining-tokens")),
+            reset_tokens_s=parse_duration(headers.get("x-ratelimit-reset-tokens")),
+        )
+        if openai != _EMPTY:
+            return openai
+        prefix = "anthropic-ratelimit-"
+        anthropic = cls(
+            limit_requests=_int(headers.get(prefix + "requests-limit")),
+            remaining_requests=_int(headers.get(prefix + "requests-remaining")),
+            reset_requests_s=_until(headers.get(prefix + "requests-reset"), now),
+            limit_tokens=_int(headers.get(prefix + "tokens-limit")),
+            remaining_tokens=_int(headers.get(prefix + "tokens-remaining")),
+            reset_tokens_s=_until(headers.get(prefix + "tokens-reset"), now),
+        )
+        return None if anthropic == _EMPTY else anthropic
+
+
+_EMPTY = RateLimitInfo()
+
+
+def request_id(headers: Mapping[str, str]) -> str | None:
+    """The provider's request id (OpenAI ``x-request-id``, Anthropic ``request-id``)."""
+    return headers.get("x-request-id") or headers.get("request-id")

@@ -1,0 +1,165 @@
+"""An open upstream stream: an async iterator of OpenAI chunks with an idle deadline.
+
+Completeness follows the spec ("What counts as complete"): a stream that
+reached its end marker, or whose every choice got a finish reason, is
+complete even if the other signal is missing; only a stream that stops with
+neither fails, as TRUNCATED. The idle deadline counts every received byte
+(keepalive comments included), because it is checked per network read, not
+per event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from edgeproxy.routing.faults import FaultKind
+from edgeproxy.upstream.adapter import ChunkTranslator
+from edgeproxy.upstream.call import StreamEvent, Usage
+from edgeproxy.upstream.errors import STREAM, UpstreamFault, fault, translate_errors
+from edgeproxy.upstream.headers import RateLimitInfo
+from edgeproxy.upstream.sse import SSEParser
+
+# After the end marker only the transfer's own terminator should follow; waiting
+# for it briefly lets the connection go back to the pool instead of being closed.
+_DRAIN_S = 1.0
+
+
+class UpstreamStream:
+    """Iterate for ``StreamEvent``s; always ``aclose()`` (or use ``async with``).
+
+    >>> async with await client.open_stream(call) as stream:   # doctest: +SKIP
+    ...     async for event in stream:
+    ...         forward(event.chunk)
+    """
+
+    def __init__(
+        self,
+        response: httpx.Response,
+        translator: ChunkTranslator,
+        *,
+        idle_timeout_s: float | None,
+        rate_limits: RateLimitInfo | None,
+        request_id: str | None,
+    ) -> None:
+        self.status = response.status_code
+        self.rate_limits = rate_limits
+        self.request_id = request_id
+        self.saw_done = False
+        self.finish_reasons: dict[int, str] = {}
+        self.saw_tool_calls = False
+        self._choices: set[int] = set()
+        self._response = response
+        self._raw: AsyncIterator[bytes] = response.aiter_raw()
+        self._translator = translator
+        self._idle = idle_timeout_s
+        self._parser = SSEParser()
+        self._pending: deque[StreamEvent] = deque()
+        self._ended = False
+        self._failure: UpstreamFault | None = None  # raised once the events before it are out
+
+    @property
+    def usage(self) -> Usage | None:
+        """The latest usage the upstream reported in the stream, if any."""
+        return self._translator.usage
+
+    @property
+    def finished(self) -> bool:
+        """Every choice seen so far has a finish reason."""
+        return bool(self._choices) and self._choices <= self.finish_reasons.keys()
+
+    @property
+    def complete(self) -> bool:
+        """The stream may end here without being a failure."""
+        return self.saw_done or self.finished
+
+    def __aiter__(self) -> UpstreamStream:
+        return self
+
+    async def __anext__(self) -> StreamEvent:
+        """The next event; raises ``UpstreamFault`` (IDLE, TRUNCATED, MALFORMED, HTTP)."""
+        while not self._pending:
+            if self._failure is not None:
+                await self.aclose()
+                raise self._failure
+            if self._ended:
+                await self._drain()
+                raise StopAsyncIteration
+            try:
+                await self._read()
+            except UpstreamFault as exc:
+                await self.aclose()
+                if exc.fault.kind is FaultKind.TRUNCATED and self.complete:
+                    raise StopAsyncIteration from None  # dropped after a complete answer
+                raise
+        event = self._pending.popleft()
+        if event.done:
+            self._ended = True
+            self._pending.clear()
+            self._failure = None  # nothing after the end marker can spoil the answer
+        return event
+
+    async def _read(self) -> None:
+        with translate_errors(STREAM):
+            async with asyncio.timeout(self._idle):
+                data = await anext(self._raw, None)
+        if data is None:
+            self._ended = True
+            await self.aclose()
+            if not self.complete:
+                raise fault(
+                    FaultKind.TRUNCATED, "the upstream's stream ended before it was complete"
+                )
+            return
+        try:
+            for sse in self._parser.feed(data):
+                for event in self._translator.feed(sse):
+                    self._track(event)
+                    self._pending.append(event)
+        except UpstreamFault as exc:
+            self._failure = exc
+
+    def _track(self, event: StreamEvent) -> None:
+        if event.done:
+            self.saw_done = True
+            return
+        choices: Any = (event.chunk or {}).get("choices")
+        for choice in choices if isinstance(choices, list) else []:
+            index = choice.get("index", 0)
+            self._choices.add(index)
+            if choice.get("finish_reason"):
+                self.finish_reasons[index] = str(choice["finish_reason"])
+            if (choice.get("delta") or {}).get("tool_calls"):
+                self.saw_tool_calls = True
+
+    async def _drain(self) -> None:
+        if self._response.is_closed:
+            return
+        try:
+            async with asyncio.timeout(_DRAIN_S):
+                async for _ in self._raw:
+                    pass
+        except (TimeoutError, httpx.TransportError):
+            pass  # the answer is complete; a messy ending costs only the connection
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Release the connection (closing it if the body was not read to the end)."""
+        self._ended = True
+        await self._response.aclose()
+
+    async def __aenter__(self) -> UpstreamStream:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

@@ -1,0 +1,101 @@
+from __future__ import annotations
+
+from typing import Any
+
+from edgeproxy.routing.completeness import Complete, StreamTracker, TokenUsage, Truncated
+
+
+def chunk(
+    delta: dict[str, Any] | None = None, finish: str | None = None, index: int = 0, **extra: Any
+) -> dict[str, Any]:
+    return {"choices": [{"index": index, "delta": delta or {}, "finish_reason": finish}], **extra}
+
+
+def run(chunks: list[dict[str, Any]], saw_done: bool) -> tuple[StreamTracker, Complete | Truncated]:
+    tracker = StreamTracker()
+    for c in chunks:
+        tracker.feed(c)
+    return tracker, tracker.outcome(saw_done)
+
+
+def test_role_and_empty_content_do_not_commit_reasoning_content_and_tools_do() -> None:
+    for delta in (
+        {"reasoning_content": "hm"},
+        {"reasoning": "hm"},
+        {"content": "Hi"},
+        {"tool_calls": [{"index": 0, "function": {"name": "f"}}]},
+    ):
+        tracker = StreamTracker()
+        assert not tracker.feed(chunk({"role": "assistant", "content": ""}))
+        assert tracker.outcome(saw_done=False) == Truncated(committed=False)
+        assert tracker.feed(chunk(delta))
+        assert tracker.committed
+        assert not tracker.feed(chunk({"content": "more"}))  # commits only once
+
+
+def test_clean_stream_is_complete_without_anomalies() -> None:
+    _, out = run([chunk({"content": "Hi"}), chunk(finish="stop")], saw_done=True)
+    assert out == Complete((), None, {0: "stop"}, None)
+
+
+def test_finished_without_done_is_complete() -> None:
+    _, out = run([chunk({"content": "Hi"}), chunk(finish="length")], saw_done=False)
+    assert isinstance(out, Complete)
+    assert out.anomalies == ("missing_done",)
+    assert out.finish_reasons == {0: "length"}
+
+
+def test_done_without_finish_reason_infers_stop_or_tool_calls() -> None:
+    _, out = run([chunk({"content": "Hi"})], saw_done=True)
+    assert isinstance(out, Complete)
+    assert out.anomalies == ("missing_finish_reason",)
+    assert out.inferred_finish_reason == "stop"
+    assert out.finish_reasons == {0: "stop"}
+    _, tools = run([chunk({"tool_calls": [{"index": 0, "id": "c1"}]})], saw_done=True)
+    assert isinstance(tools, Complete)
+    assert tools.inferred_finish_reason == "tool_calls"
+
+
+def test_empty_answer_is_an_answer() -> None:
+    _, out = run([chunk({"role": "assistant", "content": ""}), chunk(finish="stop")], True)
+    assert isinstance(out, Complete)
+    assert out.anomalies == ("empty",)
+    _, bare = run([], saw_done=True)
+    assert isinstance(bare, Complete)
+    assert bare.anomalies == ("missing_finish_reason", "empty")
+
+
+def test_dropped_connection_is_truncated_and_says_whether_committed() -> None:
+    _, before = run([chunk({"role": "assistant"})], saw_done=False)
+    assert before == Truncated(committed=False)
+    _, after = run([chunk({"content": "Hal"})], saw_done=False)
+    assert after == Truncated(committed=True)
+    _, nothing = run([], saw_done=False)
+    assert isinstance(nothing, Truncated)
+
+
+def test_every_choice_must_finish() -> None:
+    chunks = [
+        chunk({"content": "a"}, index=0),
+        chunk({"content": "b"}, index=1),
+        chunk(finish="stop", index=0),
+    ]
+    _, out = run(chunks, saw_done=False)
+    assert isinstance(out, Truncated)
+    _, done = run(chunks, saw_done=True)
+    assert isinstance(done, Complete)
+    assert done.finish_reasons == {0: "stop", 1: "stop"}
+    assert "missing_finish_reason" in done.anomalies
+
+
+def test_usage_from_the_final_usage_chunk() -> None:
+    chunks = [
+        chunk({"content": "Hi"}, usage=None),
+        chunk(finish="stop"),
+        {"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}},
+    ]
+    tracker, out = run(chunks, saw_done=True)
+    assert tracker.usage == TokenUsage(12, 3)
+    assert isinstance(out, Complete)
+    assert out.usage is not None
+    assert out.usage.total_tokens == 15

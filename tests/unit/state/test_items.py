@@ -1,0 +1,59 @@
+"""Item conversion keeps every field of the core's value types."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from edgeproxy.routing.snapshot import Circuit, CircuitState, Health, OpenCause
+from edgeproxy.state import items
+from edgeproxy.state.store import UsageDelta
+
+FULL_CIRCUIT = Circuit(
+    deployment_id="d1",
+    state=CircuitState.HALF_OPEN,
+    failures=3,
+    window_start=1_700_000_000.25,
+    open_until=1_700_000_060.5,
+    level=2,
+    probe_owner="req-1",
+    probe_until=1_700_000_061.0,
+    cause=OpenCause.CONFIGURATION,
+    version=7,
+    opened_at=1_700_000_000.5,
+)
+
+
+def test_circuit_item_has_every_field() -> None:
+    fields = {f.name for f in dataclasses.fields(Circuit)} - {"deployment_id"}
+    assert set(items.circuit_item(FULL_CIRCUIT)) == fields
+
+
+def test_circuit_round_trips() -> None:
+    assert items.circuit_from("d1", items.circuit_item(FULL_CIRCUIT)) == FULL_CIRCUIT
+    bare = Circuit("d1", version=1)
+    assert items.circuit_from("d1", items.circuit_item(bare)) == bare
+
+
+def test_every_usage_delta_field_is_a_counter() -> None:
+    fields = {f.name for f in dataclasses.fields(UsageDelta)} - {"deployment_id", "minute"}
+    assert set(items.USAGE_COUNTERS.values()) == fields
+
+
+def test_health_round_trips_with_and_without_ewmas() -> None:
+    full = Health("d1", score=0.9, ewma_latency_ms=120.5, ewma_tokens_per_s=42.0, updated_at=5.0)
+    empty = Health("d1", score=0.1, updated_at=5.0)
+    assert items.health_from("d1", items.health_item(full)) == full
+    assert items.health_from("d1", items.health_item(empty)) == empty
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_non_finite_numbers_are_refused(value: float) -> None:
+    with pytest.raises(ValueError, match="cannot store"):
+        items.number(value)
+
+
+def test_small_and_large_floats_survive() -> None:
+    for value in (1e-05, 0.1, 1_700_000_000.123456, 123456789012.5):
+        assert items.get_float({"x": items.number(value)}, "x") == value

@@ -1,0 +1,140 @@
+"""UpstreamStream completeness and ordering, over httpx's MockTransport (no sockets)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from edgeproxy.config.models import Deployment, Operation, ProviderKind
+from edgeproxy.routing.faults import FaultKind
+from edgeproxy.upstream.call import StreamEvent, UpstreamCall
+from edgeproxy.upstream.client import UpstreamClient
+from edgeproxy.upstream.errors import UpstreamFault
+
+DEPLOYMENT = Deployment(
+    id="oa",
+    model="gpt-4o",
+    provider=ProviderKind.OPENAI,
+    base_url="https://upstream.test/v1",
+    upstream_model="gpt-4o",
+)
+CALL = UpstreamCall(DEPLOYMENT, Operation.CHAT, {"messages": []}, stream=True, response_timeout_s=5)
+
+
+class Body(httpx.AsyncByteStream):
+    """Yields ``parts``, then raises ``error`` (a dropped connection) if given."""
+
+    def __init__(self, parts: list[bytes], error: Exception | None = None) -> None:
+        self.parts = parts
+        self.error = error
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for part in self.parts:
+            yield part
+        if self.error is not None:
+            raise self.error
+
+
+def chunk(content: str | None = None, finish: str | None = None, index: int = 0) -> bytes:
+    delta = {} if content is None else {"content": content}
+    payload = {"choices": [{"index": index, "delta": delta, "finish_reason": finish}]}
+    return f"data: {json.dumps(payload)}\n\n".encode()
+
+
+async def read(parts: list[bytes], error: Exception | None = None) -> list[StreamEvent]:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(
+            200, headers={"content-type": "text/event-stream"}, stream=Body(parts, error)
+        )
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as http:
+        stream = await UpstreamClient(http).open_stream(CALL)
+        got: list[StreamEvent] = []
+        try:
+            async for event in stream:
+                got.append(event)
+        except UpstreamFault as exc:
+            exc.add_note(f"after {len(got)} events")
+            raise
+        finally:
+            await stream.aclose()
+        return got
+
+
+async def test_events_before_a_malformed_one_come_first() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = Body([chunk("a") + chunk("b") + b"data: {bad\n\n" + chunk("c")])
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=body)
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as http:
+        stream = await UpstreamClient(http).open_stream(CALL)
+        first = await anext(stream)
+        second = await anext(stream)
+        assert [first.chunk, second.chunk] == [
+            {"choices": [{"index": 0, "delta": {"content": c}, "finish_reason": None}]}
+            for c in "ab"
+        ]
+        with pytest.raises(UpstreamFault) as info:
+            await anext(stream)
+        assert info.value.fault.kind is FaultKind.MALFORMED
+
+
+async def test_eof_with_neither_marker_is_truncated() -> None:
+    with pytest.raises(UpstreamFault) as info:
+        await read([chunk("a")])
+    assert info.value.fault.kind is FaultKind.TRUNCATED
+
+
+async def test_drop_after_every_choice_finished_is_complete() -> None:
+    events = await read(
+        [chunk("a"), chunk(finish="stop")], httpx.RemoteProtocolError("incomplete chunked read")
+    )
+    assert len(events) == 2
+
+
+async def test_drop_mid_answer_is_truncated() -> None:
+    with pytest.raises(UpstreamFault) as info:
+        await read([chunk("a")], httpx.ReadError("connection reset"))
+    assert info.value.fault.kind is FaultKind.TRUNCATED
+
+
+async def test_one_unfinished_choice_of_two_is_truncated() -> None:
+    with pytest.raises(UpstreamFault) as info:
+        await read([chunk("a", index=0), chunk("b", index=1), chunk(finish="stop", index=0)])
+    assert info.value.fault.kind is FaultKind.TRUNCATED
+
+
+async def test_nothing_after_the_end_marker_is_read() -> None:
+    events = await read([chunk("a") + b"data: [DONE]\n\n" + b"data: {garbage\n\n"])
+    assert [e.done for e in events] == [False, True]
+
+
+async def test_stream_state() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        parts = [chunk("a"), chunk(finish="length"), b"data: [DONE]\n\n"]
+        headers = {"content-type": "text/event-stream", "x-ratelimit-remaining-requests": "5"}
+        return httpx.Response(200, headers=headers, stream=Body(parts))
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as http:
+        async with await UpstreamClient(http).open_stream(CALL) as stream:
+            assert stream.status == 200
+            assert stream.rate_limits is not None
+            assert stream.rate_limits.remaining_requests == 5
+            assert not stream.complete
+            _ = [event async for event in stream]
+            assert (stream.saw_done, stream.finished, stream.complete) == (True, True, True)
+            assert stream.finish_reasons == {0: "length"}
+            assert not stream.saw_tool_calls
+
+
+async def test_json_answer_to_a_stream_request_is_malformed() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"choices": []})
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as http:
+        with pytest.raises(UpstreamFault) as info:
+            await UpstreamClient(http).open_stream(CALL)
+    assert info.value.fault.kind is FaultKind.MALFORMED
