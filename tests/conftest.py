@@ -1,3 +1,3 @@
-"""Shared fixtures: the embedded DynamoDB and loopback mock upstreams."""
+"""Shared fixtures: the embedded DynamoDB, loopback mock upstreams, running gateways."""
 
-pytest_plugins = ["tests.fixtures.dynamo", "tests.fixtures.upstream"]
+pytest_plugins = ["tests.fixtures.dynamo", "tests.fixtures.upstream", "tests.fixtures.gateway"]

@@ -75,7 +75,7 @@ async def build_gateway(
     stack.push_async_callback(http.aclose)
     ssm, secrets = _aws_fetchers(session, settings, stack)
     telemetry = telemetry or NoTelemetry()
-    rng = random.Random()  # noqa: S311 - load spreading, not security
+    rng = random.Random()  # load spreading, not security
     clock = time.time
     outcomes = Outcomes(store, clock, rng, telemetry)
     credentials = CredentialResolver(settings.environ, ssm=ssm, secretsmanager=secrets)

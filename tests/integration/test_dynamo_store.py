@@ -7,7 +7,6 @@ requests still go to the embedded server.
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 from typing import Any
 
 import aioboto3
@@ -104,7 +103,8 @@ async def test_a_lost_race_costs_no_second_read(store: DynamoStore, calls: list[
 
     winner = await store.write_circuit(Circuit("d1", version=1), 0)
 
-    assert winner is not None and winner.state is CircuitState.OPEN
+    assert winner is not None
+    assert winner.state is CircuitState.OPEN
     assert calls == ["PutItem"]
 
 
@@ -140,7 +140,8 @@ async def test_circuits_never_expire(
 ) -> None:
     assert await store.write_circuit(Circuit("d1", version=1), 0) is None
     item = await _get(dynamo_client, table_name, table_schema, keys.circuit_key("d1"))
-    assert item and table_schema.ttl not in item
+    assert item
+    assert table_schema.ttl not in item
 
 
 async def test_a_missing_table_is_a_store_error(
@@ -156,12 +157,12 @@ async def test_a_missing_table_is_a_store_error(
 
 
 @pytest.fixture
-def closed_port() -> Iterator[int]:
+def closed_port() -> int:
     """A loopback port nobody listens on (bound, then released)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
-    yield port
+    return port
 
 
 async def test_an_unreachable_endpoint_is_store_unavailable(

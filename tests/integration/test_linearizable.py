@@ -1,12 +1,15 @@
 """The embedded server applies each request atomically, as DynamoDB does.
 
-moto's plain threaded server does not (a probe lost 9 of 1600 ADDs and let a
-limit of 100 admit 101); every race test in the contract suite relies on this.
+moto's plain threaded server does not (probes lost up to 9 of 1600 ADDs and
+let a limit of 100 admit 101); every race test in the contract suite relies on
+this. Without the lock, the ADD test fails in about two runs of three.
 """
 
 from __future__ import annotations
 
 import asyncio
+
+import pytest
 
 from edgeproxy.state.dynamo import DynamoStore
 from edgeproxy.state.store import UsageDelta
@@ -29,12 +32,13 @@ async def test_conditional_increments_admit_exactly_the_limit(store: DynamoStore
     assert (bucket.requests, bucket.inflight) == (100, 100)  # and no admitted update was lost
 
 
+@pytest.mark.slow  # ~10 s: moto and botocore spend ~6 ms of CPU per request
 async def test_unconditional_adds_lose_no_update(store: DynamoStore) -> None:
     async def worker() -> None:
         for _ in range(50):
-            await store.record(UsageDelta("d1", MINUTE, inflight=1, prompt_tokens=2), EXPIRES)
+            await store.record(UsageDelta("d1", MINUTE, inflight=1), EXPIRES)
 
     await asyncio.gather(*(worker() for _ in range(TASKS)))
 
     (bucket,) = await store.read_usage("d1", MINUTE, MINUTE)
-    assert (bucket.inflight, bucket.prompt_tokens) == (TASKS * 50, TASKS * 50 * 2)
+    assert bucket.inflight == TASKS * 50

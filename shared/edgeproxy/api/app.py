@@ -9,9 +9,10 @@ environment, by the ``runtime`` factory given to ``create_app``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from starlette.applications import Starlette
@@ -54,6 +55,12 @@ class LazyGateway:
                 if self._gateway is None:
                     self._gateway = await self._factory()
         return self._gateway
+
+    async def aclose(self) -> None:
+        """Close the gateway's clients, if it was ever built."""
+        if self._gateway is not None:
+            gateway, self._gateway = self._gateway, None
+            await gateway.aclose()
 
 
 def _request_id(request: Request) -> str:
@@ -149,4 +156,15 @@ def create_app(runtime: RuntimeFactory) -> Starlette:
         Route("/v1/models/{model:path}/deployments", guarded(deployments), methods=["GET"]),
         Route("/health", health, methods=["GET"]),
     ]
-    return Starlette(routes=routes, exception_handlers=exception_handlers())
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        # Under uvicorn the clients close at shutdown; Lambda (lifespan off) just freezes them.
+        try:
+            yield
+        finally:
+            await lazy.aclose()
+
+    app = Starlette(routes=routes, exception_handlers=exception_handlers(), lifespan=lifespan)
+    app.state.gateway = lazy  # for hosts without lifespan (Lambda tests) to close clients
+    return app

@@ -95,10 +95,6 @@ def embeddings_input(body: dict[str, Any]) -> None:
         raise RequestError("Missing required parameter: 'input'.", param="input")
     if isinstance(value, str):
         return
-    if (
-        isinstance(value, list)
-        and value
-        and all(isinstance(v, (str, int, list)) for v in value)
-    ):
+    if isinstance(value, list) and value and all(isinstance(v, (str, int, list)) for v in value):
         return
     raise RequestError("'input' must be a string or a non-empty array", param="input")

@@ -4,9 +4,11 @@ moto's threaded server handles requests concurrently against in-memory
 tables without locking, so two concurrent ``ADD``s can lose an update and two
 conditional writes can both pass their condition (a probe of 32 tasks x 50
 ADDs ended below 1600; a limit of 100 admitted 101). DynamoDB itself applies
-each item write atomically. ``EmbeddedDynamo`` keeps moto's threaded HTTP
-server (so many keep-alive connections work) but runs the application under
-one lock, which makes every request atomic and the server linearizable.
+each item write atomically. ``EmbeddedDynamo`` keeps a threaded HTTP server
+(so many concurrent connections are accepted) but runs moto's DynamoDB
+application under one lock, which makes every request atomic and the server
+linearizable. It serves DynamoDB only: skipping moto's per-request service
+dispatch saves about a millisecond a request.
 
     >>> with EmbeddedDynamo() as dynamo:
     ...     create_table(dynamo.endpoint_url, "edgeproxy-state", default_template_path())
@@ -25,10 +27,7 @@ from types import TracebackType
 from typing import Any
 
 import boto3
-from moto.moto_server.werkzeug_app import (
-    MotoRequestHandler,
-    create_backend_app,
-)
+from moto.moto_server.werkzeug_app import MotoRequestHandler, create_backend_app
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from edgeproxy.state.schema import TableSchema, create_table_kwargs
@@ -53,8 +52,14 @@ class _Serialized:
         self._lock = threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        def without_server_header(status: str, headers: list[tuple[str, str]], *exc: Any) -> Any:
+            # The HTTP server sends its own Server header; a second one makes
+            # strict parsers (aiohttp in Python's dev mode) reject the response.
+            kept = [(name, value) for name, value in headers if name.lower() != "server"]
+            return start_response(status, kept, *exc)
+
         with self._lock:
-            body = self._app(environ, start_response)
+            body = self._app(environ, without_server_header)
             try:
                 return list(body)  # the response is complete before the next request runs
             finally:

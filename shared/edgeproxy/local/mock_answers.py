@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 _PIECE = re.compile(r"\S+\s*|\s+")
+# name, seq, model, content, finish_reason, prompt tokens: what every answer builder takes
+Args = tuple[str, int, str, str, str | None, int]
 FINISH_TO_STOP = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
 
 
@@ -170,3 +172,18 @@ def embeddings(model: str, inputs: Any) -> dict[str, Any]:
         "model": model,
         "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
     }
+
+
+def sse_frames(anthropic: bool, args: Args, body: Mapping[str, Any]) -> list[bytes]:
+    """The encoded SSE events of a streamed answer, without the end marker."""
+    if anthropic:
+        return [
+            f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
+            for event in anthropic_events(*args)
+        ]
+    options = body.get("stream_options")
+    include_usage = isinstance(options, Mapping) and bool(options.get("include_usage"))
+    return [
+        f"data: {json.dumps(chunk)}\n\n".encode()
+        for chunk in chat_chunks(*args, include_usage=include_usage)
+    ]

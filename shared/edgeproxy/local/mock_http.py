@@ -20,6 +20,8 @@ MAX_HEAD = 64 * 1024
 
 @dataclass(frozen=True, slots=True)
 class Request:
+    """One parsed request; the body is read completely before it is answered."""
+
     method: str
     path: str
     headers: dict[str, str]  # names lower-cased
@@ -27,6 +29,7 @@ class Request:
 
     @property
     def keep_alive(self) -> bool:
+        """HTTP/1.1 keeps the connection unless the client asked to close it."""
         return self.headers.get("connection", "").lower() != "close"
 
     def json(self) -> Any:
@@ -132,3 +135,14 @@ async def wait_for_close(reader: asyncio.StreamReader) -> None:
             pass
     except ConnectionError:
         pass
+
+
+async def pause(writer: asyncio.StreamWriter, ms: int, keepalive_ms: int | None) -> None:
+    """Wait ``ms``, sending an SSE comment every ``keepalive_ms`` if set."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + ms / 1000
+    while (left := deadline - loop.time()) > 0:
+        step = min(left, keepalive_ms / 1000) if keepalive_ms else left
+        await asyncio.sleep(step)
+        if keepalive_ms and loop.time() < deadline:
+            await write_chunk(writer, b": keepalive\n\n")

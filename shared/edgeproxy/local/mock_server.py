@@ -8,7 +8,6 @@ awaits while holding it.
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 import time
 from collections import deque
@@ -26,8 +25,6 @@ _ROUTES = {
     "/v1/messages": "messages",
 }
 _BAD_EVENT = b'data: {"choices": [{"delta": \n\n'
-# name, seq, model, content, finish_reason, prompt tokens: what every answer builder takes
-_Args = tuple[str, int, str, str, str | None, int]
 _ANTHROPIC_STOP = b'event: message_stop\ndata: {"type": "message_stop"}\n\n'
 
 
@@ -115,6 +112,11 @@ class MockServer:
                     break
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             pass  # the client went away; nothing to answer
+        except asyncio.CancelledError:
+            # Only close() cancels these tasks. Ending normally matters: on 3.11
+            # asyncio.streams' done-callback calls task.exception(), which raises
+            # for a cancelled task and logs a spurious error.
+            pass
         finally:
             if task is not None:
                 self._tasks.discard(task)
@@ -191,19 +193,23 @@ class MockServer:
         model = str(body.get("model") or "mock-model")
         malformed = b"{not json" if fault.malformed_after_chunks is not None else None
         if route == "embeddings":
-            payload = fault.body or answers.embeddings(model, body.get("input", ""))
+            payload = (
+                answers.embeddings(model, body.get("input", ""))
+                if fault.body is None
+                else fault.body
+            )
             await http.write_json(writer, fault.status, payload, headers, raw=malformed)
             return True
         content = fault.content if fault.content is not None else self._content(body)
         prompt = answers.prompt_tokens(body)
-        args: _Args = (self.name, seq, model, content, fault.finish_reason, prompt)
+        args: answers.Args = (self.name, seq, model, content, fault.finish_reason, prompt)
         if not body.get("stream"):
             await asyncio.sleep(fault.first_token_delay_ms / 1000)
             build = answers.anthropic_message if anthropic else answers.chat_completion
-            payload = fault.body or build(*args)
+            payload = build(*args) if fault.body is None else fault.body
             await http.write_json(writer, fault.status, payload, headers, raw=malformed)
             return True
-        frames = _frames(anthropic, args, body)
+        frames = answers.sse_frames(anthropic, args, body)
         if not fault.no_done:
             frames.append(_ANTHROPIC_STOP if anthropic else b"data: [DONE]\n\n")
         return await self._stream(writer, reader, fault, headers, frames)
@@ -217,7 +223,7 @@ class MockServer:
         frames: list[bytes],
     ) -> bool:
         await http.start_chunked(writer, headers)
-        await _pause(writer, fault.first_token_delay_ms, fault.keepalive_ms)
+        await http.pause(writer, fault.first_token_delay_ms, fault.keepalive_ms)
         for index in range(len(frames) + 1):
             if index == fault.cut_after_chunks:
                 writer.close()  # no terminating chunk: the client sees a cut body
@@ -225,7 +231,7 @@ class MockServer:
             if index == fault.stall_after_chunks:
                 if fault.keepalive_ms:
                     while True:
-                        await _pause(writer, 3_600_000, fault.keepalive_ms)
+                        await http.pause(writer, 3_600_000, fault.keepalive_ms)
                 await http.wait_for_close(reader)
                 return False
             if index == fault.malformed_after_chunks:
@@ -233,7 +239,7 @@ class MockServer:
             if index == len(frames):
                 break
             if index and fault.chunk_delay_ms:
-                await _pause(writer, fault.chunk_delay_ms, fault.keepalive_ms)
+                await http.pause(writer, fault.chunk_delay_ms, fault.keepalive_ms)
             await http.write_chunk(writer, frames[index])
         await http.end_chunked(writer)
         return True
@@ -285,28 +291,3 @@ class MockServer:
         except (TypeError, ValueError) as exc:
             status, payload = 400, {"error": str(exc)}
         await http.write_json(writer, status, payload, {})
-
-
-def _frames(anthropic: bool, args: _Args, body: Mapping[str, Any]) -> list[bytes]:
-    if anthropic:
-        return [
-            f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
-            for event in answers.anthropic_events(*args)
-        ]
-    options = body.get("stream_options")
-    include_usage = isinstance(options, Mapping) and bool(options.get("include_usage"))
-    return [
-        f"data: {json.dumps(chunk)}\n\n".encode()
-        for chunk in answers.chat_chunks(*args, include_usage=include_usage)
-    ]
-
-
-async def _pause(writer: asyncio.StreamWriter, ms: int, keepalive_ms: int | None) -> None:
-    """Wait ``ms``, sending an SSE comment every ``keepalive_ms`` if set."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + ms / 1000
-    while (left := deadline - loop.time()) > 0:
-        step = min(left, keepalive_ms / 1000) if keepalive_ms else left
-        await asyncio.sleep(step)
-        if keepalive_ms and loop.time() < deadline:
-            await http.write_chunk(writer, b": keepalive\n\n")

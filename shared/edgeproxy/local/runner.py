@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -26,7 +27,6 @@ from edgeproxy.local.dynamo_server import (
     DUMMY_CREDENTIALS,
     REGION,
     EmbeddedDynamo,
-    client_kwargs,
     create_table,
 )
 from edgeproxy.local.mock_upstream import MockUpstream
@@ -106,23 +106,47 @@ def _banner(port: int) -> str:
     )
 
 
+def serve(settings: Settings, port: int, banner: bool = False) -> None:
+    """Serve the gateway on 127.0.0.1:``port`` (0: a free port) until interrupted."""
+
+    async def gateway() -> Gateway:
+        return await build_gateway(settings, session=local_session())
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    bound = sock.getsockname()[1]
+    print(
+        _banner(bound) if banner else f"edgeproxy is serving on http://127.0.0.1:{bound}",
+        flush=True,
+    )
+    config = uvicorn.Config(create_app(gateway), log_level="info" if banner else "warning")
+    uvicorn.Server(config).run(sockets=[sock])
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Run edgeproxy locally.")
     parser.add_argument("--port", type=int, default=8080)
     parser.add_argument("--config", type=Path, default=Path("infra/config.example.yaml"))
+    parser.add_argument(
+        "--serve-only",
+        action="store_true",
+        help="serve on an existing table (--dynamo-endpoint, --table); start nothing else",
+    )
+    parser.add_argument("--dynamo-endpoint", default=None)
+    parser.add_argument("--table", default=TABLE)
     args = parser.parse_args(argv)
+    if args.serve_only:
+        if not args.dynamo_endpoint:
+            parser.error("--serve-only needs --dynamo-endpoint")
+        serve(local_settings(args.dynamo_endpoint, args.table), args.port)
+        return
     config = load_config_file(args.config)
     with EmbeddedDynamo() as dynamo, mock_upstreams(config):
         create_table(dynamo.endpoint_url, TABLE, default_template_path())
         settings = local_settings(dynamo.endpoint_url)
         asyncio.run(store_config(settings, config))
-
-        async def gateway() -> Gateway:
-            return await build_gateway(settings, session=local_session())
-
-        print(_banner(args.port), flush=True)
-        print(f"(embedded DynamoDB: {client_kwargs(dynamo.endpoint_url)['endpoint_url']})")
-        uvicorn.run(create_app(gateway), host="127.0.0.1", port=args.port, log_level="info")
+        serve(settings, args.port, banner=True)
 
 
 if __name__ == "__main__":

@@ -110,7 +110,9 @@ class Store(Protocol):
         """Invalidate every binding of ``pool`` at once; returns the new generation."""
         ...
 
-    async def read_usage(self, deployment_id: str, first_minute: int, last_minute: int) -> list[Usage]:
+    async def read_usage(
+        self, deployment_id: str, first_minute: int, last_minute: int
+    ) -> list[Usage]:
         """Usage buckets of one deployment in ``[first_minute, last_minute]``."""
         ...
 

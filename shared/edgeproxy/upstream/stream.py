@@ -28,6 +28,7 @@ from edgeproxy.upstream.sse import SSEParser
 # After the end marker only the transfer's own terminator should follow; waiting
 # for it briefly lets the connection go back to the pool instead of being closed.
 _DRAIN_S = 1.0
+_AFTER_THE_END = frozenset({FaultKind.TRUNCATED, FaultKind.IDLE})
 
 
 class UpstreamStream:
@@ -94,8 +95,10 @@ class UpstreamStream:
                 await self._read()
             except UpstreamFault as exc:
                 await self.aclose()
-                if exc.fault.kind is FaultKind.TRUNCATED and self.complete:
-                    raise StopAsyncIteration from None  # dropped after a complete answer
+                if exc.fault.kind in _AFTER_THE_END and self.complete:
+                    # Every choice finished: a drop or a silence after that ends
+                    # a complete answer (the upstream merely skipped [DONE]).
+                    raise StopAsyncIteration from None
                 raise
         event = self._pending.popleft()
         if event.done:

@@ -100,7 +100,7 @@ def test_exactly_one_table_is_required() -> None:
 
 def _table_logical_id(template: dict[str, Any]) -> str:
     (logical_id,) = (
-        name
+        str(name)
         for name, resource in template["Resources"].items()
         if resource["Type"] == "AWS::DynamoDB::Table"
     )

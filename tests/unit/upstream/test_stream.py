@@ -95,6 +95,11 @@ async def test_drop_after_every_choice_finished_is_complete() -> None:
     assert len(events) == 2
 
 
+async def test_silence_after_every_choice_finished_is_complete() -> None:
+    events = await read([chunk("a"), chunk(finish="stop")], TimeoutError())
+    assert len(events) == 2
+
+
 async def test_drop_mid_answer_is_truncated() -> None:
     with pytest.raises(UpstreamFault) as info:
         await read([chunk("a")], httpx.ReadError("connection reset"))
@@ -119,7 +124,8 @@ async def test_stream_state() -> None:
         return httpx.Response(200, headers=headers, stream=Body(parts))
 
     async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as http:
-        async with await UpstreamClient(http).open_stream(CALL) as stream:
+        stream = await UpstreamClient(http).open_stream(CALL)
+        async with stream:
             assert stream.status == 200
             assert stream.rate_limits is not None
             assert stream.rate_limits.remaining_requests == 5

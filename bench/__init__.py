@@ -1,0 +1,1 @@
+"""The edgeproxy benchmark: ``make bench`` (full) and ``make bench-smoke`` (CI)."""

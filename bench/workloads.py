@@ -1,0 +1,83 @@
+"""What the benchmark sends: the gateway's configuration and the request bodies.
+
+The same request goes "direct" (to a mock port, with the mock's key and the
+upstream model name) and "through edgeproxy" (public model name, a client
+key the gateway checks), so the two differ only by the gateway in between.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from edgeproxy.local.runner import MOCK_KEY
+
+CLIENT_KEY = "sk-bench-client"
+PROMPT = "Write a short poem about a gateway that adds almost nothing to every request it serves."
+CHAT_MODEL = "fast-chat"
+EMBED_MODEL = "text-embed"
+UPSTREAM_MODEL = "mock-small"
+
+
+def gateway_config(ports: tuple[int, int]) -> dict[str, Any]:
+    """A pool of two chat deployments (one per mock port) and one embeddings deployment.
+
+    Router settings are the defaults (sticky bindings on), as a user gets them.
+    """
+
+    def deployment(dep_id: str, port: int, model: str, **fields: Any) -> dict[str, Any]:
+        return {
+            "id": dep_id,
+            "model": model,
+            "provider": "openai_compat",
+            "base_url": f"http://127.0.0.1:{port}/v1",
+            "upstream_model": UPSTREAM_MODEL,
+            "credential": "env:EDGEPROXY_MOCK_KEY",
+            **fields,
+        }
+
+    return {
+        "gateway": {
+            "api_keys": [
+                {"name": "bench", "sha256": hashlib.sha256(CLIENT_KEY.encode()).hexdigest()}
+            ]
+        },
+        "deployments": [
+            deployment("mock-a", ports[0], CHAT_MODEL),
+            deployment("mock-b", ports[1], CHAT_MODEL),
+            deployment("embed-a", ports[0], EMBED_MODEL, operations=["embeddings"]),
+        ],
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One HTTP request the load generators repeat."""
+
+    path: str
+    body: str
+    key: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """The request headers (besides Host and Content-Length)."""
+        return {"Content-Type": "application/json", "Authorization": f"Bearer {self.key}"}
+
+
+def chat(direct: bool, stream: bool = False) -> Call:
+    """A chat completion, to the mock (``direct``) or through the gateway."""
+    body: dict[str, Any] = {
+        "model": UPSTREAM_MODEL if direct else CHAT_MODEL,
+        "messages": [{"role": "user", "content": PROMPT}],
+    }
+    if stream:
+        body["stream"] = True
+    return Call("/v1/chat/completions", json.dumps(body), MOCK_KEY if direct else CLIENT_KEY)
+
+
+def embeddings(direct: bool) -> Call:
+    """An embeddings request of two short inputs."""
+    body = {"model": UPSTREAM_MODEL if direct else EMBED_MODEL, "input": ["hello", "world"]}
+    return Call("/v1/embeddings", json.dumps(body), MOCK_KEY if direct else CLIENT_KEY)

@@ -1,0 +1,49 @@
+"""The scheduled health job: recompute every deployment's health score from usage.
+
+Runs every minute (template.yaml). One Query per deployment (its usage
+buckets in the window) and one PutItem; readers fall back to neutral when a
+score is missing or stale.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from edgeproxy.config.loader import from_document
+from edgeproxy.routing.health import health_from_usage, window
+from edgeproxy.routing.snapshot import Health
+from edgeproxy.state.store import Store
+
+logger = logging.getLogger(__name__)
+
+HEALTH_RETENTION_SECONDS = 3600
+
+
+class HealthJob:
+    """Recomputes health for every configured deployment."""
+
+    def __init__(self, store: Store, clock: Callable[[], float]) -> None:
+        self._store = store
+        self._clock = clock
+
+    async def run(self) -> list[Health]:
+        """One pass; returns what was written."""
+        stored = await self._store.load_config()
+        if stored is None:
+            logger.warning("no configuration stored; nothing to score")
+            return []
+        config = from_document(stored.document)
+        now = self._clock()
+        first, last = window(now)
+
+        async def score(deployment_id: str) -> Health:
+            buckets = await self._store.read_usage(deployment_id, first, last)
+            health = health_from_usage(deployment_id, buckets, now)
+            await self._store.put_health(health, now + HEALTH_RETENTION_SECONDS)
+            return health
+
+        results = await asyncio.gather(*(score(d.id) for d in config.deployments))
+        logger.info("health scores updated for %d deployments", len(results))
+        return list(results)
