@@ -21,7 +21,6 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check shared functions tests infra bench
 	$(BIN)/mypy
-	$(BIN)/cfn-lint template.yaml
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)

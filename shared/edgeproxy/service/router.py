@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from edgeproxy.config.models import FallbackReason, GatewayConfig
 from edgeproxy.errors import ModelNotFound, RequestError
-from edgeproxy.routing.backoff import retry_delay
+from edgeproxy.routing.backoff import MAX_RETRY_AFTER_SECONDS, retry_delay
 from edgeproxy.routing.deadlines import Budget
 from edgeproxy.routing.failures import classify, fallback_reason
 from edgeproxy.routing.faults import FailureClass, Fault, FaultKind
@@ -36,6 +36,8 @@ from edgeproxy.upstream.call import UpstreamCall
 from edgeproxy.upstream.errors import UpstreamFault
 
 logger = logging.getLogger(__name__)
+
+CAPACITY_MARGIN_S = 0.01  # wake just after the capacity circuit ends, not just before
 
 
 @dataclass(slots=True)
@@ -175,6 +177,7 @@ class Router:
         skip: set[str] = set()
         counted: set[str] = set()
         retry_after: dict[str, float] = {}
+        failed_at: dict[str, float] = {}
         failure = PoolFailure()
         attempts = 0
         budget = run.budget
@@ -184,6 +187,11 @@ class Router:
                 return failure
             pick = self._pick(run, ctx, route, now, tried, skip)
             if isinstance(pick, Blocked):
+                hold = _throttle_wait(pick, failure)
+                if hold is not None and budget.allows_attempt(now, attempts, hold):
+                    # Our own 429 closed the domain's capacity: honour its Retry-After, then retry.
+                    await asyncio.sleep(hold)
+                    continue
                 failure.blocked = pick
                 run.trace.blocked.append(f"{model}:{pick.reason.value}")
                 return failure
@@ -199,6 +207,8 @@ class Router:
                 self._rng,
                 provider_retry_after=retry_after.get(dep.id),
             )
+            # The backoff runs from the failure: time already spent waiting counts toward it.
+            wait = max(0.0, wait - (now - failed_at.get(dep.id, now)))
             if not budget.allows_attempt(now, attempts, wait):
                 return failure
             if wait > 0:
@@ -215,6 +225,7 @@ class Router:
             if isinstance(result, Served):
                 return result
             failure.fault = result
+            failed_at[dep.id] = self._clock()
             cls = classify(result)
             if cls is FailureClass.REQUEST:
                 return failure
@@ -308,6 +319,19 @@ class Router:
         )
         await self._outcomes.failure(ctx, attempt, fault, cls, count_for_circuit=first)
         return fault
+
+
+def _throttle_wait(blocked: Blocked, failure: PoolFailure) -> float | None:
+    """How long to wait out a capacity circuit this request's own 429 opened, if so."""
+    fault = failure.fault
+    if (
+        blocked.reason is not BlockReason.RATE_LIMITED
+        or blocked.retry_after is None
+        or fault is None
+        or classify(fault) is not FailureClass.THROTTLE
+    ):
+        return None
+    return min(blocked.retry_after, MAX_RETRY_AFTER_SECONDS) + CAPACITY_MARGIN_S
 
 
 def blocked_reason(failure: RouteFailure) -> Blocked | None:

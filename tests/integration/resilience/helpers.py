@@ -20,7 +20,9 @@ CLIENT_KEY = "sk-client-resilience"
 HELLO = [{"role": "user", "content": "Hello!"}]
 
 
-def policies(*, json: dict[str, Any] | None = None, stream: dict[str, Any] | None = None) -> dict[str, Any]:
+def policies(
+    *, json: dict[str, Any] | None = None, stream: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The complete execution-policy matrix with the chat entry tightened."""
     matrix = {
         op.value: policy.model_dump(by_alias=True)
@@ -36,15 +38,21 @@ def router(
     circuit: dict[str, Any] | None = None,
     json: dict[str, Any] | None = None,
     stream: dict[str, Any] | None = None,
+    sticky: bool = False,
     **settings: Any,
 ) -> dict[str, Any]:
-    """A ``router`` section: circuit knobs and the chat policy (short defaults)."""
+    """A ``router`` section: circuit knobs and the chat policy (short defaults).
+
+    Sticky bindings are off unless asked for, so that which deployment serves
+    a request depends only on priorities and circuits.
+    """
     return {
         "circuit": circuit or {},
         "execution_policies": policies(
             json={"response_ms": 2000, "total_ms": 10_000, **(json or {})},
             stream={"response_ms": 2000, "idle_ms": 2000, "total_ms": 10_000, **(stream or {})},
         ),
+        "sticky": {"enabled": sticky},
         **settings,
     }
 
@@ -78,9 +86,7 @@ def post_chat(
     if metadata:
         headers["x-unified-routing-metadata"] = "true"
     payload = {"model": model, "messages": HELLO, "stream": stream, **body}
-    return httpx.post(
-        base_url + "/v1/chat/completions", json=payload, headers=headers, timeout=30
-    )
+    return httpx.post(base_url + "/v1/chat/completions", json=payload, headers=headers, timeout=30)
 
 
 def sse_events(response: httpx.Response) -> list[Any]:

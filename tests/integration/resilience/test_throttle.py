@@ -11,7 +11,6 @@ from edgeproxy.local.mock_upstream import MockUpstream
 from tests.fixtures.configs import config, deployment
 from tests.integration.resilience.helpers import (
     HELLO,
-    client,
     deployment_status,
     keys,
     model_requests,
@@ -22,14 +21,14 @@ FAST_THROTTLE = {"throttle_cooldown_seconds": 1}
 
 
 def test_retry_after_is_honoured_on_a_single_deployment(
-    start_gateway, upstream_a: MockUpstream
+    start_gateway, sdk, upstream_a: MockUpstream
 ) -> None:
     gw = start_gateway(
         config(deployment("a", upstream_a), router=router(circuit=FAST_THROTTLE), gateway=keys())
     )
     upstream_a.set_faults([{"status": 429, "retry_after": "2"}])
     started = time.monotonic()
-    answer = client(gw.base_url).chat.completions.create(model="fast-chat", messages=HELLO)
+    answer = sdk(gw.base_url).chat.completions.create(model="fast-chat", messages=HELLO)
     elapsed = time.monotonic() - started
     assert answer.choices[0].message.content.startswith("Hello from a!")
     seen = model_requests(upstream_a)
@@ -39,7 +38,7 @@ def test_retry_after_is_honoured_on_a_single_deployment(
 
 
 def test_persistent_429_without_retry_after_is_bounded(
-    start_gateway, upstream_a: MockUpstream
+    start_gateway, sdk, upstream_a: MockUpstream
 ) -> None:
     gw = start_gateway(
         config(
@@ -51,7 +50,7 @@ def test_persistent_429_without_retry_after_is_bounded(
     message = "Slow down, you are sending too many requests."
     upstream_a.set_faults([], persistent={"status": 429, "error": {"message": message}})
     with pytest.raises(openai.RateLimitError) as caught:
-        client(gw.base_url).chat.completions.create(model="fast-chat", messages=HELLO)
+        sdk(gw.base_url).chat.completions.create(model="fast-chat", messages=HELLO)
     assert caught.value.status_code == 429
     assert caught.value.message.endswith(message) or message in str(caught.value)
     assert caught.value.body["message"] == message
@@ -62,7 +61,7 @@ def test_persistent_429_without_retry_after_is_bounded(
 
 
 def test_capacity_circuit_covers_the_whole_failure_domain(
-    start_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream
+    start_gateway, sdk, upstream_a: MockUpstream, upstream_b: MockUpstream
 ) -> None:
     gw = start_gateway(
         config(
@@ -73,7 +72,7 @@ def test_capacity_circuit_covers_the_whole_failure_domain(
         )
     )
     upstream_a.set_faults([], persistent={"status": 429, "retry_after": "1"})
-    answer = client(gw.base_url).chat.completions.create(model="fast-chat", messages=HELLO)
+    answer = sdk(gw.base_url).chat.completions.create(model="fast-chat", messages=HELLO)
     assert answer.choices[0].message.content.startswith("Hello from b!")
     [on_a] = model_requests(upstream_a)
     [on_b] = model_requests(upstream_b)
@@ -82,7 +81,7 @@ def test_capacity_circuit_covers_the_whole_failure_domain(
 
 
 def test_throttled_domain_shows_rate_limited(
-    start_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream
+    start_gateway, sdk, upstream_a: MockUpstream, upstream_b: MockUpstream
 ) -> None:
     gw = start_gateway(
         config(
@@ -95,13 +94,13 @@ def test_throttled_domain_shows_rate_limited(
     upstream_a.set_faults([], persistent={"status": 429})
     upstream_b.set_faults([], persistent={"status": 429})
     with pytest.raises(openai.RateLimitError):
-        client(gw.base_url).chat.completions.create(model="fast-chat", messages=HELLO)
+        sdk(gw.base_url).chat.completions.create(model="fast-chat", messages=HELLO)
     status = deployment_status(gw.base_url, "fast-chat")
     assert {s["status"] for s in status.values()} == {"rate_limited"}
     assert all(25_000 < s["retry_after_ms"] <= 30_000 for s in status.values())
     # A new request is refused by the shared capacity circuit without asking anyone.
     with pytest.raises(openai.RateLimitError) as caught:
-        client(gw.base_url).chat.completions.create(model="fast-chat", messages=HELLO)
+        sdk(gw.base_url).chat.completions.create(model="fast-chat", messages=HELLO)
     assert caught.value.code == "rate_limit_exceeded"
     assert caught.value.response.headers["retry-after"]
     assert len(model_requests(upstream_a)) + len(model_requests(upstream_b)) == 1

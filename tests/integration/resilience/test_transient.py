@@ -1,0 +1,163 @@
+"""Transient failures: 5xx, resets, stalls and slow answers, through the gateway."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import openai
+import pytest
+
+from edgeproxy.local.mock_upstream import MockUpstream
+from tests.fixtures.configs import config, deployment
+from tests.integration.resilience.helpers import (
+    HELLO,
+    keys,
+    model_requests,
+    post_chat,
+    router,
+    sse_events,
+    stream_text,
+)
+
+
+def _text(answer: httpx.Response, stream: bool) -> str:
+    if stream:
+        return stream_text(sse_events(answer))
+    return str(answer.json()["choices"][0]["message"]["content"])
+
+
+def test_500_once_is_retried_on_the_same_deployment(
+    start_gateway, upstream_a: MockUpstream
+) -> None:
+    gw = start_gateway(config(deployment("a", upstream_a), router=router(), gateway=keys()))
+    upstream_a.set_faults([{"status": 500}])
+    answer = post_chat(gw.base_url, "fast-chat", metadata=True)
+    assert answer.status_code == 200
+    body = answer.json()
+    assert body["choices"][0]["message"]["content"].startswith("Hello from a!")
+    first, second = model_requests(upstream_a)
+    assert second["time"] - first["time"] >= 0.45  # the backoff before asking it again
+    attempts = body["unified_routing"]["attempts"]
+    assert [(a["status"], a["error_class"]) for a in attempts] == [
+        (500, "transient"),
+        (200, None),
+    ]
+
+
+def test_503_persistent_fails_over_within_budget(
+    start_gateway, sdk, upstream_a: MockUpstream, upstream_b: MockUpstream
+) -> None:
+    gw = start_gateway(
+        config(
+            deployment("a", upstream_a, priority=1),
+            deployment("b", upstream_b),
+            router=router(),
+            gateway=keys(),
+        )
+    )
+    upstream_a.set_faults([], persistent={"status": 503})
+    started = time.monotonic()
+    answer = sdk(gw.base_url).chat.completions.create(model="fast-chat", messages=HELLO)
+    assert answer.choices[0].message.content.startswith("Hello from b!")
+    assert time.monotonic() - started < 2  # an untried deployment is used at once
+    assert len(model_requests(upstream_a)) == 1
+    assert len(model_requests(upstream_b)) == 1
+
+
+def test_connection_reset_before_headers_fails_over(
+    start_gateway, sdk, upstream_a: MockUpstream, upstream_b: MockUpstream
+) -> None:
+    gw = start_gateway(
+        config(
+            deployment("a", upstream_a, priority=1),
+            deployment("b", upstream_b),
+            router=router(),
+            gateway=keys(),
+        )
+    )
+    upstream_a.set_faults([], persistent={"reset": True})
+    for stream in (False, True):
+        answer = post_chat(gw.base_url, "fast-chat", stream=stream, metadata=True)
+        assert answer.status_code == 200
+        assert "Hello from b!" in _text(answer, stream)
+    assert len(model_requests(upstream_a)) == 2
+    assert '"error_kind":"reset"' in answer.text.replace(" ", "")
+
+
+def test_stall_is_bounded_by_response_ms_then_504(start_gateway, upstream_a: MockUpstream) -> None:
+    gw = start_gateway(
+        config(
+            deployment("a", upstream_a),
+            router=router(json={"response_ms": 500, "max_attempts": 2, "total_ms": 5000}),
+            gateway=keys(),
+        )
+    )
+    upstream_a.set_faults([], persistent={"stall": True})
+    started = time.monotonic()
+    answer = post_chat(gw.base_url, "fast-chat")
+    elapsed = time.monotonic() - started
+    assert answer.status_code == 504
+    assert answer.json()["error"]["code"] == "timeout"
+    assert len(model_requests(upstream_a)) == 2
+    assert 1.4 <= elapsed < 3.0  # two 0.5 s attempts and one backoff, not 600 s
+    deadline = time.monotonic() + 2
+    while upstream_a.open_connections and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert upstream_a.open_connections == 0  # the expired deadline aborted the upstream call
+
+
+def test_stall_fails_over_to_a_healthy_deployment(
+    start_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream
+) -> None:
+    gw = start_gateway(
+        config(
+            deployment("a", upstream_a, priority=1),
+            deployment("b", upstream_b),
+            router=router(json={"response_ms": 500}, stream={"response_ms": 500, "idle_ms": 500}),
+            gateway=keys(),
+        )
+    )
+    upstream_a.set_faults([], persistent={"stall": True})
+    for stream in (False, True):
+        started = time.monotonic()
+        answer = post_chat(gw.base_url, "fast-chat", stream=stream)
+        assert answer.status_code == 200
+        assert "Hello from b!" in _text(answer, stream)
+        assert 0.45 <= time.monotonic() - started < 2.0
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_slow_first_token_within_limits_succeeds(
+    start_gateway, sdk, upstream_a: MockUpstream, stream: bool
+) -> None:
+    gw = start_gateway(
+        config(
+            deployment("a", upstream_a),
+            router=router(json={"response_ms": 2000}, stream={"idle_ms": 400}),
+            gateway=keys(),
+        )
+    )
+    # 1.2 s before the first token, far over idle_ms, but keepalive bytes flow every 200 ms.
+    upstream_a.set_faults([{"first_token_delay_ms": 1200, "keepalive_ms": 200}])
+    chat = sdk(gw.base_url).chat.completions
+    if stream:
+        chunks = list(chat.create(model="fast-chat", messages=HELLO, stream=True))
+        text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    else:
+        text = chat.create(model="fast-chat", messages=HELLO).choices[0].message.content or ""
+    assert text == "Hello from a! You said: Hello!"
+    assert len(model_requests(upstream_a)) == 1
+
+
+def test_failed_pool_answers_the_providers_status_and_message(
+    start_gateway, sdk, upstream_a: MockUpstream
+) -> None:
+    gw = start_gateway(
+        config(deployment("a", upstream_a), router=router(json={"max_attempts": 1}), gateway=keys())
+    )
+    upstream_a.set_faults([], persistent={"status": 503})
+    with pytest.raises(openai.InternalServerError) as caught:
+        sdk(gw.base_url).chat.completions.create(model="fast-chat", messages=HELLO)
+    assert caught.value.status_code == 503
+    assert caught.value.body["message"] == "The engine is currently overloaded."
