@@ -105,7 +105,7 @@ def _caller(args: argparse.Namespace) -> str:
 
 
 async def _unbind(args: argparse.Namespace, store: DynamoStore) -> int:
-    caller = _caller(args)
+    caller = args.caller_id
     protocols = PROTOCOLS if args.protocol == "all" else (args.protocol,)
     removed = 0
     for protocol in protocols:
@@ -203,6 +203,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if (args.command, args.action) == ("config", "check"):
             return _check(args.file)
         command = STORE_COMMANDS[(args.command, args.action)]
+        if command is _unbind:
+            args.caller_id = _caller(args)  # refuse a raw key before touching the store
         return asyncio.run(_with_store(command, args, Settings.from_env()))
     except (ConfigError, UsageError) as exc:
         print(f"edgeproxy: {exc}", file=sys.stderr)

@@ -129,7 +129,8 @@ def next_deployment(
     if request.sticky and binding_valid(binding, now, snapshot.pool_generation):
         assert binding is not None
         bound = next((d for d in usable if d.id == binding.deployment_id), None)
-        if bound is not None and counts.get(bound.id, 0) == 0:
+        # Weight 0 drains a deployment: a binding must not keep traffic flowing to it.
+        if bound is not None and bound.weight > 0 and counts.get(bound.id, 0) == 0:
             return Pick(bound, bound.priority, None, statuses[bound.id].probe, sticky=True)
 
     by_tries: dict[int, list[Deployment]] = {}

@@ -48,7 +48,7 @@ from edgeproxy.routing.snapshot import Binding, BindingKey, Usage
 from edgeproxy.state.store import SnapshotRequest, Store
 
 CALLER_PREFIXES = ("key:", "grant:", "ip:")
-PROTOCOLS = tuple(f"openai.{op.value}" for op in Operation)
+PROTOCOLS = (*(f"openai.{op.value}" for op in Operation), "anthropic.messages")
 
 
 def resolve_caller(value: str) -> str:

@@ -55,17 +55,22 @@ class TableView:
         item = found.get("Item")
         return items.binding_from(key, item, self.schema.ttl) if item else None
 
-    def wait_binding(
-        self, caller: str, deployment_id: str | None, pool: str = "fast-chat"
-    ) -> Binding | None:
-        """Poll until the binding names ``deployment_id`` (None: until there is none)."""
+    def wait_binding(self, caller: str, deployment_id: str, pool: str = "fast-chat") -> Binding:
+        """Poll until the caller's binding names ``deployment_id``."""
         deadline = time.monotonic() + WAIT_S
         while True:
             binding = self.binding(caller, pool)
-            named = binding.deployment_id if binding else None
-            if named == deployment_id or time.monotonic() > deadline:
-                assert named == deployment_id, f"binding names {named}, want {deployment_id}"
+            if binding is not None and binding.deployment_id == deployment_id:
                 return binding
+            named = binding.deployment_id if binding else None
+            assert time.monotonic() < deadline, f"binding names {named}, want {deployment_id}"
+            time.sleep(POLL_S)
+
+    def wait_unbound(self, caller: str) -> None:
+        """Poll until the caller has no binding."""
+        deadline = time.monotonic() + WAIT_S
+        while self.binding(caller) is not None:
+            assert time.monotonic() < deadline, f"{caller}: binding never cleared"
             time.sleep(POLL_S)
 
     def scan(self) -> list[dict[str, Any]]:
@@ -92,12 +97,20 @@ class TableView:
             and i[self.schema.sk]["S"].startswith(keys.USAGE_PREFIX)
         )
 
-    def wait_successes(self, deployment_id: str, count: int) -> None:
-        """Poll until ``count`` successes of the deployment were recorded (outcome written)."""
+    def wait_successes(self, count: int, *deployment_ids: str) -> None:
+        """Poll until the deployments' recorded successes add up to ``count``."""
         deadline = time.monotonic() + WAIT_S
-        while self.successes(deployment_id) < count:
-            assert time.monotonic() < deadline, f"{deployment_id}: outcome never recorded"
+        while sum(self.successes(d) for d in deployment_ids) < count:
+            assert time.monotonic() < deadline, f"{deployment_ids}: outcomes never recorded"
             time.sleep(POLL_S)
+
+    def wait_bound(self, caller: str) -> Binding:
+        """Poll until the caller has a binding (to any deployment)."""
+        deadline = time.monotonic() + WAIT_S
+        while (binding := self.binding(caller)) is None:
+            assert time.monotonic() < deadline, f"{caller}: never bound"
+            time.sleep(POLL_S)
+        return binding
 
     def put_circuit(self, circuit: Circuit) -> None:
         """Store a circuit as the gateway would (for a state the test cannot wait for)."""
@@ -127,6 +140,16 @@ def chat(
     return httpx.post(
         gateway.base_url + "/v1/chat/completions", json=body, headers=sent, timeout=30
     )
+
+
+def stream_chat(gateway: Gateway, key: str = ALICE_KEY) -> tuple[str, str]:
+    """One streamed chat: (the deployment header, the whole SSE body)."""
+    body = {"model": "fast-chat", "stream": True, "messages": [{"role": "user", "content": "Hi"}]}
+    headers = {"authorization": f"Bearer {key}"}
+    url = gateway.base_url + "/v1/chat/completions"
+    with httpx.stream("POST", url, json=body, headers=headers, timeout=30) as answer:
+        assert answer.status_code == 200
+        return answer.headers.get(DEPLOYMENT, ""), answer.read().decode()
 
 
 def served_by(answer: httpx.Response) -> str:

@@ -198,6 +198,12 @@ def test_binding_to_an_ineligible_deployment_is_ignored() -> None:
     assert pick(deps, snap).deployment.id == "primary"
 
 
+def test_binding_to_a_weight_zero_deployment_is_ignored() -> None:
+    # Draining a deployment (weight 0) must move its bound callers too.
+    deps = [dep("other"), dep("bound", weight=0)]
+    assert pick(deps, PoolSnapshot(binding=binding("bound"))).deployment.id == "other"
+
+
 def test_every_circuit_open_is_overloaded_with_the_earliest_retry_after() -> None:
     deps = [dep("a"), dep("b")]
     snap = PoolSnapshot(

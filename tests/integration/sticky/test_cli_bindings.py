@@ -1,0 +1,115 @@
+"""The ``edgeproxy`` command against the table of running gateways."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from edgeproxy.cli import main
+from tests.fixtures.configs import config, deployment
+from tests.fixtures.upstream import MakeUpstream
+from tests.integration.sticky.helpers import (
+    ALICE,
+    ALICE_KEY,
+    TableView,
+    attempts,
+    chat,
+    served_by,
+)
+
+CONFIG_REFRESH_S = 0.3  # the test gateways cache configuration for 0.2 s
+
+
+@pytest.fixture(autouse=True)
+def cli_env(monkeypatch: pytest.MonkeyPatch, dynamo_endpoint: str, gateway_table: str) -> None:
+    """Point the CLI at this test's table with dummy credentials."""
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_DEFAULT_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("EDGEPROXY_DYNAMODB_ENDPOINT", dynamo_endpoint)
+    monkeypatch.setenv("EDGEPROXY_TABLE", gateway_table)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("ALICE_KEY", ALICE_KEY)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_config_load_reaches_running_gateways(
+    start_gateway: Any,
+    make_upstream: MakeUpstream,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    a, b = make_upstream("a"), make_upstream("b")
+    gateway = start_gateway(config(deployment("a", a)))
+    assert served_by(chat(gateway)) == "a"
+
+    path = tmp_path / "config.yaml"
+    path.write_text(json.dumps(config(deployment("b", b))))  # JSON is YAML too
+    status, out, _ = run(capsys, "config", "load", str(path))
+    assert (status, out.strip()) == (0, "stored configuration version 2 (1 deployments)")
+    time.sleep(CONFIG_REFRESH_S)
+    assert served_by(chat(gateway)) == "b"
+
+    path.write_text("deployments: [{id: c}]\n")
+    status, _, err = run(capsys, "config", "load", str(path))
+    assert status == 2
+    assert "deployments[0].model" in err
+    assert served_by(chat(gateway)) == "b"  # nothing was stored
+
+
+def test_share_unbind_and_invalidate(
+    start_gateway: Any,
+    make_upstream: MakeUpstream,
+    table: TableView,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    a, b = make_upstream("a"), make_upstream("b")
+    gateway = start_gateway(config(deployment("a", a, priority=1), deployment("b", b)))
+    for _ in range(4):
+        assert served_by(chat(gateway)) == "a"
+    table.wait_successes(4, "a")
+
+    status, out, _ = run(capsys, "bindings", "share", "--pool", "fast-chat", "--json")
+    assert status == 0
+    report = json.loads(out)
+    assert (report["requests"], report["sticky_fraction"], report["moved"]) == (4, 0.75, 0.5)
+    by_id = {d["deployment_id"]: d for d in report["deployments"]}
+    assert (
+        by_id["a"] | {"weight_share": 0.5, "traffic_share": 1.0, "sticky_share": 1.0} == by_id["a"]
+    )
+    assert (by_id["a"]["requests"], by_id["a"]["sticky_hits"]) == (4, 3)
+    assert by_id["b"]["traffic_share"] == 0.0
+    status, out, _ = run(capsys, "bindings", "share", "--pool", "fast-chat", "--minutes", "5")
+    assert status == 0
+    assert "75% of successes routed by a binding" in out
+    assert out.splitlines()[2].split() == ["a", "50.0%", "100.0%", "100.0%", "4", "3"]
+
+    status, out, _ = run(
+        capsys, "bindings", "unbind", "--pool", "fast-chat", "--api-key-env", "ALICE_KEY"
+    )
+    assert status == 0
+    assert out.strip() == f"unbound {ALICE} from a (fast-chat, openai.chat)"
+    assert table.binding(ALICE) is None
+    assert ALICE_KEY not in out
+    status, out, _ = run(capsys, "bindings", "unbind", "--pool", "fast-chat", "--caller", ALICE)
+    assert (status, out.strip()) == (0, f"no binding for {ALICE} in fast-chat")
+
+    assert attempts(chat(gateway)) == [("a", False)]  # routed by the strategy, then bound again
+    table.wait_binding(ALICE, "a")
+    status, out, _ = run(capsys, "bindings", "invalidate", "--pool", "fast-chat")
+    assert (status, out.strip()) == (0, "invalidated every binding of fast-chat (generation 1)")
+    assert attempts(chat(gateway)) == [("a", False)]  # the stored binding is of generation 0
+
+    status, _, err = run(capsys, "bindings", "share", "--pool", "no-such-model")
+    assert status == 1
+    assert "no-such-model" in err

@@ -1,0 +1,89 @@
+"""The ``edgeproxy`` commands that need no table: config check, hash-key, argument checks."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from pathlib import Path
+
+import pytest
+
+from edgeproxy.cli import main
+
+VALID = """
+deployments:
+  - id: a
+    model: fast-chat
+    provider: openai
+    base_url: https://api.openai.com/v1
+    upstream_model: gpt-4o-mini
+"""
+
+
+@pytest.fixture(autouse=True)
+def no_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Nothing listens here: a command that touched the store would fail loudly.
+    monkeypatch.setenv("EDGEPROXY_DYNAMODB_ENDPOINT", "http://127.0.0.1:9")
+
+
+def test_config_check_accepts_a_valid_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(VALID)
+    assert main(["config", "check", str(path)]) == 0
+    assert "valid (1 deployments; models: fast-chat)" in capsys.readouterr().out
+
+
+def test_config_check_names_the_bad_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(VALID + "    wieght: 2\n")
+    assert main(["config", "check", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "deployments[0].wieght" in err
+    assert str(path) in err
+
+
+def test_config_check_of_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["config", "check", str(tmp_path / "absent.yaml")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_hash_key_reads_standard_input(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("sk-client-123\n"))
+    assert main(["hash-key"]) == 0
+    assert capsys.readouterr().out.strip() == hashlib.sha256(b"sk-client-123").hexdigest()
+
+
+def test_hash_key_refuses_an_empty_key(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("\n"))
+    assert main(["hash-key"]) == 2
+    assert "no key" in capsys.readouterr().err
+
+
+def test_hash_key_takes_no_key_argument(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["hash-key", "sk-client-123"])
+    assert exited.value.code == 2
+
+
+def test_unbind_refuses_a_raw_key_on_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bindings", "unbind", "--pool", "p", "--caller", "sk-client-123"]) == 2
+    assert "--api-key-env" in capsys.readouterr().err
+
+
+def test_unbind_needs_the_key_variable_set(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
+    assert main(["bindings", "unbind", "--pool", "p", "--api-key-env", "NO_SUCH_KEY_VAR"]) == 2
+    assert "NO_SUCH_KEY_VAR" in capsys.readouterr().err
+
+
+def test_unbind_needs_exactly_one_caller(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["bindings", "unbind", "--pool", "p"])
