@@ -23,6 +23,7 @@ from starlette.routing import Route
 
 from edgeproxy.api.errors import exception_handlers, guarded
 from edgeproxy.api.identity import identify
+from edgeproxy.api.messages import messages_endpoint
 from edgeproxy.api.parsing import (
     chat_modalities,
     embeddings_input,
@@ -146,12 +147,16 @@ def create_app(runtime: RuntimeFactory) -> Starlette:
         model = request.path_params["model"]
         return JSONResponse(await gateway.deployment_status(model))
 
+    async def messages(request: Request) -> Response:
+        return await messages_endpoint(request, lazy.get, _request_id(request))
+
     async def health(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
     routes = [
         Route("/v1/chat/completions", guarded(chat), methods=["POST"]),
         Route("/v1/embeddings", guarded(embeddings), methods=["POST"]),
+        Route("/v1/messages", guarded(messages), methods=["POST"]),
         Route("/v1/models", guarded(models), methods=["GET"]),
         Route("/v1/models/{model:path}/deployments", guarded(deployments), methods=["GET"]),
         Route("/health", health, methods=["GET"]),

@@ -15,6 +15,8 @@ class ProxyRequest:
     ``body`` is the client's JSON object, forwarded unchanged except ``model``.
     ``caller`` is the affinity identity (already hashed / bucketed).
     ``pin`` is an admin's ``X-Route-Pin`` (None for ordinary clients).
+    ``surface`` names the inbound protocol when the client did not speak
+    OpenAI's, e.g. ``anthropic.messages``; sticky bindings are kept per surface.
     """
 
     operation: Operation
@@ -26,8 +28,9 @@ class ProxyRequest:
     pin: str | None = None
     want_routing: bool = False
     modalities: frozenset[str] = field(default_factory=lambda: frozenset({"text"}))
+    surface: str | None = None
 
     @property
     def protocol(self) -> str:
         """The binding's protocol/operation component, e.g. ``openai.chat``."""
-        return f"openai.{self.operation.value}"
+        return self.surface or f"openai.{self.operation.value}"

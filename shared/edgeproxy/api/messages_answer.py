@@ -1,0 +1,171 @@
+"""OpenAI answers and errors, rewritten in the Anthropic Messages shape.
+
+    finish_reason    stop_reason
+    stop          -> end_turn (OpenAI does not say whether a stop sequence matched)
+    length        -> max_tokens
+    tool_calls    -> tool_use (also the legacy function_call)
+    content_filter-> refusal (what Anthropic says when its own classifiers stop a turn)
+    null / other  -> end_turn
+
+Errors keep the HTTP status the OpenAI surface gives; the Anthropic ``type``
+comes from the error's code when it is specific, else from the status.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from starlette.responses import JSONResponse
+
+from edgeproxy.errors import EdgeproxyError
+
+logger = logging.getLogger(__name__)
+
+STOP_REASONS = {
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "content_filter": "refusal",
+}
+_BY_CODE = {
+    "model_not_found": "not_found_error",
+    "invalid_api_key": "authentication_error",
+    "permission_denied": "permission_error",
+    "rate_limit_exceeded": "rate_limit_error",
+    "model_overloaded": "overloaded_error",
+    "model_unavailable": "api_error",  # misconfiguration: waiting will not help
+    "request_too_large": "request_too_large",
+}
+_BY_STATUS = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    503: "overloaded_error",
+    529: "overloaded_error",
+}
+_BY_TYPE = {
+    "invalid_request_error": "invalid_request_error",
+    "rate_limit_error": "rate_limit_error",
+    # Anthropic upstreams' own types pass through the OpenAI error untouched.
+    "authentication_error": "authentication_error",
+    "permission_error": "permission_error",
+    "not_found_error": "not_found_error",
+    "overloaded_error": "overloaded_error",
+}
+
+
+def stop_reason(finish_reason: Any) -> str:
+    """The Anthropic ``stop_reason`` for an OpenAI ``finish_reason``."""
+    return STOP_REASONS.get(finish_reason, "end_turn") if finish_reason else "end_turn"
+
+
+def error_type(status: int | None, openai_type: Any = None, code: Any = None) -> str:
+    """The Anthropic error ``type`` for an error seen as (HTTP status, OpenAI type, code)."""
+    if isinstance(code, str) and code in _BY_CODE:
+        return _BY_CODE[code]
+    if status is not None:
+        return _BY_STATUS.get(status, "api_error" if status >= 500 else "invalid_request_error")
+    return _BY_TYPE.get(openai_type, "api_error") if isinstance(openai_type, str) else "api_error"
+
+
+def error_body(kind: str, message: str) -> dict[str, Any]:
+    """Anthropic's error JSON."""
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+def from_openai_error(error: Mapping[str, Any], status: int | None = None) -> dict[str, Any]:
+    """Anthropic's error JSON for an OpenAI ``{"message", "type", "code"}`` object."""
+    kind = error_type(status, error.get("type"), error.get("code"))
+    return error_body(kind, str(error.get("message") or "The request failed."))
+
+
+def error_response(exc: EdgeproxyError, headers: Mapping[str, str]) -> JSONResponse:
+    """The Messages client's view of ``exc``: its status, Anthropic's body, Retry-After."""
+    out = dict(headers)
+    if exc.retry_after is not None:
+        out["retry-after"] = str(max(1, math.ceil(exc.retry_after)))
+    if exc.status >= 500 and not exc.public:
+        logger.error("internal error: %s", type(exc).__name__)
+    error = exc.body()["error"]
+    assert isinstance(error, dict)  # body() always builds this object; it also hides secrets
+    return JSONResponse(from_openai_error(error, exc.status), status_code=exc.status, headers=out)
+
+
+def to_message(completion: Mapping[str, Any]) -> dict[str, Any]:
+    """An Anthropic ``message`` for an OpenAI ``chat.completion`` (its first choice).
+
+    >>> answer = {"id": "c1", "model": "m", "choices": [
+    ...     {"message": {"content": "hi"}, "finish_reason": "length"}]}
+    >>> message = to_message(answer)
+    >>> message["content"], message["stop_reason"]
+    ([{'type': 'text', 'text': 'hi'}], 'max_tokens')
+    """
+    choices = completion.get("choices") or [{}]
+    choice = choices[0] if isinstance(choices[0], Mapping) else {}
+    reply = choice.get("message") or {}
+    content: list[dict[str, Any]] = []
+    text = _text(reply.get("content")) or _text(reply.get("refusal"))
+    if text:
+        content.append({"type": "text", "text": text})
+    for call in reply.get("tool_calls") or []:
+        function = call.get("function") or {}
+        content.append(
+            {
+                "type": "tool_use",
+                "id": call.get("id") or f"toolu_{uuid.uuid4().hex[:24]}",
+                "name": function.get("name") or "",
+                "input": tool_input(function.get("arguments")),
+            }
+        )
+    usage = completion.get("usage") or {}
+    message: dict[str, Any] = {
+        "id": completion.get("id") or f"msg_{uuid.uuid4().hex[:24]}",
+        "type": "message",
+        "role": "assistant",
+        "model": completion.get("model"),
+        "content": content,
+        "stop_reason": stop_reason(choice.get("finish_reason")),
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": int(usage.get("prompt_tokens") or 0),
+            "output_tokens": int(usage.get("completion_tokens") or 0),
+        },
+    }
+    if "unified_routing" in completion:
+        message["unified_routing"] = completion["unified_routing"]
+    return message
+
+
+def tool_input(arguments: Any) -> dict[str, Any]:
+    """A tool call's ``arguments`` JSON as the object Anthropic's ``input`` must be.
+
+    Unparseable or non-object arguments become ``{}``, as the Anthropic upstream
+    adapter does in the other direction.
+    """
+    if isinstance(arguments, Mapping):
+        return dict(arguments)
+    try:
+        value = json.loads(arguments) if isinstance(arguments, str) and arguments else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        # Some OpenAI-compatible servers answer with content parts, not a string.
+        return "".join(
+            str(p.get("text", "")) for p in content if isinstance(p, Mapping) and "text" in p
+        )
+    return ""
