@@ -192,6 +192,16 @@ class Outcomes:
         ctx.refresh()
         return winner is None
 
+    async def release_probe(self, ctx: PoolContext, attempt_owner: str, dep: Deployment) -> None:
+        """Give back a probe lease this request took but will not use."""
+        current = ctx.current_circuit(dep.id)
+        released = circuit.release_probe(current, attempt_owner)
+        if released is None:
+            return
+        winner = await self._store.write_circuit(released, current.version)
+        ctx.circuits[dep.id] = winner or released
+        ctx.refresh()
+
     async def abandon(self, attempt: Attempt) -> None:
         """An attempt that ended with no verdict (client went away): release its in-flight count."""
         await self._store.record(

@@ -98,7 +98,11 @@ class Relay:
                         tracker.feed(event.chunk)
                         last = event.chunk
                         yield sse(event.chunk)
-            outcome = tracker.outcome(stream.saw_done or answer.ended)
+            # A stream that ended early without [DONE] got here only by finishing every choice.
+            outcome = tracker.outcome(stream.saw_done)
+            if isinstance(outcome, Complete) and run.trace.attempts:
+                # The serving attempt is the last one routed (routing ends at the success).
+                run.trace.attempts[-1].anomalies = list(outcome.anomalies)
             for extra in _closing_chunks(run, outcome, tracker, last):
                 yield extra
             yield DONE

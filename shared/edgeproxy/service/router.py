@@ -210,6 +210,8 @@ class Router:
             # The backoff runs from the failure: time already spent waiting counts toward it.
             wait = max(0.0, wait - (now - failed_at.get(dep.id, now)))
             if not budget.allows_attempt(now, attempts, wait):
+                if pick.probe:
+                    await self._outcomes.release_probe(ctx, run.owner, dep)
                 return failure
             if wait > 0:
                 await asyncio.sleep(wait)
@@ -217,6 +219,9 @@ class Router:
             if not await self._store.admit(dep.id, minute, dep.rpm_limit, minute * 60.0 + 3600):
                 skip.add(dep.id)  # at its rpm limit (another instance got there first)
                 failure.rate_limited = True
+                if pick.probe:
+                    # An unused lease would hold off every other prober until it expires.
+                    await self._outcomes.release_probe(ctx, run.owner, dep)
                 continue
             attempts += 1
             tried[dep.id] = tried.get(dep.id, 0) + 1
@@ -246,6 +251,9 @@ class Router:
         if run.req.pin is not None:
             # An admin pin bypasses selection and circuits (a debugging tool).
             dep = ctx.deployments[0]
+            if dep.id in skip:
+                # Ruled out (configuration fault, incompatible, rpm limit): retrying cannot help.
+                return Blocked(BlockReason.EXHAUSTED)
             return Pick(dep, dep.priority, None, tries=tried.get(dep.id, 0))
         return next_deployment(
             ctx.deployments, ctx.snapshot, route, now, self._rng, tried=tried, skip=skip

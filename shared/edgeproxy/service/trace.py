@@ -23,6 +23,7 @@ class AttemptRecord:
     error_kind: str | None = None
     sticky: bool = False
     probe: bool = False
+    anomalies: list[str] = field(default_factory=list)  # a complete answer's irregularities
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -34,6 +35,7 @@ class AttemptRecord:
             "error_kind": self.error_kind,
             "sticky": self.sticky,
             "probe": self.probe,
+            "anomalies": list(self.anomalies),
         }
 
 

@@ -1,0 +1,121 @@
+"""Two gateway processes sharing one table: circuits are one truth for the whole fleet.
+
+One gateway runs in its own OS process (``spawn_gateway``), the other in this
+process (``start_gateway``); both use the test's table on the embedded
+DynamoDB, which applies each write atomically, as DynamoDB does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import httpx
+
+from edgeproxy.local.dynamo_server import client_kwargs
+from edgeproxy.local.mock_upstream import MockUpstream
+from edgeproxy.local.runner import local_session
+from edgeproxy.routing.snapshot import Circuit, CircuitState
+from edgeproxy.state.dynamo import DynamoStore
+from edgeproxy.state.schema import TableSchema, default_template_path
+from edgeproxy.state.store import SnapshotRequest
+from tests.fixtures.configs import config, deployment
+from tests.integration.resilience.helpers import CLIENT_KEY, HELLO, keys, model_requests, router
+
+ALLOWED_FAILS = 3
+COOLDOWN_S = 3
+PROBE_LATENCY_S = 1.5
+
+
+def _read_circuit(endpoint: str, table: str, dep_id: str) -> Circuit:
+    async def read() -> Circuit:
+        schema = TableSchema.from_template(default_template_path())
+        async with local_session().client("dynamodb", **client_kwargs(endpoint)) as dynamo:
+            snapshot = await DynamoStore(dynamo, table, schema).read_pool(
+                SnapshotRequest(pool="fast-chat", deployment_ids=[dep_id], domains=[], minute=0)
+            )
+        return snapshot.circuit(dep_id)
+
+    return asyncio.run(read())
+
+
+def _burst(urls: list[str], count: int) -> list[httpx.Response]:
+    """``count`` chat requests at once, spread round-robin over the gateways."""
+
+    async def fire() -> list[httpx.Response]:
+        limits = httpx.Limits(max_connections=count)
+        async with httpx.AsyncClient(timeout=30, limits=limits) as http:
+            calls: list[Any] = [
+                http.post(
+                    urls[i % len(urls)] + "/v1/chat/completions",
+                    json={"model": "fast-chat", "messages": HELLO},
+                    headers={"authorization": f"Bearer {CLIENT_KEY}"},
+                )
+                for i in range(count)
+            ]
+            return list(await asyncio.gather(*calls))
+
+    return asyncio.run(fire())
+
+
+def test_fifty_failures_over_two_processes_open_the_circuit_once_and_probe_once(
+    spawn_gateway,
+    start_gateway,
+    dynamo_endpoint: str,
+    gateway_table: str,
+    upstream_a: MockUpstream,
+) -> None:
+    cfg = config(
+        deployment("a", upstream_a),
+        router=router(
+            circuit={"allowed_fails": ALLOWED_FAILS, "cooldown_seconds": COOLDOWN_S},
+            json={"max_attempts": 1},
+        ),
+        gateway=keys(),
+    )
+    remote = spawn_gateway(cfg)
+    local = start_gateway(cfg)
+    urls = [remote.base_url, local.base_url]
+    assert {a.status_code for a in _burst(urls, 2)} == {200}  # both warm, circuit untouched
+    upstream_a.clear()
+    upstream_a.set_faults([], persistent={"status": 500})
+
+    started = time.time()
+    answers = _burst(urls, 50)
+    statuses = sorted({a.status_code for a in answers})
+    assert set(statuses) <= {500, 503}
+    overloaded = [a for a in answers if a.status_code == 503]
+    assert all(a.json()["error"]["code"] == "model_overloaded" for a in overloaded)
+    called = len(model_requests(upstream_a))
+    assert called == sum(a.status_code == 500 for a in answers)
+    assert called > ALLOWED_FAILS  # enough failures reached the upstream to open it
+
+    circuit = _read_circuit(dynamo_endpoint, gateway_table, "a")
+    assert circuit.state is CircuitState.OPEN
+    # One write per counted failure, then exactly one opening; late failures changed nothing.
+    assert circuit.version == ALLOWED_FAILS + 1
+    assert started <= circuit.opened_at <= time.time()
+    assert circuit.open_until == circuit.opened_at + COOLDOWN_S
+
+    # While open, neither process asks the upstream.
+    upstream_a.clear()
+    assert time.time() < circuit.open_until - 0.5, "the burst was too slow for this check"
+    assert {a.status_code for a in _burst(urls, 6)} == {503}
+    assert model_requests(upstream_a) == []
+
+    # After the cooldown, exactly one request in the fleet owns the probe.
+    time.sleep(max(0.0, circuit.open_until - time.time()) + 0.1)
+    upstream_a.set_faults([], persistent={"latency_ms": int(PROBE_LATENCY_S * 1000)})
+    answers = _burst(urls, 30)
+    seen = model_requests(upstream_a)
+    probe_started = seen[0]["time"]
+    during_probe = [r for r in seen if r["time"] < probe_started + PROBE_LATENCY_S]
+    assert len(during_probe) == 1
+    assert sum(a.status_code == 200 for a in answers) == len(seen)
+    assert {a.status_code for a in answers} == {200, 503}
+
+    closed = _read_circuit(dynamo_endpoint, gateway_table, "a")
+    assert closed.state is CircuitState.CLOSED
+    upstream_a.set_faults([])
+    assert {a.status_code for a in _burst(urls, 4)} == {200}
