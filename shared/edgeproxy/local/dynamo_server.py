@@ -30,18 +30,10 @@ import boto3
 from moto.moto_server.werkzeug_app import MotoRequestHandler, create_backend_app
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from edgeproxy.local.aws import DUMMY_CREDENTIALS, REGION, client_kwargs
 from edgeproxy.state.schema import TableSchema, create_table_kwargs
 
-REGION = "us-east-1"
-# moto accepts any credentials; explicit dummies keep a developer's real ones unused.
-DUMMY_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
-
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
-
-
-def client_kwargs(endpoint_url: str) -> dict[str, str]:
-    """Keyword arguments for ``session.client("dynamodb", ...)`` against a local server."""
-    return {"endpoint_url": endpoint_url, "region_name": REGION, **DUMMY_CREDENTIALS}
 
 
 class _Serialized:
@@ -52,24 +44,37 @@ class _Serialized:
         self._lock = threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
-        def without_server_header(status: str, headers: list[tuple[str, str]], *exc: Any) -> Any:
-            # The HTTP server sends its own Server header; a second one makes
-            # strict parsers (aiohttp in Python's dev mode) reject the response.
-            kept = [(name, value) for name, value in headers if name.lower() != "server"]
-            return start_response(status, kept, *exc)
+        captured: list[tuple[str, list[tuple[str, str]], tuple[Any, ...]]] = []
+
+        def capture(status: str, headers: list[tuple[str, str]], *exc: Any) -> Any:
+            captured.append((status, headers, exc))
+            return lambda data: None  # moto returns its body; it never calls write()
 
         with self._lock:
-            body = self._app(environ, without_server_header)
+            body = self._app(environ, capture)
             try:
-                return list(body)  # the response is complete before the next request runs
+                chunks = list(body)  # the response is complete before the next request runs
             finally:
                 close = getattr(body, "close", None)
                 if close is not None:
                     close()
+        status, headers, exc = captured[-1]
+        # The HTTP server sends its own Server header; a second one makes strict
+        # parsers (aiohttp in Python's dev mode) reject the response. A known
+        # length spares werkzeug from chunking the body.
+        kept = [(n, v) for n, v in headers if n.lower() not in ("server", "content-length")]
+        kept.append(("Content-Length", str(sum(len(c) for c in chunks))))
+        start_response(status, kept, *exc)
+        return chunks
 
 
 class _QuietHandler(MotoRequestHandler):
-    """moto's request handler without a log line per request."""
+    """moto's request handler without a log line per request.
+
+    Note: werkzeug's server closes every connection after one response
+    (``Connection: close``), so each call costs a connect here, unlike real
+    DynamoDB; benchmarks compare against a store round trip that pays the same.
+    """
 
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         pass
@@ -152,3 +157,6 @@ def create_table(endpoint_url: str, table_name: str, template_path: Path) -> Tab
     finally:
         client.close()
     return schema
+
+
+__all__ = ["DUMMY_CREDENTIALS", "REGION", "EmbeddedDynamo", "client_kwargs", "create_table"]

@@ -15,6 +15,7 @@ import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import aioboto3
@@ -23,17 +24,14 @@ import uvicorn
 from edgeproxy.api.app import create_app
 from edgeproxy.config.loader import load_config_file, to_document
 from edgeproxy.config.models import GatewayConfig
-from edgeproxy.local.dynamo_server import (
-    DUMMY_CREDENTIALS,
-    REGION,
-    EmbeddedDynamo,
-    create_table,
-)
-from edgeproxy.local.mock_upstream import MockUpstream
+from edgeproxy.local.aws import DUMMY_CREDENTIALS, REGION
 from edgeproxy.runtime import build_gateway, open_store
 from edgeproxy.service.gateway import Gateway
 from edgeproxy.settings import Settings
 from edgeproxy.state.schema import default_template_path
+
+if TYPE_CHECKING:
+    from edgeproxy.local.mock_upstream import MockUpstream
 
 TABLE = "edgeproxy-local"
 MOCK_KEY = "sk-mock-upstream"  # what the mocks expect; referenced as env:EDGEPROXY_MOCK_KEY
@@ -64,6 +62,8 @@ async def store_config(settings: Settings, config: GatewayConfig) -> int:
 @contextlib.contextmanager
 def mock_upstreams(config: GatewayConfig) -> Iterator[list[MockUpstream]]:
     """Start one mock per loopback port the configuration names."""
+    from edgeproxy.local.mock_upstream import MockUpstream  # local runs only
+
     ports: dict[int, set[str]] = {}
     for dep in config.deployments:
         url = urlsplit(dep.base_url)
@@ -112,7 +112,9 @@ def serve(settings: Settings, port: int, banner: bool = False) -> None:
     async def gateway() -> Gateway:
         return await build_gateway(settings, session=local_session())
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP (not 0) so asyncio sets TCP_NODELAY on accepted connections:
+    # without it a response's body waits ~40 ms behind its headers (delayed ACK).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
     bound = sock.getsockname()[1]
@@ -141,6 +143,8 @@ def main(argv: list[str] | None = None) -> None:
             parser.error("--serve-only needs --dynamo-endpoint")
         serve(local_settings(args.dynamo_endpoint, args.table), args.port)
         return
+    from edgeproxy.local.dynamo_server import EmbeddedDynamo, create_table  # local runs only
+
     config = load_config_file(args.config)
     with EmbeddedDynamo() as dynamo, mock_upstreams(config):
         create_table(dynamo.endpoint_url, TABLE, default_template_path())
