@@ -26,10 +26,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from bench.workloads import gateway_config
 from edgeproxy.config.loader import parse_config
 from edgeproxy.local.runner import MOCK_KEY, local_settings, store_config
-
-from bench.workloads import gateway_config
 
 ROOT = Path(__file__).resolve().parents[1]
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -41,9 +40,9 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
 
 
-def spawn(args: list[str], pattern: str, env: dict[str, str] | None = None) -> tuple[
-    subprocess.Popen[str], re.Match[str]
-]:
+def spawn(
+    args: list[str], pattern: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[str], re.Match[str]]:
     """Start ``python args...`` at the repo root; wait for a stdout line matching ``pattern``."""
     proc = subprocess.Popen(  # noqa: S603 - our own interpreter and modules
         [sys.executable, *args],
@@ -53,7 +52,7 @@ def spawn(args: list[str], pattern: str, env: dict[str, str] | None = None) -> t
         stderr=subprocess.STDOUT,
         text=True,
         env=env,
-        preexec_fn=_die_with_parent,  # noqa: PLW1509 - only a prctl call
+        preexec_fn=_die_with_parent,  # only a prctl call: safe before exec
     )
     assert proc.stdout is not None
     deadline = time.monotonic() + START_TIMEOUT_S
@@ -155,10 +154,10 @@ class Stack:
 
     def store_calls(self, clear: bool = False) -> dict[str, Any]:
         """The store's call log: ``calls`` [(operation, arrived, finished)] and ``samples``."""
-        request = urllib.request.Request(
+        request = urllib.request.Request(  # noqa: S310 - our own http:// loopback URL
             self.store_url + "/_bench/calls", method="DELETE" if clear else "GET"
         )
-        with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310 - loopback
+        with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310
             data: dict[str, Any] = json.load(answer)
         return data
 
