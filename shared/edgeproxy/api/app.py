@@ -116,6 +116,7 @@ def create_app(runtime: RuntimeFactory) -> Starlette:
                 answer.body,
                 media_type="text/event-stream",
                 headers={**headers, "cache-control": "no-cache", "x-accel-buffering": "no"},
+                background=BackgroundTask(answer.after) if answer.after else None,
             )
         result = await gateway.complete(req)
         headers.update(result.headers)

@@ -57,6 +57,7 @@ async def messages_endpoint(
                     "cache-control": "no-cache",
                     "x-accel-buffering": "no",
                 },
+                background=BackgroundTask(answer.after) if answer.after else None,
             )
         result = await service.complete(req)
         background = BackgroundTask(result.after) if result.after else None

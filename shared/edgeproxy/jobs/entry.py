@@ -32,9 +32,7 @@ class JobEntry:
         self._close()
 
 
-def build_health_handler(
-    settings: Settings | None = None, session: Any | None = None
-) -> JobEntry:
+def build_health_handler(settings: Settings | None = None, session: Any | None = None) -> JobEntry:
     """The health job's ``handler``; one event loop and one client per execution environment."""
     settings = settings or Settings.from_env()
     logger = Logger(service="edgeproxy-health", level=settings.log_level)

@@ -17,7 +17,7 @@ from edgeproxy.service.attempts import JsonCaller, StreamCaller
 from edgeproxy.service.config_cache import ConfigCache
 from edgeproxy.service.failure import final_error
 from edgeproxy.service.outcomes import Outcomes
-from edgeproxy.service.relay import Relay
+from edgeproxy.service.relay import Deferred, Relay
 from edgeproxy.service.request import ProxyRequest
 from edgeproxy.service.router import Router, Run, Served
 from edgeproxy.service.telemetry import Telemetry
@@ -39,6 +39,7 @@ class JsonAnswer:
 class StreamAnswer:
     body: AsyncIterator[bytes]
     headers: dict[str, str] = field(default_factory=dict)
+    after: Callable[[], Awaitable[None]] | None = None
 
 
 class Gateway:
@@ -129,7 +130,8 @@ class Gateway:
                 raise final_error(result)
             return result
 
-        return StreamAnswer(await self._relay.open(run, route(), hold))
+        after = Deferred()
+        return StreamAnswer(await self._relay.open(run, route(), hold, after), after=after)
 
     async def deployment_status(self, model: str) -> dict[str, Any]:
         """Each deployment's availability (the admin view; reveals deployment ids only)."""
@@ -161,6 +163,8 @@ class Gateway:
         }
 
     def _log(self, run: Run) -> None:
+        if not logger.isEnabledFor(logging.INFO):
+            return  # the trace's dict is built only for someone who reads it
         logger.info(
             "routed model=%s served_by=%s attempts=%d",
             run.req.model,

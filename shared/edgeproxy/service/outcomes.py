@@ -93,6 +93,7 @@ class Outcomes:
         latency_s: float,
     ) -> None:
         """Count a success; close a probed circuit; create or renew the binding."""
+        self._telemetry.count("Attempts", outcome="success")
         now = self._clock()
         dep = attempt.deployment
         writes: list[Coroutine[Any, Any, Any]] = [
@@ -147,6 +148,7 @@ class Outcomes:
                 self._expiry(attempt.minute),
             )
         ]
+        self._telemetry.count("Attempts", outcome="failure")
         self._telemetry.count("AttemptFailures", failure_class=cls.value)
         current = ctx.current_circuit(dep.id)
         if count_for_circuit or attempt.probe:
@@ -204,6 +206,7 @@ class Outcomes:
 
     async def abandon(self, attempt: Attempt) -> None:
         """An attempt that ended with no verdict (client went away): release its in-flight count."""
+        self._telemetry.count("Attempts", outcome="abandoned")
         await self._store.record(
             UsageDelta(attempt.deployment.id, attempt.minute, inflight=-1),
             self._expiry(attempt.minute),

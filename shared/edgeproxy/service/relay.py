@@ -37,6 +37,28 @@ def sse(payload: dict[str, Any]) -> bytes:
     return b"data: " + json.dumps(payload, separators=(",", ":")).encode() + b"\n\n"
 
 
+class Deferred:
+    """The success write of a relayed stream, run after the body was sent.
+
+    The stream's outcome is known only once its last chunk went out; writing
+    it in the body generator would hold the end of the response for one more
+    store round trip, so the generator leaves it here for the response's
+    background task.
+    """
+
+    def __init__(self) -> None:
+        self._write: Coroutine[Any, Any, None] | None = None
+
+    def set(self, write: Coroutine[Any, Any, None]) -> None:
+        self._write = write
+
+    async def __call__(self) -> None:
+        write, self._write = self._write, None
+        if write is not None:
+            with contextlib.suppress(Exception):
+                await write
+
+
 class Relay:
     def __init__(
         self, outcomes: Outcomes, clock: Callable[[], float], telemetry: Telemetry
@@ -46,9 +68,12 @@ class Relay:
         self._telemetry = telemetry
 
     async def open(
-        self, run: Run, route: Coroutine[Any, Any, Served], hold_s: float
+        self, run: Run, route: Coroutine[Any, Any, Served], hold_s: float, after: Deferred
     ) -> AsyncIterator[bytes]:
-        """Wait up to ``hold_s`` for routing; raise its error if it fails in that window."""
+        """Wait up to ``hold_s`` for routing; raise its error if it fails in that window.
+
+        The success write is left in ``after``, to run once the body was sent.
+        """
         task = asyncio.ensure_future(route)
         try:
             done, _ = await asyncio.wait({task}, timeout=hold_s)
@@ -57,10 +82,12 @@ class Relay:
             raise
         if done:
             served = task.result()  # raises the routing error: answered with its real status
-            return self._relay(run, served)
-        return self._held(run, task)
+            return self._relay(run, served, after)
+        return self._held(run, task, after)
 
-    async def _held(self, run: Run, task: asyncio.Future[Served]) -> AsyncIterator[bytes]:
+    async def _held(
+        self, run: Run, task: asyncio.Future[Served], after: Deferred
+    ) -> AsyncIterator[bytes]:
         try:
             while not task.done():
                 yield KEEPALIVE
@@ -73,10 +100,10 @@ class Relay:
         finally:
             if not task.done():
                 task.cancel()  # the client went away while routing was still settling
-        async for data in self._relay(run, served):
+        async for data in self._relay(run, served, after):
             yield data
 
-    async def _relay(self, run: Run, served: Served) -> AsyncIterator[bytes]:
+    async def _relay(self, run: Run, served: Served, after: Deferred) -> AsyncIterator[bytes]:
         answer = served.answer
         stream = answer.stream
         tracker = answer.tracker or StreamTracker()
@@ -110,7 +137,7 @@ class Relay:
             if isinstance(outcome, Complete) and outcome.anomalies:
                 logger.info("stream anomalies: %s", ",".join(outcome.anomalies))
             usage = stream.usage
-            await self._finish(
+            after.set(
                 self._outcomes.success(
                     served.ctx,
                     served.attempt,
@@ -129,7 +156,11 @@ class Relay:
             yield sse(_in_band(fault))
             await self._finish(
                 self._outcomes.failure(
-                    served.ctx, served.attempt, fault, classify(fault), count_for_circuit=True
+                    served.ctx,
+                    served.attempt,
+                    fault,
+                    classify(fault),
+                    count_for_circuit=not served.counted,
                 )
             )
         finally:

@@ -48,6 +48,7 @@ class Served:
     ctx: PoolContext
     attempt: Attempt
     model: str
+    counted: bool = False  # this request already counted a failure of this deployment
 
 
 @dataclass(slots=True)
@@ -299,7 +300,7 @@ class Router:
         record.status = answer.response.status if answer.response else 200
         run.trace.served_by = dep.id
         run.trace.served_model = ctx.model
-        return Served(answer, ctx, attempt, ctx.model)
+        return Served(answer, ctx, attempt, ctx.model, counted=dep.id in counted)
 
     async def _failed(
         self,

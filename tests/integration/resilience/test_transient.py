@@ -112,7 +112,7 @@ def test_total_ms_bounds_the_whole_request(
         config(
             deployment("a", upstream_a, priority=1),
             deployment("b", upstream_b),
-            router=router(json={"response_ms": 800, "total_ms": 1000, "max_attempts": 3}),
+            router=router(json={"response_ms": 1500, "total_ms": 2000, "max_attempts": 3}),
             gateway=keys(),
         )
     )
@@ -122,7 +122,9 @@ def test_total_ms_bounds_the_whole_request(
     answer = post_chat(gw.base_url, "fast-chat")
     elapsed = time.monotonic() - started
     assert answer.status_code == 504
-    assert 0.95 <= elapsed < 1.6  # b got only what was left of the 1 s budget
+    # b got only the 0.5 s left of the 2 s budget: unbounded, a and b would
+    # take 1.5 s each (3 s), and a third attempt 4.5 s. The margin absorbs load.
+    assert 1.95 <= elapsed < 2.9
     assert len(model_requests(upstream_a)) == len(model_requests(upstream_b)) == 1
 
 

@@ -190,7 +190,7 @@ async def test_response_timeout_aborts_the_request(
     with pytest.raises(UpstreamFault) as info:
         await upstream_client.send(chat(upstream_a, response_timeout_s=0.3))
     assert info.value.fault.kind is FaultKind.TIMEOUT
-    assert 0.25 < time.perf_counter() - started < 1.0
+    assert 0.25 < time.perf_counter() - started < 1.8  # not the 2 s (or endless) stall
     if not mock_fault.get("stall"):
         return
     # Aborted on the connection: the stalled mock sees its client hang up.

@@ -94,7 +94,7 @@ async def test_no_headers(
     with pytest.raises(UpstreamFault) as info:
         await upstream_client.open_stream(chat(upstream_a, stream=True, response_timeout_s=0.3))
     assert info.value.fault.kind is kind
-    assert time.perf_counter() - started < 1.0
+    assert time.perf_counter() - started < 1.8  # unbounded, it would stall (margin for load)
 
 
 async def test_slow_first_token_is_not_a_response_timeout(
@@ -117,7 +117,7 @@ async def test_idle_timeout_on_a_silent_first_token(
     with pytest.raises(UpstreamFault) as info:
         await drain(stream, [])
     assert info.value.fault.kind is FaultKind.IDLE
-    assert 0.25 < time.perf_counter() - started < 1.0
+    assert 0.25 < time.perf_counter() - started < 1.8  # not the 2 s (or endless) stall
 
 
 async def test_keepalive_comments_reset_the_idle_timer(
