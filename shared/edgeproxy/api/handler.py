@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -19,30 +18,14 @@ from aws_lambda_powertools.logging.utils import copy_config_to_registered_logger
 from mangum import Mangum
 
 from edgeproxy.api.app import create_app
+from edgeproxy.entrypoint import Entrypoint
 from edgeproxy.runtime import build_gateway
 from edgeproxy.service.gateway import Gateway
 from edgeproxy.service.telemetry import PowertoolsTelemetry
 from edgeproxy.settings import Settings
 
-LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
-
-class ProxyHandler:
-    """The Lambda handler object: call it with (event, context)."""
-
-    def __init__(self, invoke: LambdaHandler, close: Callable[[], None]) -> None:
-        self._invoke = invoke
-        self._close = close
-
-    def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return self._invoke(event, context)
-
-    def close(self) -> None:
-        """Close the clients (tests; Lambda simply freezes the environment)."""
-        self._close()
-
-
-def build_handler(settings: Settings | None = None) -> ProxyHandler:
+def build_handler(settings: Settings | None = None) -> Entrypoint:
     """The Lambda ``handler`` for API Gateway HTTP API (payload 2.0) events.
 
     >>> handler = build_handler()  # in functions/proxy/app.py, at import time
@@ -70,4 +53,4 @@ def build_handler(settings: Settings | None = None) -> ProxyHandler:
         asyncio.get_event_loop().run_until_complete(app.state.gateway.aclose())
 
     inject = logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
-    return ProxyHandler(inject(metrics.log_metrics(invoke)), close)
+    return Entrypoint(inject(metrics.log_metrics(invoke)), close)

@@ -5,34 +5,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools import Logger
 
+from edgeproxy.entrypoint import Entrypoint
 from edgeproxy.jobs.health import HealthJob
 from edgeproxy.runtime import open_store
 from edgeproxy.settings import Settings
 
-JobHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
-
-class JobEntry:
-    """A scheduled job's Lambda handler: call it with (event, context)."""
-
-    def __init__(self, invoke: JobHandler, close: Callable[[], None]) -> None:
-        self._invoke = invoke
-        self._close = close
-
-    def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return self._invoke(event, context)
-
-    def close(self) -> None:
-        """Close the client and the loop (tests; Lambda freezes the environment)."""
-        self._close()
-
-
-def build_health_handler(settings: Settings | None = None, session: Any | None = None) -> JobEntry:
+def build_health_handler(
+    settings: Settings | None = None, session: Any | None = None
+) -> Entrypoint:
     """The health job's ``handler``; one event loop and one client per execution environment."""
     settings = settings or Settings.from_env()
     logger = Logger(service="edgeproxy-health", level=settings.log_level)
@@ -52,4 +37,4 @@ def build_health_handler(settings: Settings | None = None, session: Any | None =
         loop.run_until_complete(stack.aclose())
         loop.close()
 
-    return JobEntry(logger.inject_lambda_context(invoke), close)
+    return Entrypoint(logger.inject_lambda_context(invoke), close)

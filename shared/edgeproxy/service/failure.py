@@ -41,6 +41,15 @@ def fault_error(fault: Fault) -> EdgeproxyError:
             status=502,
             code="upstream_stream_truncated",
         )
+    if fault.kind is FaultKind.INCOMPATIBLE:
+        # No candidate can take this request's shape: the request is what must change.
+        return UpstreamError(
+            f"No deployment of this model supports this request: {fault.message}",
+            status=400,
+            type="invalid_request_error",
+            code="unsupported_request",
+            param=fault.param,
+        )
     return UpstreamError(
         "The upstream could not be reached or sent an invalid answer.",
         status=502,

@@ -112,10 +112,14 @@ class Outcomes:
                 self._expiry(attempt.minute),
             )
         ]
+
+        def close(c: Circuit) -> Circuit | None:
+            return circuit.on_success(c, now, was_probe=attempt.probe, owner=attempt.owner)
+
         current = ctx.current_circuit(dep.id)
-        closed = circuit.on_success(current, now, was_probe=attempt.probe, owner=attempt.owner)
+        closed = close(current)
         if closed is not None:
-            writes.append(self._write_circuit(ctx, current, closed))
+            writes.append(self._write_circuit(ctx, current, closed, close))
         if ctx.binding_key is not None:
             renewed = affinity.after_success(
                 ctx.binding_key,
@@ -150,10 +154,10 @@ class Outcomes:
         ]
         self._telemetry.count("Attempts", outcome="failure")
         self._telemetry.count("AttemptFailures", failure_class=cls.value)
-        current = ctx.current_circuit(dep.id)
-        if count_for_circuit or attempt.probe:
+
+        def fail(c: Circuit) -> Circuit | None:
             changed = circuit.on_failure(
-                current,
+                c,
                 cls,
                 now,
                 ctx.circuit,
@@ -164,9 +168,14 @@ class Outcomes:
             )
             if changed is None and attempt.probe:
                 # A health-neutral answer proves nothing: hand the probe to the next request.
-                changed = circuit.release_probe(current, attempt.owner)
+                changed = circuit.release_probe(c, attempt.owner)
+            return changed
+
+        current = ctx.current_circuit(dep.id)
+        if count_for_circuit or attempt.probe:
+            changed = fail(current)
             if changed is not None:
-                writes.append(self._write_circuit(ctx, current, changed, cls, attempt))
+                writes.append(self._write_circuit(ctx, current, changed, fail))
         if cls is FailureClass.THROTTLE:
             until = circuit.throttle_until(now, fault.retry_after, ctx.circuit)
             ctx.capacities[dep.domain] = Capacity(dep.domain, until)
@@ -217,9 +226,9 @@ class Outcomes:
         ctx: PoolContext,
         current: Circuit,
         new: Circuit,
-        cls: FailureClass | None = None,
-        attempt: Attempt | None = None,
+        decide: Callable[[Circuit], Circuit | None],
     ) -> None:
+        """Write ``new``; on a lost race, re-apply ``decide`` to the winner (bounded)."""
         for _ in range(MAX_CIRCUIT_RACES):
             winner = await self._store.write_circuit(new, current.version)
             if winner is None:
@@ -234,24 +243,10 @@ class Outcomes:
                         new.state.value,
                     )
                 return
-            # Lost the race: re-decide from what the winner stored.
             current = winner
             ctx.circuits[new.deployment_id] = winner
             ctx.refresh()
-            now = self._clock()
-            if cls is None or attempt is None:
-                redo = circuit.on_success(current, now, was_probe=False)
-            else:
-                redo = circuit.on_failure(
-                    current,
-                    cls,
-                    now,
-                    ctx.circuit,
-                    self._rng,
-                    was_probe=attempt.probe,
-                    attempt_started_at=attempt.started_at,
-                    owner=attempt.owner,
-                )
+            redo = decide(current)
             if redo is None:
                 return
             new = redo

@@ -1,0 +1,47 @@
+"""The client's view of failed requests: final error mapping."""
+
+from __future__ import annotations
+
+from edgeproxy.routing.faults import Fault, FaultKind
+from edgeproxy.routing.selection import Blocked, BlockReason
+from edgeproxy.service.failure import fault_error, final_error
+from edgeproxy.service.router import PoolFailure, RouteFailure
+
+
+def failure(fault: Fault | None = None, blocked: Blocked | None = None) -> RouteFailure:
+    pool = PoolFailure(fault=fault, blocked=blocked)
+    return RouteFailure(primary=pool, last_fault=fault, failures=[pool])
+
+
+def test_the_last_upstream_answer_wins() -> None:
+    fault = Fault(FaultKind.HTTP, "overloaded", status=529, type="overloaded_error", retry_after=3)
+    error = final_error(failure(fault, Blocked(BlockReason.OVERLOADED, 9.0)))
+    assert (error.status, error.retry_after) == (529, 3)
+    assert error.body()["error"]["message"] == "overloaded"
+
+
+def test_blockers_without_an_upstream_answer() -> None:
+    overloaded = final_error(failure(blocked=Blocked(BlockReason.OVERLOADED, 4.2)))
+    assert (overloaded.status, overloaded.code, overloaded.retry_after) == (
+        503,
+        "model_overloaded",
+        4.2,
+    )
+    unavailable = final_error(failure(blocked=Blocked(BlockReason.UNAVAILABLE, 100.0)))
+    assert (unavailable.status, unavailable.code) == (503, "model_unavailable")
+    assert unavailable.retry_after is None  # misconfiguration: no honest retry time
+    limited = final_error(failure(blocked=Blocked(BlockReason.RATE_LIMITED, 7.0)))
+    assert (limited.status, limited.code, limited.retry_after) == (429, "rate_limit_exceeded", 7.0)
+
+
+def test_connection_level_faults_have_gateway_statuses() -> None:
+    assert fault_error(Fault(FaultKind.TIMEOUT, "t")).status == 504
+    assert fault_error(Fault(FaultKind.IDLE, "i")).status == 504
+    assert fault_error(Fault(FaultKind.TRUNCATED, "x")).code == "upstream_stream_truncated"
+    assert fault_error(Fault(FaultKind.RESET, "r")).status == 502
+
+
+def test_an_incompatible_request_is_the_clients_to_change() -> None:
+    error = fault_error(Fault(FaultKind.INCOMPATIBLE, "cannot return n > 1 choices", param="n"))
+    assert (error.status, error.type, error.param) == (400, "invalid_request_error", "n")
+    assert "n > 1" in error.body()["error"]["message"]
