@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from edgeproxy.config.models import CircuitSettings, Deployment, StickySettings
+from edgeproxy.errors import StoreError
 from edgeproxy.routing import affinity, circuit
 from edgeproxy.routing.failures import clears_binding
 from edgeproxy.routing.faults import FailureClass, Fault
@@ -66,6 +67,20 @@ class Attempt:
     probe: bool
     sticky: bool
     owner: str
+    admission: asyncio.Future[bool] | None = field(default=None, compare=False)
+
+    async def admitted(self) -> None:
+        """Wait for the start count to land (it may run alongside the upstream call).
+
+        A failed count is logged, not raised: the attempt already happened,
+        and its outcome must still be recorded.
+        """
+        if self.admission is None:
+            return
+        try:
+            await self.admission
+        except StoreError:
+            logger.warning("could not count the start of an attempt on %s", self.deployment.id)
 
 
 class Outcomes:
@@ -94,6 +109,7 @@ class Outcomes:
     ) -> None:
         """Count a success; close a probed circuit; create or renew the binding."""
         self._telemetry.count("Attempts", outcome="success")
+        await attempt.admitted()
         now = self._clock()
         dep = attempt.deployment
         writes: list[Coroutine[Any, Any, Any]] = [
@@ -153,6 +169,7 @@ class Outcomes:
             )
         ]
         self._telemetry.count("Attempts", outcome="failure")
+        await attempt.admitted()
         self._telemetry.count("AttemptFailures", failure_class=cls.value)
 
         def fail(c: Circuit) -> Circuit | None:
@@ -216,6 +233,7 @@ class Outcomes:
     async def abandon(self, attempt: Attempt) -> None:
         """An attempt that ended with no verdict (client went away): release its in-flight count."""
         self._telemetry.count("Attempts", outcome="abandoned")
+        await attempt.admitted()
         await self._store.record(
             UsageDelta(attempt.deployment.id, attempt.minute, inflight=-1),
             self._expiry(attempt.minute),

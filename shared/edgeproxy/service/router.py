@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from edgeproxy.config.models import FallbackReason, GatewayConfig
+from edgeproxy.config.models import Deployment, FallbackReason, GatewayConfig
 from edgeproxy.errors import ModelNotFound, RequestError
 from edgeproxy.routing.backoff import MAX_RETRY_AFTER_SECONDS, retry_delay
 from edgeproxy.routing.deadlines import Budget
@@ -217,7 +217,8 @@ class Router:
             if wait > 0:
                 await asyncio.sleep(wait)
             minute = int(self._clock() // 60)
-            if not await self._store.admit(dep.id, minute, dep.rpm_limit, minute * 60.0 + 3600):
+            admission = self._admit(dep, minute)
+            if dep.rpm_limit is not None and not await admission:
                 skip.add(dep.id)  # at its rpm limit (another instance got there first)
                 failure.rate_limited = True
                 if pick.probe:
@@ -226,7 +227,9 @@ class Router:
                 continue
             attempts += 1
             tried[dep.id] = tried.get(dep.id, 0) + 1
-            attempt = Attempt(dep, minute, self._clock(), pick.probe, pick.sticky, run.owner)
+            attempt = Attempt(
+                dep, minute, self._clock(), pick.probe, pick.sticky, run.owner, admission
+            )
             result = await self._attempt(run, ctx, attempt, caller, counted)
             if isinstance(result, Served):
                 return result
@@ -239,6 +242,19 @@ class Router:
                 skip.add(dep.id)
             if result.retry_after is not None:
                 retry_after[dep.id] = result.retry_after
+
+    def _admit(self, dep: Deployment, minute: int) -> asyncio.Future[bool]:
+        """Count the attempt's start (requests +1, in-flight +1) in bucket ``minute``.
+
+        With an rpm limit the count is a conditional write the caller must
+        await before calling the upstream. Without one it is a plain ``ADD``
+        that cannot be refused, so it runs alongside the upstream call and the
+        critical path keeps a single store round trip (the state read); the
+        outcome write awaits it first.
+        """
+        return asyncio.ensure_future(
+            self._store.admit(dep.id, minute, dep.rpm_limit, minute * 60.0 + 3600)
+        )
 
     def _pick(
         self,

@@ -1,0 +1,70 @@
+"""Usage counters through a running gateway: what the admission and outcome writes leave."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import aioboto3
+import httpx
+
+from edgeproxy.local.aws import client_kwargs
+from edgeproxy.local.mock_upstream import MockUpstream
+from edgeproxy.routing.snapshot import Usage
+from edgeproxy.state.dynamo import DynamoStore
+from edgeproxy.state.schema import TableSchema, default_template_path
+from tests.fixtures.configs import config, deployment
+
+HELLO = {"model": "fast-chat", "messages": [{"role": "user", "content": "Hello!"}]}
+
+
+def usage(endpoint: str, table: str, deployment_id: str) -> Usage:
+    async def read() -> Usage:
+        async with aioboto3.Session().client("dynamodb", **client_kwargs(endpoint)) as client:
+            store = DynamoStore(client, table, TableSchema.from_template(default_template_path()))
+            minute = int(time.time() // 60)
+            buckets = await store.read_usage(deployment_id, minute - 1, minute)
+        total: dict[str, Any] = {"deployment_id": deployment_id, "minute": minute}
+        for field in ("requests", "inflight", "successes", "failures", "completion_tokens"):
+            total[field] = sum(getattr(b, field) for b in buckets)
+        return Usage(**total)
+
+    return asyncio.run(read())
+
+
+def settled(endpoint: str, table: str, deployment_id: str, requests: int) -> Usage:
+    """The counters once the after-response writes have landed (they run in the background)."""
+    deadline = time.monotonic() + 5
+    while True:
+        counted = usage(endpoint, table, deployment_id)
+        done = counted.successes + counted.failures == requests and counted.inflight == 0
+        if done or time.monotonic() > deadline:
+            return counted
+        time.sleep(0.05)
+
+
+def test_every_attempt_is_counted_once_and_leaves_no_inflight(
+    start_gateway, dynamo_endpoint: str, gateway_table: str, upstream_a: MockUpstream
+) -> None:
+    gw = start_gateway(config(deployment("a", upstream_a)))
+    for _ in range(5):
+        assert httpx.post(gw.base_url + "/v1/chat/completions", json=HELLO).status_code == 200
+    counted = settled(dynamo_endpoint, gateway_table, "a", 5)
+    assert (counted.requests, counted.successes, counted.inflight) == (5, 5, 0)
+    assert counted.completion_tokens > 0
+
+
+def test_an_rpm_limit_is_enforced_before_the_upstream_is_called(
+    start_gateway, dynamo_endpoint: str, gateway_table: str, upstream_a: MockUpstream
+) -> None:
+    gw = start_gateway(config(deployment("a", upstream_a, rpm_limit=3)))
+    left = 60 - time.time() % 60
+    if left < 5:
+        time.sleep(left + 0.1)  # start in a fresh minute bucket, so the limit cannot reset midway
+    codes = [
+        httpx.post(gw.base_url + "/v1/chat/completions", json=HELLO).status_code
+        for _ in range(5)
+    ]
+    assert codes == [200, 200, 200, 429, 429]
+    assert len([r for r in upstream_a.requests() if r["path"].endswith("/chat/completions")]) == 3
