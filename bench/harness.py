@@ -62,6 +62,7 @@ class Phase:
 PHASES = (
     Phase("chat_c1", lambda d: chat(d), 1, False),
     Phase("chat_c32", lambda d: chat(d), 32, False),
+    Phase("stream_c1", lambda d: chat(d, stream=True), 1, True, 0.6),
     Phase("stream_c8", lambda d: chat(d, stream=True), 8, True),
     Phase("stream_c8_wrk", lambda d: chat(d, stream=True), 8, False, 0.6),
     Phase("embed_c1", lambda d: embeddings(d), 1, False, 0.6),
