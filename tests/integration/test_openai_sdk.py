@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import httpx
 import openai
 import pytest
@@ -101,3 +103,21 @@ def test_oversized_body_is_413(gateway: GatewayServer) -> None:
     answer = httpx.post(gateway.base_url + "/v1/chat/completions", content=big)
     assert answer.status_code == 413
     assert answer.json()["error"]["code"] == "request_too_large"
+
+
+def test_upstream_credentials_never_reach_logs_or_answers(
+    client: openai.OpenAI, upstream_a: MockUpstream, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    # A provider that echoes the key it was sent, as some do in 401 messages.
+    upstream_a.set_faults(
+        [{"status": 401, "error": {"message": f"Incorrect API key provided: {MOCK_KEY}"}}]
+    )
+    with pytest.raises(openai.APIStatusError) as caught:
+        client.chat.completions.create(
+            model="fast-chat", messages=[{"role": "user", "content": "Hello!"}]
+        )
+    assert MOCK_KEY not in str(caught.value.body)
+    assert caplog.records  # the gateway did log this request
+    assert MOCK_KEY not in caplog.text
+    assert "sk-caller" not in caplog.text  # nor the client's own key

@@ -26,7 +26,7 @@ class UpstreamCall:
     operation: Operation
     body: Mapping[str, Any]
     stream: bool = False
-    credential: str | None = None
+    credential: str | None = field(default=None, repr=False)  # never in a repr or log
     response_timeout_s: float = 600.0
     idle_timeout_s: float | None = None
     extra_headers: Mapping[str, str] = field(default_factory=dict)

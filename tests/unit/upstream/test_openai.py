@@ -74,3 +74,14 @@ def test_bad_chunks(data: str, kind: FaultKind) -> None:
     with pytest.raises(UpstreamFault) as info:
         OpenAIChunks([]).feed(ServerSentEvent(data=data))
     assert info.value.fault.kind is kind
+
+
+def test_a_calls_repr_never_shows_its_credential() -> None:
+    from edgeproxy.config.models import Deployment, Operation
+    from edgeproxy.upstream.call import UpstreamCall
+
+    dep = Deployment(
+        id="d", model="m", provider="openai", base_url="http://127.0.0.1:1/v1", upstream_model="u"
+    )
+    call = UpstreamCall(dep, Operation.CHAT, {"model": "m"}, credential="sk-secret-value")
+    assert "sk-secret-value" not in repr(call)
