@@ -68,3 +68,27 @@ def test_an_rpm_limit_is_enforced_before_the_upstream_is_called(
     ]
     assert codes == [200, 200, 200, 429, 429]
     assert len([r for r in upstream_a.requests() if r["path"].endswith("/chat/completions")]) == 3
+
+
+def test_streams_count_tokens_without_showing_the_usage_chunk(
+    start_gateway, dynamo_endpoint: str, gateway_table: str, upstream_a: MockUpstream
+) -> None:
+    gw = start_gateway(config(deployment("a", upstream_a, stream_usage=True)))
+    with httpx.stream(
+        "POST", gw.base_url + "/v1/chat/completions", json={**HELLO, "stream": True}
+    ) as answer:
+        events = [line[6:] for line in answer.iter_lines() if line.startswith("data: ")]
+    assert events[-1] == "[DONE]"
+    assert all('"usage":{' not in e.replace(" ", "") for e in events[:-1])  # not asked: not shown
+    [seen] = [r for r in upstream_a.requests() if r["path"].endswith("/chat/completions")]
+    assert seen["body"]["stream_options"] == {"include_usage": True}
+    assert settled(dynamo_endpoint, gateway_table, "a", 1).completion_tokens > 0
+
+    # A client that asks for usage gets the chunk.
+    with httpx.stream(
+        "POST",
+        gw.base_url + "/v1/chat/completions",
+        json={**HELLO, "stream": True, "stream_options": {"include_usage": True}},
+    ) as answer:
+        events = [line[6:] for line in answer.iter_lines() if line.startswith("data: ")]
+    assert any('"usage":{' in e.replace(" ", "") for e in events[:-1])

@@ -230,6 +230,20 @@ class Deployment(Strict):
     execution_policy_overrides: dict[Operation, OperationPolicyOverride] = Field(
         default_factory=dict
     )
+    stream_usage: bool | None = None
+
+    @property
+    def asks_stream_usage(self) -> bool:
+        """Whether streamed chats ask this upstream for a final usage chunk.
+
+        Token counts of streams (tpm limits, usage-based-tpm, throughput) come
+        from that chunk. On by default for ``openai``; OpenAI-compatible
+        servers may reject ``stream_options``, so for them it is opt-in
+        (``stream_usage: true``); Anthropic streams always report usage.
+        """
+        if self.stream_usage is not None:
+            return self.stream_usage and self.provider is not ProviderKind.ANTHROPIC
+        return self.provider is ProviderKind.OPENAI
 
     @property
     def pool_key(self) -> str:

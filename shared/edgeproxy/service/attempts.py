@@ -9,9 +9,11 @@ replayed when the stream is relayed.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from edgeproxy.config.models import Deployment
 from edgeproxy.routing.completeness import StreamTracker
 from edgeproxy.routing.deadlines import AttemptTimeouts
 from edgeproxy.routing.faults import FaultKind
@@ -30,6 +32,25 @@ class Answer:
     head: list[dict[str, Any]] = field(default_factory=list)
     tracker: StreamTracker | None = None
     ended: bool = False  # the stream already ended (complete before any content)
+    hide_usage: bool = False  # the final usage chunk was asked for by us, not the client
+
+
+def with_stream_usage(
+    body: Mapping[str, Any], deployment: Deployment, stream: bool
+) -> tuple[Mapping[str, Any], bool]:
+    """The body to send, asking for a final usage chunk when the client did not.
+
+    Returns the body and whether that chunk is ours (to count tokens, then
+    drop, so the client sees exactly the stream it asked for).
+    """
+    if not stream or "stream_options" in body or not deployment.asks_stream_usage:
+        return body, False
+    return {**body, "stream_options": {"include_usage": True}}, True
+
+
+def usage_only(chunk: Mapping[str, Any]) -> bool:
+    """The final usage chunk of an OpenAI stream (no choices, only usage)."""
+    return not chunk.get("choices") and chunk.get("usage") is not None
 
 
 class Caller(Protocol):

@@ -20,6 +20,7 @@ from edgeproxy.errors import EdgeproxyError
 from edgeproxy.routing.completeness import Complete, StreamTracker
 from edgeproxy.routing.failures import classify
 from edgeproxy.routing.faults import Fault, FaultKind
+from edgeproxy.service.attempts import usage_only
 from edgeproxy.service.failure import fault_error
 from edgeproxy.service.outcomes import Outcomes
 from edgeproxy.service.router import Run, Served
@@ -112,6 +113,8 @@ class Relay:
         try:
             last: dict[str, Any] | None = None
             for chunk in answer.head:
+                if answer.hide_usage and usage_only(chunk):
+                    continue
                 last = chunk
                 yield sse(chunk)
             if not answer.ended:
@@ -123,6 +126,8 @@ class Relay:
                         if event.chunk is None:
                             continue
                         tracker.feed(event.chunk)
+                        if answer.hide_usage and usage_only(event.chunk):
+                            continue  # we asked for it to count tokens; the client did not
                         last = event.chunk
                         yield sse(event.chunk)
             # A stream that ended early without [DONE] got here only by finishing every choice.

@@ -26,7 +26,7 @@ from edgeproxy.routing.failures import classify, fallback_reason
 from edgeproxy.routing.faults import FailureClass, Fault, FaultKind
 from edgeproxy.routing.selection import Blocked, BlockReason, Pick, RouteRequest, next_deployment
 from edgeproxy.routing.snapshot import BindingKey
-from edgeproxy.service.attempts import Answer, Caller
+from edgeproxy.service.attempts import Answer, Caller, with_stream_usage
 from edgeproxy.service.credentials import CredentialError, CredentialResolver
 from edgeproxy.service.outcomes import Attempt, Outcomes, PoolContext
 from edgeproxy.service.request import ProxyRequest
@@ -287,16 +287,18 @@ class Router:
         run.trace.attempts.append(record)
         try:
             credential = await self._credentials.resolve(dep.credential)
+            body, hide_usage = with_stream_usage(run.req.body, dep, run.req.stream)
             call = UpstreamCall(
                 deployment=dep,
                 operation=run.req.operation,
-                body=run.req.body,
+                body=body,
                 stream=run.req.stream,
                 credential=credential.get_secret_value() if credential else None,
                 response_timeout_s=timeouts.response,
                 idle_timeout_s=timeouts.idle,
             )
             answer = await caller(call, timeouts)
+            answer.hide_usage = hide_usage
         except CredentialError as exc:
             logger.error("deployment %s: %s", dep.id, exc)
             fault = Fault(
