@@ -63,8 +63,7 @@ def test_an_rpm_limit_is_enforced_before_the_upstream_is_called(
     if left < 5:
         time.sleep(left + 0.1)  # start in a fresh minute bucket, so the limit cannot reset midway
     codes = [
-        httpx.post(gw.base_url + "/v1/chat/completions", json=HELLO).status_code
-        for _ in range(5)
+        httpx.post(gw.base_url + "/v1/chat/completions", json=HELLO).status_code for _ in range(5)
     ]
     assert codes == [200, 200, 200, 429, 429]
     assert len([r for r in upstream_a.requests() if r["path"].endswith("/chat/completions")]) == 3
