@@ -20,6 +20,7 @@ run: $(STAMP)
 ## Lint, type-check and run every test.
 test: $(STAMP)
 	$(BIN)/ruff check shared functions tests infra bench
+	$(BIN)/ruff format --check shared functions tests infra bench
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 
