@@ -16,7 +16,7 @@ from edgeproxy.routing.eligibility import pool_status
 from edgeproxy.service.attempts import JsonCaller, StreamCaller
 from edgeproxy.service.config_cache import ConfigCache
 from edgeproxy.service.failure import final_error
-from edgeproxy.service.outcomes import Outcomes
+from edgeproxy.service.outcomes import Outcomes, settle
 from edgeproxy.service.relay import Deferred, Relay
 from edgeproxy.service.request import ProxyRequest
 from edgeproxy.service.router import Router, Run, Served
@@ -107,12 +107,14 @@ class Gateway:
             body = {**body, "unified_routing": run.trace.metadata()}
 
         async def after() -> None:
-            await self._outcomes.success(
-                result.ctx,
-                result.attempt,
-                prompt_tokens=response.usage.prompt_tokens,
-                completion_tokens=response.usage.completion_tokens,
-                latency_s=response.elapsed_s,
+            await settle(
+                self._outcomes.success(
+                    result.ctx,
+                    result.attempt,
+                    prompt_tokens=response.usage.prompt_tokens,
+                    completion_tokens=response.usage.completion_tokens,
+                    latency_s=response.elapsed_s,
+                )
             )
 
         return JsonAnswer(body, {"x-edgeproxy-deployment": result.attempt.deployment.id}, after)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -271,6 +271,18 @@ class Outcomes:
 
     def _expiry(self, minute: int) -> float:
         return minute * 60.0 + USAGE_RETENTION_SECONDS
+
+
+async def settle(write: Awaitable[None]) -> None:
+    """Run an outcome write whose failure must not reach the client (its answer is out).
+
+    A store failure here costs accuracy of counters for a moment, never the
+    answer; it is logged, not raised.
+    """
+    try:
+        await write
+    except StoreError as exc:
+        logger.warning("could not record an attempt's outcome: %s", type(exc).__name__)
 
 
 async def _all(writes: list[Coroutine[Any, Any, Any]]) -> None:

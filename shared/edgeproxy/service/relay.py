@@ -10,7 +10,6 @@ with an in-band error event, as the provider's own stream would.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Coroutine
@@ -22,7 +21,7 @@ from edgeproxy.routing.failures import classify
 from edgeproxy.routing.faults import Fault, FaultKind
 from edgeproxy.service.attempts import usage_only
 from edgeproxy.service.failure import fault_error
-from edgeproxy.service.outcomes import Outcomes
+from edgeproxy.service.outcomes import Outcomes, settle
 from edgeproxy.service.router import Run, Served
 from edgeproxy.service.telemetry import Telemetry
 from edgeproxy.upstream.errors import UpstreamFault
@@ -56,8 +55,7 @@ class Deferred:
     async def __call__(self) -> None:
         write, self._write = self._write, None
         if write is not None:
-            with contextlib.suppress(Exception):
-                await write
+            await settle(write)
 
 
 class Relay:
@@ -97,6 +95,11 @@ class Relay:
                 served = task.result()
             except EdgeproxyError as exc:
                 yield sse(exc.body())
+                return
+            except Exception:
+                # The stream is open: the error goes in-band, generic, and into the log.
+                logger.exception("routing failed after the stream opened")
+                yield sse(EdgeproxyError("internal error").body())
                 return
         finally:
             if not task.done():
@@ -176,8 +179,7 @@ class Relay:
 
     async def _finish(self, write: Coroutine[Any, Any, None]) -> None:
         # Shielded so a client disconnect cannot cancel the state write half-way.
-        with contextlib.suppress(Exception):
-            await asyncio.shield(write)
+        await asyncio.shield(settle(write))
 
 
 def _closing_chunks(
