@@ -145,7 +145,9 @@ def test_every_event_has_an_expectation() -> None:
     assert sorted(p.name for p in EVENTS.glob("*.json")) == sorted(EXPECTED)
 
 
-def test_events_through_their_handlers(environment: ThreadPoolExecutor) -> None:
+def test_events_through_their_handlers(
+    environment: ThreadPoolExecutor, capsys: pytest.CaptureFixture[str]
+) -> None:
     handlers: dict[str, Any] = {}
     try:
         for name, (function, check) in EXPECTED.items():
@@ -158,3 +160,10 @@ def test_events_through_their_handlers(environment: ThreadPoolExecutor) -> None:
     finally:
         for handler in handlers.values():
             environment.submit(handler.close).result()
+    # Each invocation flushed its metrics as CloudWatch EMF documents on stdout.
+    metrics = set()
+    for line in capsys.readouterr().out.splitlines():
+        if line.startswith("{") and '"_aws"' in line:
+            for directive in json.loads(line)["_aws"]["CloudWatchMetrics"]:
+                metrics.update(m["Name"] for m in directive["Metrics"])
+    assert {"Invocations", "Requests", "Attempts.success"} <= metrics

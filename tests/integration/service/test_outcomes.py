@@ -53,3 +53,32 @@ async def test_release_by_a_non_owner_changes_nothing(store: DynamoStore) -> Non
     other = await _context(store)
     await outcomes.release_probe(other, "req-2", DEP)
     assert (await _context(store)).snapshot.circuit("d1").probe_owner == "req-1"
+
+
+class Recorded:
+    """A Telemetry that remembers what was counted."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def count(self, name: str, value: float = 1, **dimensions: str) -> None:
+        self.names.append(".".join([name, *(dimensions[k] for k in sorted(dimensions))]))
+
+
+async def test_failures_and_transitions_are_counted(store: DynamoStore) -> None:
+    from edgeproxy.routing.faults import FailureClass, Fault, FaultKind
+    from edgeproxy.service.outcomes import Attempt
+
+    telemetry = Recorded()
+    outcomes = Outcomes(store, lambda: NOW, random.Random(1), telemetry)
+    settings = CircuitSettings(allowed_fails=1)
+    fault = Fault(FaultKind.HTTP, "bad gateway", status=502)
+    for n in range(2):
+        ctx = await _context(store)
+        ctx.circuit = settings
+        attempt = Attempt(DEP, int(NOW // 60), NOW - 1, False, False, f"req-{n}")
+        await outcomes.failure(ctx, attempt, fault, FailureClass.TRANSIENT, count_for_circuit=True)
+    assert telemetry.names.count("Attempts.failure") == 2
+    assert telemetry.names.count("AttemptFailures.transient") == 2
+    assert telemetry.names.count("CircuitTransitions.open") == 1  # the second failure opened it
+    assert (await _context(store)).snapshot.circuit("d1").state is CircuitState.OPEN
