@@ -1,0 +1,55 @@
+"""Credential references resolve once per process and never show their values."""
+
+from __future__ import annotations
+
+import pytest
+
+from edgeproxy.service.credentials import CredentialError, CredentialResolver
+
+
+async def test_env_references_resolve_and_hide_their_value() -> None:
+    resolver = CredentialResolver({"OPENAI_API_KEY": "sk-live-123"})
+    secret = await resolver.resolve("env:OPENAI_API_KEY")
+    assert secret is not None
+    assert secret.get_secret_value() == "sk-live-123"
+    assert "sk-live-123" not in repr(secret)
+    assert await resolver.resolve(None) is None
+
+
+async def test_each_reference_is_fetched_once() -> None:
+    calls: list[str] = []
+
+    async def ssm(path: str) -> str:
+        calls.append(path)
+        return "sk-from-ssm"
+
+    resolver = CredentialResolver({}, ssm=ssm)
+    for _ in range(3):
+        secret = await resolver.resolve("ssm:/edgeproxy/openai")
+        assert secret is not None
+        assert secret.get_secret_value() == "sk-from-ssm"
+    assert calls == ["/edgeproxy/openai"]
+
+
+@pytest.mark.parametrize(
+    ("reference", "message"),
+    [
+        ("env:MISSING", "MISSING is not set"),
+        ("OPENAI_API_KEY", "has no scheme"),
+        ("vault:/x", "unknown credential scheme"),
+        ("secretsmanager:edgeproxy/x", "not available"),
+    ],
+)
+async def test_unresolvable_references_name_the_reference(reference: str, message: str) -> None:
+    with pytest.raises(CredentialError, match=message):
+        await CredentialResolver({}).resolve(reference)
+
+
+async def test_a_fetch_failure_does_not_leak_its_text() -> None:
+    async def ssm(path: str) -> str:
+        raise RuntimeError("AccessDenied for key sk-leaky")
+
+    with pytest.raises(CredentialError) as caught:
+        await CredentialResolver({}, ssm=ssm).resolve("ssm:/edgeproxy/x")
+    assert "sk-leaky" not in str(caught.value)
+    assert "RuntimeError" in str(caught.value)
