@@ -19,7 +19,7 @@ from typing import Any
 from edgeproxy.config.models import CircuitSettings, Deployment, StickySettings
 from edgeproxy.errors import StoreError
 from edgeproxy.routing import affinity, circuit
-from edgeproxy.routing.failures import clears_binding
+from edgeproxy.routing.failures import clears_binding, counts_toward_circuit
 from edgeproxy.routing.faults import FailureClass, Fault
 from edgeproxy.routing.snapshot import BindingKey, Capacity, Circuit, PoolSnapshot
 from edgeproxy.service.telemetry import Telemetry
@@ -161,7 +161,7 @@ class Outcomes:
         """Count a failure and apply its effect on the circuit, capacity and binding."""
         now = self._clock()
         dep = attempt.deployment
-        lowers_health = cls in (FailureClass.TRANSIENT, FailureClass.CONFIGURATION)
+        lowers_health = counts_toward_circuit(cls)  # throttles and request errors do not
         writes: list[Coroutine[Any, Any, Any]] = [
             self._store.record(
                 UsageDelta(dep.id, attempt.minute, inflight=-1, failures=int(lowers_health)),

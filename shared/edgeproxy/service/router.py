@@ -22,7 +22,7 @@ from edgeproxy.config.models import Deployment, FallbackReason, GatewayConfig
 from edgeproxy.errors import ModelNotFound, RequestError
 from edgeproxy.routing.backoff import MAX_RETRY_AFTER_SECONDS, retry_delay
 from edgeproxy.routing.deadlines import Budget
-from edgeproxy.routing.failures import classify, fallback_reason
+from edgeproxy.routing.failures import classify, fallback_reason, tries_another
 from edgeproxy.routing.faults import FailureClass, Fault, FaultKind
 from edgeproxy.routing.selection import Blocked, BlockReason, Pick, RouteRequest, next_deployment
 from edgeproxy.routing.snapshot import BindingKey
@@ -236,8 +236,8 @@ class Router:
             failure.fault = result
             failed_at[dep.id] = self._clock()
             cls = classify(result)
-            if cls is FailureClass.REQUEST:
-                return failure
+            if not tries_another(cls):
+                return failure  # another deployment would reject it the same way
             if cls in (FailureClass.CONFIGURATION, FailureClass.INCOMPATIBLE):
                 skip.add(dep.id)
             if result.retry_after is not None:
@@ -361,9 +361,4 @@ def _throttle_wait(blocked: Blocked, failure: PoolFailure) -> float | None:
     return min(blocked.retry_after, MAX_RETRY_AFTER_SECONDS) + CAPACITY_MARGIN_S
 
 
-def blocked_reason(failure: RouteFailure) -> Blocked | None:
-    """The primary pool's blocker, if it was blocked before any upstream answered."""
-    return failure.primary.blocked
-
-
-__all__ = ["BlockReason", "PoolFailure", "RouteFailure", "Router", "Run", "Served"]
+__all__ = ["PoolFailure", "RouteFailure", "Router", "Run", "Served"]
