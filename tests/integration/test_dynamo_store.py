@@ -173,4 +173,4 @@ async def test_an_unreachable_endpoint_is_store_unavailable(
     async with aws_session.client("dynamodb", config=config, **options) as client:
         store = DynamoStore(client, "t", table_schema)
         with pytest.raises(StoreUnavailable):
-            await store.read_capacity("acct")
+            await store.load_config()

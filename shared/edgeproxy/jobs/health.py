@@ -14,7 +14,7 @@ from collections.abc import Callable
 from edgeproxy.config.loader import from_document
 from edgeproxy.routing.health import health_from_usage, window
 from edgeproxy.routing.snapshot import Health
-from edgeproxy.state.store import Store
+from edgeproxy.state.store import JobStore
 
 logger = logging.getLogger(__name__)
 
@@ -24,7 +24,7 @@ HEALTH_RETENTION_SECONDS = 3600
 class HealthJob:
     """Recomputes health for every configured deployment."""
 
-    def __init__(self, store: Store, clock: Callable[[], float]) -> None:
+    def __init__(self, store: JobStore, clock: Callable[[], float]) -> None:
         self._store = store
         self._clock = clock
 

@@ -1,4 +1,7 @@
-"""What a failed attempt means for routing: its class, fallback chain and binding.
+"""How a failed attempt is classified: its failure class and its fallback chain.
+
+``routing.verdict.judge`` combines these into the one verdict the rest of
+the request reads.
 
 Decisions read the structured fields of a ``Fault`` (kind, status, type,
 code). Providers that put no code on an answer (Anthropic's "prompt is too
@@ -63,13 +66,13 @@ def _is_model_missing(fault: Fault) -> bool:
     return "model" in fault.message.lower() and _message_has(fault, _MODEL_MISSING_MARKERS)
 
 
-def fallback_reason(fault: Fault) -> FallbackReason | None:
+def fallback_reason(fault: Fault, cls: FailureClass | None = None) -> FallbackReason | None:
     """Which fallback chain a request that failed this way may move to.
 
     Context-window and content-policy rejections have chains of their own;
     other request errors end the request (None); everything that made the
     pool fail as a pool (transient, throttle, configuration, incompatible)
-    leads to the ``general`` chain.
+    leads to the ``general`` chain. ``cls``: the fault's class, when already known.
 
     >>> fallback_reason(Fault(FaultKind.HTTP, "too long", 400, code="context_length_exceeded"))
     <FallbackReason.CONTEXT_WINDOW: 'context_window'>
@@ -79,7 +82,7 @@ def fallback_reason(fault: Fault) -> FallbackReason | None:
             return FallbackReason.CONTEXT_WINDOW
         if _is_content_policy(fault):
             return FallbackReason.CONTENT_POLICY
-    if classify(fault) in (FailureClass.REQUEST, FailureClass.GATEWAY):
+    if (cls or classify(fault)) in (FailureClass.REQUEST, FailureClass.GATEWAY):
         return None
     return FallbackReason.GENERAL
 
@@ -112,31 +115,3 @@ def classify(fault: Fault) -> FailureClass:
         return FailureClass.REQUEST
     # 1xx-3xx are not errors a well-behaved upstream sends for an API call.
     return FailureClass.TRANSIENT
-
-
-def clears_binding(fault: Fault) -> bool:
-    """Whether this fault drops the caller's sticky binding (003's rule).
-
-    Cleared on 429, 401/403, 5xx, 524 and network failures (and on a wrong
-    upstream model); kept on 400/404-class request errors and on request
-    shapes the bound deployment cannot serve.
-    """
-    return classify(fault) in (
-        FailureClass.THROTTLE,
-        FailureClass.TRANSIENT,
-        FailureClass.CONFIGURATION,
-    )
-
-
-def tries_another(cls: FailureClass) -> bool:
-    """Whether the request may move on to another candidate after this class.
-
-    Request errors would be rejected the same way by every deployment, and
-    gateway errors are ours: both end the request.
-    """
-    return cls not in (FailureClass.REQUEST, FailureClass.GATEWAY)
-
-
-def counts_toward_circuit(cls: FailureClass) -> bool:
-    """Whether this class changes the deployment's circuit (transient or configuration)."""
-    return cls in (FailureClass.TRANSIENT, FailureClass.CONFIGURATION)

@@ -45,7 +45,7 @@ from edgeproxy.config.models import Deployment, GatewayConfig, Operation
 from edgeproxy.errors import ModelNotFound
 from edgeproxy.routing.affinity import caller_id
 from edgeproxy.routing.snapshot import Binding, BindingKey, Usage
-from edgeproxy.state.store import SnapshotRequest, Store
+from edgeproxy.state.store import AdminStore, SnapshotRequest
 
 CALLER_PREFIXES = ("key:", "grant:", "ip:")
 PROTOCOLS = (*(f"openai.{op.value}" for op in Operation), "anthropic.messages")
@@ -83,7 +83,7 @@ def looks_like_caller_id(value: str) -> bool:
 
 
 async def unbind(
-    store: Store, caller: str, pool: str, protocol: str = "openai.chat"
+    store: AdminStore, caller: str, pool: str, protocol: str = "openai.chat"
 ) -> Binding | None:
     """Drop one caller's binding in ``pool``; returns what it named (None if there was none).
 
@@ -99,7 +99,7 @@ async def unbind(
     return snapshot.binding
 
 
-async def invalidate_pool(store: Store, pool: str) -> int:
+async def invalidate_pool(store: AdminStore, pool: str) -> int:
     """Invalidate every binding of ``pool`` at once; returns the pool's new generation."""
     return await store.bump_pool_generation(pool)
 
@@ -194,7 +194,7 @@ def share_of(
 
 
 async def binding_share(
-    store: Store, config: GatewayConfig, pool: str, *, minutes: int = 60, now: float
+    store: AdminStore, config: GatewayConfig, pool: str, *, minutes: int = 60, now: float
 ) -> PoolShare:
     """Binding share versus configured weight in ``pool`` over the last ``minutes`` minutes.
 

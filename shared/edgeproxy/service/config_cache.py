@@ -15,7 +15,7 @@ from collections.abc import Callable
 from edgeproxy.config.loader import from_document
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import StoreError
-from edgeproxy.state.store import Store
+from edgeproxy.state.store import ConfigSource
 
 logger = logging.getLogger(__name__)
 
@@ -23,7 +23,7 @@ logger = logging.getLogger(__name__)
 class ConfigCache:
     """Serves the stored configuration, re-reading it at most once per TTL."""
 
-    def __init__(self, store: Store, ttl_seconds: float, clock: Callable[[], float]) -> None:
+    def __init__(self, store: ConfigSource, ttl_seconds: float, clock: Callable[[], float]) -> None:
         self._store = store
         self._ttl = ttl_seconds
         self._clock = clock

@@ -2,9 +2,9 @@
 
 Each write is decided by the pure core from the state this request read; a
 lost race comes back as the stored winner, and the decision is re-made from
-it (a bounded number of times) rather than forced. The pool context's
-snapshot is updated with what was written, so the rest of the request routes
-on it without another read.
+it (a bounded number of times) rather than forced. Every write returns the
+``Standing`` it left in the store; the router applies it to its own view of
+the pool, so the rest of the request routes on it without another read.
 """
 
 from __future__ import annotations
@@ -13,48 +13,23 @@ import asyncio
 import logging
 import random
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
-from edgeproxy.config.models import CircuitSettings, Deployment, StickySettings
+from edgeproxy.config.models import Deployment
 from edgeproxy.errors import StoreError
 from edgeproxy.routing import affinity, circuit
-from edgeproxy.routing.failures import clears_binding, counts_toward_circuit
-from edgeproxy.routing.faults import FailureClass, Fault
-from edgeproxy.routing.snapshot import BindingKey, Capacity, Circuit, PoolSnapshot
+from edgeproxy.routing.faults import FailureClass
+from edgeproxy.routing.snapshot import Capacity, Circuit
+from edgeproxy.routing.verdict import Verdict
+from edgeproxy.service.pool import NOTHING, PoolContext, Standing
 from edgeproxy.service.telemetry import Telemetry
-from edgeproxy.state.store import Store, UsageDelta
+from edgeproxy.state.store import RequestStore, UsageDelta
 
 logger = logging.getLogger(__name__)
 
 USAGE_RETENTION_SECONDS = 3600  # buckets outlive the health job's 10-minute window
 MAX_CIRCUIT_RACES = 3
-
-
-@dataclass(slots=True)
-class PoolContext:
-    """One pool's state as this request knows it (read once, updated by our own writes)."""
-
-    model: str
-    deployments: list[Deployment]
-    snapshot: PoolSnapshot
-    binding_key: BindingKey | None
-    sticky: StickySettings
-    circuit: CircuitSettings
-    circuits: dict[str, Circuit] = field(default_factory=dict)
-    capacities: dict[str, Capacity] = field(default_factory=dict)
-
-    def current_circuit(self, deployment_id: str) -> Circuit:
-        return self.circuits.get(deployment_id) or self.snapshot.circuit(deployment_id)
-
-    def refresh(self) -> PoolSnapshot:
-        """The snapshot with this request's own writes applied."""
-        self.snapshot = replace(
-            self.snapshot,
-            circuits={**self.snapshot.circuits, **self.circuits},
-            capacities={**self.snapshot.capacities, **self.capacities},
-        )
-        return self.snapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +63,7 @@ class Outcomes:
 
     def __init__(
         self,
-        store: Store,
+        store: RequestStore,
         clock: Callable[[], float],
         rng: random.Random,
         telemetry: Telemetry,
@@ -106,36 +81,35 @@ class Outcomes:
         prompt_tokens: int,
         completion_tokens: int,
         latency_s: float,
-    ) -> None:
+    ) -> Standing:
         """Count a success; close a probed circuit; create or renew the binding."""
         self._telemetry.count("Attempts", outcome="success")
         await attempt.admitted()
         now = self._clock()
         dep = attempt.deployment
-        writes: list[Coroutine[Any, Any, Any]] = [
-            self._store.record(
-                UsageDelta(
-                    dep.id,
-                    attempt.minute,
-                    inflight=-1,
-                    successes=1,
-                    prompt_tokens=prompt_tokens,
-                    completion_tokens=completion_tokens,
-                    latency_ms=int(latency_s * 1000),
-                    output_tokens_per_s=completion_tokens / latency_s if latency_s > 0 else 0.0,
-                    sticky_hits=1 if attempt.sticky else 0,
-                ),
-                self._expiry(attempt.minute),
-            )
-        ]
+        usage = self._store.record(
+            UsageDelta(
+                dep.id,
+                attempt.minute,
+                inflight=-1,
+                successes=1,
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+                latency_ms=int(latency_s * 1000),
+                output_tokens_per_s=completion_tokens / latency_s if latency_s > 0 else 0.0,
+                sticky_hits=1 if attempt.sticky else 0,
+            ),
+            self._expiry(attempt.minute),
+        )
+        writes: list[Coroutine[Any, Any, Standing]] = [_nothing(usage)]
 
         def close(c: Circuit) -> Circuit | None:
             return circuit.on_success(c, now, was_probe=attempt.probe, owner=attempt.owner)
 
-        current = ctx.current_circuit(dep.id)
+        current = ctx.snapshot.circuit(dep.id)
         closed = close(current)
         if closed is not None:
-            writes.append(self._write_circuit(ctx, current, closed, close))
+            writes.append(self._write_circuit(current, closed, close))
         if ctx.binding_key is not None:
             renewed = affinity.after_success(
                 ctx.binding_key,
@@ -146,36 +120,33 @@ class Outcomes:
                 ctx.snapshot.pool_generation,
             )
             if renewed is not None:
-                writes.append(self._store.put_binding(renewed, ctx.snapshot.binding))
-        await _all(writes)
+                writes.append(_nothing(self._store.put_binding(renewed, ctx.snapshot.binding)))
+        return await _all(writes)
 
     async def failure(
-        self,
-        ctx: PoolContext,
-        attempt: Attempt,
-        fault: Fault,
-        cls: FailureClass,
-        *,
-        count_for_circuit: bool,
-    ) -> None:
-        """Count a failure and apply its effect on the circuit, capacity and binding."""
+        self, ctx: PoolContext, attempt: Attempt, verdict: Verdict, *, first: bool
+    ) -> Standing:
+        """Count a failure and apply its effect on the circuit, capacity and binding.
+
+        ``first``: the first failure of this deployment in this request (only
+        that one counts toward the circuit, unless the attempt was the probe).
+        """
         now = self._clock()
         dep = attempt.deployment
-        lowers_health = counts_toward_circuit(cls)  # throttles and request errors do not
-        writes: list[Coroutine[Any, Any, Any]] = [
-            self._store.record(
-                UsageDelta(dep.id, attempt.minute, inflight=-1, failures=int(lowers_health)),
-                self._expiry(attempt.minute),
-            )
-        ]
+        usage = self._store.record(
+            # Throttles and request errors are health-neutral.
+            UsageDelta(dep.id, attempt.minute, inflight=-1, failures=int(verdict.lowers_health)),
+            self._expiry(attempt.minute),
+        )
+        writes: list[Coroutine[Any, Any, Standing]] = [_nothing(usage)]
         self._telemetry.count("Attempts", outcome="failure")
         await attempt.admitted()
-        self._telemetry.count("AttemptFailures", failure_class=cls.value)
+        self._telemetry.count("AttemptFailures", failure_class=verdict.cls.value)
 
         def fail(c: Circuit) -> Circuit | None:
             changed = circuit.on_failure(
                 c,
-                cls,
+                verdict.cls,
                 now,
                 ctx.circuit,
                 self._rng,
@@ -188,47 +159,47 @@ class Outcomes:
                 changed = circuit.release_probe(c, attempt.owner)
             return changed
 
-        current = ctx.current_circuit(dep.id)
-        if count_for_circuit or attempt.probe:
-            changed = fail(current)
-            if changed is not None:
-                writes.append(self._write_circuit(ctx, current, changed, fail))
-        if cls is FailureClass.THROTTLE:
-            until = circuit.throttle_until(now, fault.retry_after, ctx.circuit)
-            ctx.capacities[dep.domain] = Capacity(dep.domain, until)
-            ctx.refresh()
-            writes.append(self._store.extend_capacity(dep.domain, until))
+        current = ctx.snapshot.circuit(dep.id)
+        changed = fail(current) if first or attempt.probe else None
+        if changed is not None:
+            writes.append(self._write_circuit(current, changed, fail))
+        standing = NOTHING
+        if verdict.cls is FailureClass.THROTTLE:
+            until = circuit.throttle_until(now, verdict.fault.retry_after, ctx.circuit)
+            standing += Standing(capacities=(Capacity(dep.domain, until),))
+            writes.append(_nothing(self._store.extend_capacity(dep.domain, until)))
         binding = ctx.snapshot.binding
         if (
             ctx.binding_key is not None
             and binding is not None
             and binding.deployment_id == dep.id
-            and clears_binding(fault)
+            and verdict.clears_binding
         ):
-            ctx.snapshot = replace(ctx.snapshot, binding=None)
-            writes.append(self._store.delete_binding(ctx.binding_key, dep.id))
-        await _all(writes)
+            standing += Standing(binding_dropped=True)
+            writes.append(_nothing(self._store.delete_binding(ctx.binding_key, dep.id)))
+        return standing + await _all(writes)
 
-    async def take_probe(self, ctx: PoolContext, attempt_owner: str, dep: Deployment) -> bool:
+    async def take_probe(
+        self, ctx: PoolContext, attempt_owner: str, dep: Deployment
+    ) -> tuple[bool, Standing]:
         """Take the half-open probe lease with a conditional write; False if another won."""
-        current = ctx.current_circuit(dep.id)
+        current = ctx.snapshot.circuit(dep.id)
         leased = circuit.take_probe(current, attempt_owner, self._clock(), ctx.circuit)
         if leased is None:
-            return False
+            return False, NOTHING
         winner = await self._store.write_circuit(leased, current.version)
-        ctx.circuits[dep.id] = winner or leased
-        ctx.refresh()
-        return winner is None
+        return winner is None, Standing(circuits=(winner or leased,))
 
-    async def release_probe(self, ctx: PoolContext, attempt_owner: str, dep: Deployment) -> None:
+    async def release_probe(
+        self, ctx: PoolContext, attempt_owner: str, dep: Deployment
+    ) -> Standing:
         """Give back a probe lease this request took but will not use."""
-        current = ctx.current_circuit(dep.id)
+        current = ctx.snapshot.circuit(dep.id)
         released = circuit.release_probe(current, attempt_owner)
         if released is None:
-            return
+            return NOTHING
         winner = await self._store.write_circuit(released, current.version)
-        ctx.circuits[dep.id] = winner or released
-        ctx.refresh()
+        return Standing(circuits=(winner or released,))
 
     async def abandon(self, attempt: Attempt) -> None:
         """An attempt that ended with no verdict (client went away): release its in-flight count."""
@@ -240,18 +211,12 @@ class Outcomes:
         )
 
     async def _write_circuit(
-        self,
-        ctx: PoolContext,
-        current: Circuit,
-        new: Circuit,
-        decide: Callable[[Circuit], Circuit | None],
-    ) -> None:
+        self, current: Circuit, new: Circuit, decide: Callable[[Circuit], Circuit | None]
+    ) -> Standing:
         """Write ``new``; on a lost race, re-apply ``decide`` to the winner (bounded)."""
         for _ in range(MAX_CIRCUIT_RACES):
             winner = await self._store.write_circuit(new, current.version)
             if winner is None:
-                ctx.circuits[new.deployment_id] = new
-                ctx.refresh()
                 if new.state != current.state:
                     self._telemetry.count("CircuitTransitions", to_state=new.state.value)
                     logger.info(
@@ -260,20 +225,19 @@ class Outcomes:
                         current.state.value,
                         new.state.value,
                     )
-                return
+                return Standing(circuits=(new,))
             current = winner
-            ctx.circuits[new.deployment_id] = winner
-            ctx.refresh()
             redo = decide(current)
             if redo is None:
-                return
+                break
             new = redo
+        return Standing(circuits=(current,))
 
     def _expiry(self, minute: int) -> float:
         return minute * 60.0 + USAGE_RETENTION_SECONDS
 
 
-async def settle(write: Awaitable[None]) -> None:
+async def settle(write: Awaitable[object]) -> None:
     """Run an outcome write whose failure must not reach the client (its answer is out).
 
     A store failure here costs accuracy of counters for a moment, never the
@@ -285,9 +249,17 @@ async def settle(write: Awaitable[None]) -> None:
         logger.warning("could not record an attempt's outcome: %s", type(exc).__name__)
 
 
-async def _all(writes: list[Coroutine[Any, Any, Any]]) -> None:
+async def _nothing(write: Awaitable[Any]) -> Standing:
+    """A write whose result does not change what the router routes on."""
+    await write
+    return NOTHING
+
+
+async def _all(writes: list[Coroutine[Any, Any, Standing]]) -> Standing:
     """Run independent writes concurrently (one round trip of latency, not N)."""
     if len(writes) == 1:
-        await writes[0]
-    else:
-        await asyncio.gather(*writes)
+        return await writes[0]
+    standing = NOTHING
+    for one in await asyncio.gather(*writes):
+        standing += one
+    return standing

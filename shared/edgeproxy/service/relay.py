@@ -17,8 +17,8 @@ from typing import Any
 
 from edgeproxy.errors import EdgeproxyError
 from edgeproxy.routing.completeness import Complete, StreamTracker
-from edgeproxy.routing.failures import classify
 from edgeproxy.routing.faults import Fault, FaultKind
+from edgeproxy.routing.verdict import judge
 from edgeproxy.service.attempts import usage_only
 from edgeproxy.service.failure import fault_error
 from edgeproxy.service.outcomes import Outcomes, settle
@@ -47,9 +47,9 @@ class Deferred:
     """
 
     def __init__(self) -> None:
-        self._write: Coroutine[Any, Any, None] | None = None
+        self._write: Coroutine[Any, Any, object] | None = None
 
-    def set(self, write: Coroutine[Any, Any, None]) -> None:
+    def set(self, write: Coroutine[Any, Any, object]) -> None:
         self._write = write
 
     async def __call__(self) -> None:
@@ -164,11 +164,7 @@ class Relay:
             yield sse(_in_band(fault))
             await self._finish(
                 self._outcomes.failure(
-                    served.ctx,
-                    served.attempt,
-                    fault,
-                    classify(fault),
-                    count_for_circuit=not served.counted,
+                    served.ctx, served.attempt, judge(fault), first=not served.counted
                 )
             )
         finally:
@@ -177,7 +173,7 @@ class Relay:
                 # Client disconnected mid-stream: no verdict on the upstream, free its slot.
                 await self._finish(self._outcomes.abandon(served.attempt))
 
-    async def _finish(self, write: Coroutine[Any, Any, None]) -> None:
+    async def _finish(self, write: Coroutine[Any, Any, object]) -> None:
         # Shielded so a client disconnect cannot cancel the state write half-way.
         await asyncio.shield(settle(write))
 

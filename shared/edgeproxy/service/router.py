@@ -1,11 +1,13 @@
 """Route one request across a pool and its fallback chain.
 
-Per pool: one state read (BatchGetItem), then for each attempt: decide in
-memory, take the probe lease if the circuit is half-open, count the start
-with a conditional ``ADD`` (rpm limit), call the upstream, record the
-outcome. A success returns at once; its outcome writes are left to the
-caller (after the response, off the critical path). When the pool is spent
-the fallback chain for the failure's reason runs the whole selection again.
+Per pool: one state read (BatchGetItem), then a loop that asks the pure core
+(``routing.step.next_step``) what to do and carries it out: take the probe
+lease if the circuit is half-open, back off, count the start with a
+conditional ``ADD`` (rpm limit), call the upstream, record the outcome and
+apply what the write left standing to this request's view of the pool. A
+success returns at once; its outcome writes are left to the caller (after
+the response, off the critical path). When the pool is spent the fallback
+chain for the failure's reason runs the whole selection again.
 """
 
 from __future__ import annotations
@@ -18,26 +20,25 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from edgeproxy.config.models import Deployment, FallbackReason, GatewayConfig
+from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import ModelNotFound, RequestError
-from edgeproxy.routing.backoff import MAX_RETRY_AFTER_SECONDS, retry_delay
 from edgeproxy.routing.deadlines import Budget
-from edgeproxy.routing.failures import classify, fallback_reason, tries_another
-from edgeproxy.routing.faults import FailureClass, Fault, FaultKind
-from edgeproxy.routing.selection import Blocked, BlockReason, Pick, RouteRequest, next_deployment
+from edgeproxy.routing.faults import Fault
+from edgeproxy.routing.selection import RouteRequest
 from edgeproxy.routing.snapshot import BindingKey
+from edgeproxy.routing.step import AttemptLog, PoolFailure, Stop, Try, Wait, chain_reason, next_step
+from edgeproxy.routing.verdict import CREDENTIAL_UNAVAILABLE, Verdict, judge
 from edgeproxy.service.attempts import Answer, Caller, with_stream_usage
 from edgeproxy.service.credentials import CredentialError, CredentialResolver
-from edgeproxy.service.outcomes import Attempt, Outcomes, PoolContext
+from edgeproxy.service.outcomes import Attempt, Outcomes
+from edgeproxy.service.pool import PoolContext, Standing
 from edgeproxy.service.request import ProxyRequest
 from edgeproxy.service.trace import AttemptRecord, Trace
-from edgeproxy.state.store import SnapshotRequest, Store
+from edgeproxy.state.store import RequestStore, SnapshotRequest
 from edgeproxy.upstream.call import UpstreamCall
 from edgeproxy.upstream.errors import UpstreamFault
 
 logger = logging.getLogger(__name__)
-
-CAPACITY_MARGIN_S = 0.01  # wake just after the capacity circuit ends, not just before
 
 
 @dataclass(slots=True)
@@ -49,15 +50,6 @@ class Served:
     attempt: Attempt
     model: str
     counted: bool = False  # this request already counted a failure of this deployment
-
-
-@dataclass(slots=True)
-class PoolFailure:
-    """Why a pool gave no answer: the last upstream fault, or what blocked it."""
-
-    fault: Fault | None = None
-    blocked: Blocked | None = None
-    rate_limited: bool = False  # admission refused by rpm limits
 
 
 @dataclass(slots=True)
@@ -85,7 +77,7 @@ class Router:
 
     def __init__(
         self,
-        store: Store,
+        store: RequestStore,
         outcomes: Outcomes,
         credentials: CredentialResolver,
         clock: Callable[[], float],
@@ -130,15 +122,49 @@ class Router:
         return failure
 
     def _chain(self, config: GatewayConfig, model: str, failure: PoolFailure) -> list[str]:
-        reason = FallbackReason.GENERAL
-        if failure.fault is not None and failure.blocked is None:
-            found = fallback_reason(failure.fault)
-            if found is None:
-                return []  # a rejected request ends here: another model would reject it too
-            reason = found
-        return config.fallback_chain(model, reason)
+        reason = chain_reason(failure)
+        return [] if reason is None else config.fallback_chain(model, reason)
 
     async def _pool(self, run: Run, model: str, caller: Caller) -> Served | PoolFailure:
+        ctx = await self._read(run, model)
+        pinned = run.req.pin is not None
+        route = RouteRequest(
+            operation=run.req.operation,
+            modalities=run.req.modalities,
+            caller=run.req.caller,
+            strategy=functools.partial(run.config.strategy_for, model),
+            sticky=ctx.binding_key is not None,
+        )
+        log = AttemptLog()
+        while True:
+            step = next_step(
+                ctx.deployments,
+                ctx.snapshot,
+                route,
+                log,
+                ctx.circuit,
+                run.budget,
+                now=self._clock(),
+                rng=self._rng,
+                pinned=pinned,
+            )
+            if isinstance(step, Stop):
+                if step.failure.blocked is not None:
+                    run.trace.blocked.append(f"{model}:{step.failure.blocked.reason.value}")
+                return step.failure
+            if isinstance(step, Wait):
+                # Our own 429 closed the domain's capacity: honour its Retry-After, then retry.
+                await asyncio.sleep(step.seconds)
+                continue
+            if run.trace.strategy is None and step.pick.strategy is not None:
+                run.trace.strategy = step.pick.strategy.value
+            result = await self._try(run, ctx, step, log, caller)
+            if isinstance(result, Served):
+                return result
+            ctx, log = result
+
+    async def _read(self, run: Run, model: str) -> PoolContext:
+        """The pool's state, read once for the whole hop (one BatchGetItem)."""
         req, config = run.req, run.config
         deployments = config.pool(model)
         if req.pin is not None:
@@ -149,8 +175,6 @@ class Router:
                     param="x-route-pin",
                     code="invalid_pin",
                 )
-        now = self._clock()
-        minute = int(now // 60)
         sticky = config.sticky_for(model)
         key = (
             BindingKey(req.caller, model, req.protocol)
@@ -162,123 +186,50 @@ class Router:
                 pool=model,
                 deployment_ids=[d.id for d in deployments],
                 domains=sorted({d.domain for d in deployments}),
-                minute=minute,
+                minute=int(self._clock() // 60),
                 binding=key,
             )
         )
-        ctx = PoolContext(model, deployments, snapshot, key, sticky, config.router.circuit)
-        route = RouteRequest(
-            operation=req.operation,
-            modalities=req.modalities,
-            caller=req.caller,
-            strategy=functools.partial(config.strategy_for, model),
-            sticky=key is not None,
-        )
-        tried: dict[str, int] = {}
-        skip: set[str] = set()
-        counted: set[str] = set()
-        retry_after: dict[str, float] = {}
-        failed_at: dict[str, float] = {}
-        failure = PoolFailure()
-        attempts = 0
-        budget = run.budget
-        while True:
-            now = self._clock()
-            if budget.expired(now) or attempts >= budget.max_attempts:
-                return failure
-            pick = self._pick(run, ctx, route, now, tried, skip)
-            if isinstance(pick, Blocked):
-                hold = _throttle_wait(pick, failure)
-                if hold is not None and budget.allows_attempt(now, attempts, hold):
-                    # Our own 429 closed the domain's capacity: honour its Retry-After, then retry.
-                    await asyncio.sleep(hold)
-                    continue
-                failure.blocked = pick
-                run.trace.blocked.append(f"{model}:{pick.reason.value}")
-                return failure
-            dep = pick.deployment
-            if run.trace.strategy is None and pick.strategy is not None:
-                run.trace.strategy = pick.strategy.value
-            if pick.probe and not await self._outcomes.take_probe(ctx, run.owner, dep):
-                skip.add(dep.id)  # another request owns the probe; use other candidates
-                continue
-            wait = retry_delay(
-                pick.tries,
-                config.router.circuit,
-                self._rng,
-                provider_retry_after=retry_after.get(dep.id),
-            )
-            # The backoff runs from the failure: time already spent waiting counts toward it.
-            wait = max(0.0, wait - (now - failed_at.get(dep.id, now)))
-            if not budget.allows_attempt(now, attempts, wait):
-                if pick.probe:
-                    await self._outcomes.release_probe(ctx, run.owner, dep)
-                return failure
-            if wait > 0:
-                await asyncio.sleep(wait)
-            minute = int(self._clock() // 60)
-            admission = self._admit(dep, minute)
-            if dep.rpm_limit is not None and not await admission:
-                skip.add(dep.id)  # at its rpm limit (another instance got there first)
-                failure.rate_limited = True
-                if pick.probe:
-                    # An unused lease would hold off every other prober until it expires.
-                    await self._outcomes.release_probe(ctx, run.owner, dep)
-                continue
-            attempts += 1
-            tried[dep.id] = tried.get(dep.id, 0) + 1
-            attempt = Attempt(
-                dep, minute, self._clock(), pick.probe, pick.sticky, run.owner, admission
-            )
-            result = await self._attempt(run, ctx, attempt, caller, counted)
-            if isinstance(result, Served):
-                return result
-            failure.fault = result
-            failed_at[dep.id] = self._clock()
-            cls = classify(result)
-            if not tries_another(cls):
-                return failure  # another deployment would reject it the same way
-            if cls in (FailureClass.CONFIGURATION, FailureClass.INCOMPATIBLE):
-                skip.add(dep.id)
-            if result.retry_after is not None:
-                retry_after[dep.id] = result.retry_after
+        return PoolContext(model, deployments, snapshot, key, sticky, config.router.circuit)
 
-    def _admit(self, dep: Deployment, minute: int) -> asyncio.Future[bool]:
-        """Count the attempt's start (requests +1, in-flight +1) in bucket ``minute``.
-
-        With an rpm limit the count is a conditional write the caller must
-        await before calling the upstream. Without one it is a plain ``ADD``
-        that cannot be refused, so it runs alongside the upstream call and the
-        critical path keeps a single store round trip (the state read); the
-        outcome write awaits it first.
-        """
-        return asyncio.ensure_future(
+    async def _try(
+        self, run: Run, ctx: PoolContext, step: Try, log: AttemptLog, caller: Caller
+    ) -> Served | tuple[PoolContext, AttemptLog]:
+        """Carry one ``Try`` out: probe lease, backoff, admission, the call."""
+        pick = step.pick
+        dep = pick.deployment
+        if pick.probe:
+            won, standing = await self._outcomes.take_probe(ctx, run.owner, dep)
+            ctx = ctx.applied(standing)
+            if not won:
+                return ctx, log.skipped(dep.id)  # another request owns the probe
+        if step.wait > 0:
+            await asyncio.sleep(step.wait)
+        minute = int(self._clock() // 60)
+        # The start count (requests +1, in-flight +1). With an rpm limit it is the
+        # conditional admission and must land before the call; without one it
+        # cannot be refused, so it runs alongside the upstream call and the
+        # critical path keeps one store round trip (the outcome write awaits it).
+        admission = asyncio.ensure_future(
             self._store.admit(dep.id, minute, dep.rpm_limit, minute * 60.0 + 3600)
         )
-
-    def _pick(
-        self,
-        run: Run,
-        ctx: PoolContext,
-        route: RouteRequest,
-        now: float,
-        tried: dict[str, int],
-        skip: set[str],
-    ) -> Pick | Blocked:
-        if run.req.pin is not None:
-            # An admin pin bypasses selection and circuits (a debugging tool).
-            dep = ctx.deployments[0]
-            if dep.id in skip:
-                # Ruled out (configuration fault, incompatible, rpm limit): retrying cannot help.
-                return Blocked(BlockReason.EXHAUSTED)
-            return Pick(dep, dep.priority, None, tries=tried.get(dep.id, 0))
-        return next_deployment(
-            ctx.deployments, ctx.snapshot, route, now, self._rng, tried=tried, skip=skip
-        )
+        if dep.rpm_limit is not None and not await admission:
+            # At its rpm limit (another instance got there first).
+            if pick.probe:
+                # An unused lease would hold off every other prober until it expires.
+                ctx = ctx.applied(await self._outcomes.release_probe(ctx, run.owner, dep))
+            return ctx, log.skipped(dep.id, rate_limited=True)
+        log = log.started(dep.id)
+        attempt = Attempt(dep, minute, self._clock(), pick.probe, pick.sticky, run.owner, admission)
+        result = await self._attempt(run, ctx, attempt, caller, log)
+        if isinstance(result, Served):
+            return result
+        verdict, standing = result
+        return ctx.applied(standing), log.failed(dep.id, verdict, self._clock())
 
     async def _attempt(
-        self, run: Run, ctx: PoolContext, attempt: Attempt, caller: Caller, counted: set[str]
-    ) -> Served | Fault:
+        self, run: Run, ctx: PoolContext, attempt: Attempt, caller: Caller, log: AttemptLog
+    ) -> Served | tuple[Verdict, Standing]:
         dep = attempt.deployment
         config = run.config
         policy = config.policy_for(dep, run.req.operation, run.req.stream)
@@ -301,16 +252,9 @@ class Router:
             answer.hide_usage = hide_usage
         except CredentialError as exc:
             logger.error("deployment %s: %s", dep.id, exc)
-            fault = Fault(
-                FaultKind.HTTP,
-                "upstream credential unavailable",
-                status=401,
-                type="authentication_error",
-                code="credential_unavailable",
-            )
-            return await self._failed(run, ctx, attempt, record, fault, counted)
+            return await self._failed(ctx, attempt, record, judge(CREDENTIAL_UNAVAILABLE), log)
         except UpstreamFault as exc:
-            return await self._failed(run, ctx, attempt, record, exc.fault, counted)
+            return await self._failed(ctx, attempt, record, judge(exc.fault), log)
         except BaseException:
             await asyncio.shield(self._outcomes.abandon(attempt))
             raise
@@ -318,47 +262,31 @@ class Router:
         record.status = answer.response.status if answer.response else 200
         run.trace.served_by = dep.id
         run.trace.served_model = ctx.model
-        return Served(answer, ctx, attempt, ctx.model, counted=dep.id in counted)
+        counted = not log.counts_failure(dep.id)
+        return Served(answer, ctx, attempt, ctx.model, counted=counted)
 
     async def _failed(
         self,
-        run: Run,
         ctx: PoolContext,
         attempt: Attempt,
         record: AttemptRecord,
-        fault: Fault,
-        counted: set[str],
-    ) -> Fault:
-        cls = classify(fault)
+        verdict: Verdict,
+        log: AttemptLog,
+    ) -> tuple[Verdict, Standing]:
+        fault = verdict.fault
         record.latency_ms = int((self._clock() - attempt.started_at) * 1000)
         record.status = fault.status
-        record.error_class = cls.value
+        record.error_class = verdict.cls.value
         record.error_kind = fault.kind.value
         dep_id = attempt.deployment.id
-        first = dep_id not in counted
-        counted.add(dep_id)  # at most one failure per request and deployment counts
         logger.info(
             "attempt failed: deployment=%s class=%s kind=%s status=%s",
             dep_id,
-            cls.value,
+            verdict.cls.value,
             fault.kind.value,
             fault.status,
         )
-        await self._outcomes.failure(ctx, attempt, fault, cls, count_for_circuit=first)
-        return fault
-
-
-def _throttle_wait(blocked: Blocked, failure: PoolFailure) -> float | None:
-    """How long to wait out a capacity circuit this request's own 429 opened, if so."""
-    fault = failure.fault
-    if (
-        blocked.reason is not BlockReason.RATE_LIMITED
-        or blocked.retry_after is None
-        or fault is None
-        or classify(fault) is not FailureClass.THROTTLE
-    ):
-        return None
-    return min(blocked.retry_after, MAX_RETRY_AFTER_SECONDS) + CAPACITY_MARGIN_S
-
-
-__all__ = ["PoolFailure", "RouteFailure", "Router", "Run", "Served"]
+        # At most one failure per request and deployment counts toward its circuit.
+        first = log.counts_failure(dep_id)
+        standing = await self._outcomes.failure(ctx, attempt, verdict, first=first)
+        return verdict, standing

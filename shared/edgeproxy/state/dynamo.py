@@ -23,13 +23,11 @@ from edgeproxy.errors import StoreError
 from edgeproxy.routing.snapshot import (
     Binding,
     BindingKey,
-    Capacity,
     Circuit,
-    Health,
     PoolSnapshot,
-    Usage,
 )
 from edgeproxy.state import items, keys
+from edgeproxy.state.dynamo_admin import DynamoAdmin
 from edgeproxy.state.items import number, text
 from edgeproxy.state.schema import TableSchema
 from edgeproxy.state.store import SnapshotRequest, StoredConfig, UsageDelta
@@ -51,8 +49,12 @@ BINDING_NAMES = "#deployment = :deployment"
 CAPACITY_RETENTION_S = 3600  # a throttle item is deleted by TTL this long after it ended
 
 
-class DynamoStore:
-    """The ``Store`` protocol on one table; the client is injected, never built here."""
+class DynamoStore(DynamoAdmin):
+    """The ``Store`` protocol on one table; the client is injected, never built here.
+
+    The request path's calls are here; the jobs' and the admin plane's are in
+    ``DynamoAdmin``.
+    """
 
     def __init__(self, client: Any, table_name: str, schema: TableSchema) -> None:
         self._table = Table(client, table_name, schema)
@@ -103,37 +105,6 @@ class DynamoStore:
             binding=binding,
             pool_generation=items.get_int(found.get(keys.pool_key(request.pool), {}), "generation"),
         )
-
-    async def read_usage(
-        self, deployment_id: str, first_minute: int, last_minute: int
-    ) -> list[Usage]:
-        """Usage buckets of one deployment in ``[first_minute, last_minute]``, oldest first."""
-        query: dict[str, Any] = {
-            "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :first AND :last",
-            "ExpressionAttributeNames": {"#pk": self._schema.pk, "#sk": self._schema.sk},
-            "ExpressionAttributeValues": {
-                ":pk": text(keys.deployment_pk(deployment_id)),
-                ":first": text(keys.usage_sk(first_minute)),
-                ":last": text(keys.usage_sk(last_minute)),
-            },
-            "ConsistentRead": True,
-        }
-        buckets: list[Usage] = []
-        while True:
-            response = await self._table.call("query", **query)
-            for item in response.get("Items", []):
-                minute = keys.minute_of(item[self._schema.sk]["S"])
-                buckets.append(items.usage_from(deployment_id, minute, item))
-            if "LastEvaluatedKey" not in response:
-                return buckets
-            query["ExclusiveStartKey"] = response["LastEvaluatedKey"]
-
-    async def read_capacity(self, domain: str) -> Capacity:
-        """One failure domain's capacity circuit (not throttled when absent)."""
-        response = await self._table.call(
-            "get_item", Key=self._table.key(keys.capacity_key(domain)), ConsistentRead=True
-        )
-        return items.capacity_from(domain, response.get("Item", {}))
 
     async def load_config(self) -> StoredConfig | None:
         """The stored configuration document, or None if none was saved."""
@@ -197,30 +168,6 @@ class DynamoStore:
         }
         if counters:
             await self._add(keys.usage_key(delta.deployment_id, delta.minute), counters, expires_at)
-
-    async def bump_pool_generation(self, pool: str) -> int:
-        """Invalidate every binding of ``pool``; returns the new generation."""
-        response = await self._table.call(
-            "update_item",
-            Key=self._table.key(keys.pool_key(pool)),
-            UpdateExpression="ADD #generation :one",
-            ExpressionAttributeNames={"#generation": "generation"},
-            ExpressionAttributeValues={":one": number(1)},
-            ReturnValues="UPDATED_NEW",
-        )
-        return items.get_int(response["Attributes"], "generation")
-
-    async def save_config(self, document: str) -> int:
-        """Store a new configuration document; returns its version (1, 2, ...)."""
-        response = await self._table.call(
-            "update_item",
-            Key=self._table.key(keys.config_key()),
-            UpdateExpression="SET #document = :document ADD #version :one",
-            ExpressionAttributeNames={"#document": "document", "#version": "version"},
-            ExpressionAttributeValues={":document": text(document), ":one": number(1)},
-            ReturnValues="UPDATED_NEW",
-        )
-        return items.get_int(response["Attributes"], "version")
 
     # -- conditional writes ----------------------------------------------------
 
@@ -325,12 +272,3 @@ class DynamoStore:
         await self._table.write_if(
             "delete_item", Key=self._table.key(keys.binding_key(key)), **condition
         )
-
-    async def put_health(self, health: Health, expires_at: float) -> None:
-        """Store the health job's result for one deployment."""
-        item = {
-            **self._table.key(keys.health_key(health.deployment_id)),
-            **items.health_item(health),
-            self._schema.ttl: number(expires_at),
-        }
-        await self._table.call("put_item", Item=item)

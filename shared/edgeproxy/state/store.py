@@ -1,7 +1,17 @@
 """The store protocol: the small interface every state backend implements.
 
 Behaviour (what to write, when) lives above it in ``service/``; an
-implementation only translates these calls to its database. Every method that
+implementation only translates these calls to its database. The protocol is
+split by audience, so each caller depends on what it uses only:
+
+    ConfigSource   load_config                       every audience
+    RequestStore   read_pool, admit, record,         the request path (router, outcomes)
+                   write_circuit, extend_capacity,
+                   put_binding, delete_binding
+    JobStore       read_usage, put_health            the scheduled jobs
+    AdminStore     read_pool, read_usage,            the CLI and admin views
+                   delete_binding, bump_pool_generation, save_config
+    Store          all of them                       what a backend implements Every method that
 changes routing state is a conditional or commutative write: a lost race comes
 back as the current value, never as a silent overwrite.
 """
@@ -15,7 +25,6 @@ from typing import Protocol
 from edgeproxy.routing.snapshot import (
     Binding,
     BindingKey,
-    Capacity,
     Circuit,
     Health,
     PoolSnapshot,
@@ -56,8 +65,16 @@ class StoredConfig:
     version: int
 
 
-class Store(Protocol):
-    """Shared routing state. Implementations: ``DynamoStore``."""
+class ConfigSource(Protocol):
+    """Where every audience reads the configuration document from."""
+
+    async def load_config(self) -> StoredConfig | None:
+        """The stored configuration document, or None if none was loaded."""
+        ...
+
+
+class RequestStore(ConfigSource, Protocol):
+    """What the request path needs: one read, then counters and conditional writes."""
 
     async def read_pool(self, request: SnapshotRequest) -> PoolSnapshot:
         """Read every item one routing decision needs, in one round trip.
@@ -106,9 +123,9 @@ class Store(Protocol):
         """Drop a binding (only if it still names ``deployment_id``, when given)."""
         ...
 
-    async def bump_pool_generation(self, pool: str) -> int:
-        """Invalidate every binding of ``pool`` at once; returns the new generation."""
-        ...
+
+class UsageSource(Protocol):
+    """Reads past usage buckets (the health job, the binding-share report)."""
 
     async def read_usage(
         self, deployment_id: str, first_minute: int, last_minute: int
@@ -116,18 +133,34 @@ class Store(Protocol):
         """Usage buckets of one deployment in ``[first_minute, last_minute]``."""
         ...
 
+
+class JobStore(ConfigSource, UsageSource, Protocol):
+    """What the scheduled jobs need: usage in, health scores out."""
+
     async def put_health(self, health: Health, expires_at: float) -> None:
         """Store the health job's result for one deployment."""
         ...
 
-    async def read_capacity(self, domain: str) -> Capacity:
-        """One failure domain's capacity circuit (for status views)."""
+
+class AdminStore(ConfigSource, UsageSource, Protocol):
+    """What operators change through the CLI and the admin views."""
+
+    async def read_pool(self, request: SnapshotRequest) -> PoolSnapshot:
+        """The same one-round-trip read the request path makes (status views)."""
         ...
 
-    async def load_config(self) -> StoredConfig | None:
-        """The stored configuration document, or None if none was loaded."""
+    async def delete_binding(self, key: BindingKey, deployment_id: str | None = None) -> None:
+        """Drop a binding (only if it still names ``deployment_id``, when given)."""
+        ...
+
+    async def bump_pool_generation(self, pool: str) -> int:
+        """Invalidate every binding of ``pool`` at once; returns the new generation."""
         ...
 
     async def save_config(self, document: str) -> int:
         """Store a new configuration document; returns its version."""
         ...
+
+
+class Store(RequestStore, JobStore, AdminStore, Protocol):
+    """Everything a backend implements (``DynamoStore``); each caller asks for its part."""

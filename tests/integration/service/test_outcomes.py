@@ -1,12 +1,21 @@
-"""Outcomes' probe lease handling against the embedded DynamoDB (a real conditional write)."""
+"""Outcome writes against the embedded DynamoDB (real conditional writes).
+
+Each write returns what now stands in the store; the router applies it to
+its own view of the pool (``PoolContext.applied``), so these tests check both
+the stored item and the returned standing.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 from edgeproxy.config.models import CircuitSettings, Deployment, StickySettings
+from edgeproxy.routing.faults import Fault, FaultKind
 from edgeproxy.routing.snapshot import Circuit, CircuitState
-from edgeproxy.service.outcomes import Outcomes, PoolContext
+from edgeproxy.routing.verdict import judge
+from edgeproxy.service.outcomes import Attempt, Outcomes
+from edgeproxy.service.pool import PoolContext
 from edgeproxy.service.telemetry import NoTelemetry
 from edgeproxy.state.dynamo import DynamoStore
 from edgeproxy.state.store import SnapshotRequest
@@ -34,14 +43,21 @@ async def test_an_unused_probe_lease_is_given_back(store: DynamoStore) -> None:
     outcomes = Outcomes(store, lambda: NOW, random.Random(1), NoTelemetry())
 
     first = await _context(store)
-    assert await outcomes.take_probe(first, "req-1", DEP)
+    won, standing = await outcomes.take_probe(first, "req-1", DEP)
+    assert won
+    first = first.applied(standing)
+    assert first.snapshot.circuit("d1").probe_owner == "req-1"
     second = await _context(store)
-    assert not await outcomes.take_probe(second, "req-2", DEP)  # the fleet has one prober
+    won, standing = await outcomes.take_probe(second, "req-2", DEP)
+    assert not won  # the fleet has one prober
+    # The loser learns the winner's lease from the failed condition, without a read.
+    assert second.applied(standing).snapshot.circuit("d1").probe_owner == "req-1"
 
-    await outcomes.release_probe(first, "req-1", DEP)
+    released = await outcomes.release_probe(first, "req-1", DEP)
+    assert first.applied(released).snapshot.circuit("d1").probe_owner is None
     third = await _context(store)
     assert third.snapshot.circuit("d1").probe_owner is None
-    assert await outcomes.take_probe(third, "req-3", DEP)
+    assert (await outcomes.take_probe(third, "req-3", DEP))[0]
 
 
 async def test_release_by_a_non_owner_changes_nothing(store: DynamoStore) -> None:
@@ -49,7 +65,7 @@ async def test_release_by_a_non_owner_changes_nothing(store: DynamoStore) -> Non
     assert await store.write_circuit(expired, 0) is None
     outcomes = Outcomes(store, lambda: NOW, random.Random(1), NoTelemetry())
     owner = await _context(store)
-    assert await outcomes.take_probe(owner, "req-1", DEP)
+    assert (await outcomes.take_probe(owner, "req-1", DEP))[0]
     other = await _context(store)
     await outcomes.release_probe(other, "req-2", DEP)
     assert (await _context(store)).snapshot.circuit("d1").probe_owner == "req-1"
@@ -66,19 +82,37 @@ class Recorded:
 
 
 async def test_failures_and_transitions_are_counted(store: DynamoStore) -> None:
-    from edgeproxy.routing.faults import FailureClass, Fault, FaultKind
-    from edgeproxy.service.outcomes import Attempt
-
     telemetry = Recorded()
     outcomes = Outcomes(store, lambda: NOW, random.Random(1), telemetry)
     settings = CircuitSettings(allowed_fails=1)
     fault = Fault(FaultKind.HTTP, "bad gateway", status=502)
     for n in range(2):
-        ctx = await _context(store)
-        ctx.circuit = settings
+        ctx = dataclasses.replace(await _context(store), circuit=settings)
         attempt = Attempt(DEP, int(NOW // 60), NOW - 1, False, False, f"req-{n}")
-        await outcomes.failure(ctx, attempt, fault, FailureClass.TRANSIENT, count_for_circuit=True)
+        standing = await outcomes.failure(ctx, attempt, judge(fault), first=True)
+        # What the write left is handed back: one failure counted, then the circuit open.
+        expected = CircuitState.OPEN if n else CircuitState.CLOSED
+        assert [(c.state, c.version) for c in standing.circuits] == [(expected, n + 1)]
     assert telemetry.names.count("Attempts.failure") == 2
     assert telemetry.names.count("AttemptFailures.transient") == 2
     assert telemetry.names.count("CircuitTransitions.open") == 1  # the second failure opened it
     assert (await _context(store)).snapshot.circuit("d1").state is CircuitState.OPEN
+
+
+async def test_a_throttle_hands_back_the_capacity_circuit_and_drops_nothing_else(
+    store: DynamoStore,
+) -> None:
+    outcomes = Outcomes(store, lambda: NOW, random.Random(1), NoTelemetry())
+    ctx = await _context(store)
+    attempt = Attempt(DEP, int(NOW // 60), NOW - 1, False, False, "req-1")
+    fault = Fault(FaultKind.HTTP, "slow down", status=429, retry_after=7.0)
+    standing = await outcomes.failure(ctx, attempt, judge(fault), first=True)
+    assert [(c.domain, c.throttled_until) for c in standing.capacities] == [(DEP.domain, NOW + 7)]
+    assert standing.circuits == ()  # throttles never move the deployment's own circuit
+    assert ctx.applied(standing).snapshot.capacity(DEP.domain).throttled_until == NOW + 7
+    stored = await store.read_pool(
+        SnapshotRequest(
+            pool="m", deployment_ids=["d1"], domains=[DEP.domain], minute=int(NOW // 60)
+        )
+    )
+    assert stored.capacity(DEP.domain).throttled_until == NOW + 7

@@ -15,7 +15,8 @@ from edgeproxy.config.models import CircuitSettings, Deployment, ProviderKind, S
 from edgeproxy.routing.selection import Pick, RouteRequest, next_deployment
 from edgeproxy.routing.snapshot import Binding, BindingKey
 from edgeproxy.service.bindings import invalidate_pool, unbind
-from edgeproxy.service.outcomes import Attempt, Outcomes, PoolContext
+from edgeproxy.service.outcomes import Attempt, Outcomes
+from edgeproxy.service.pool import PoolContext
 from edgeproxy.service.telemetry import NoTelemetry
 from edgeproxy.state.dynamo import DynamoStore
 from edgeproxy.state.store import SnapshotRequest

@@ -3,14 +3,13 @@ from __future__ import annotations
 import pytest
 
 from edgeproxy.config.models import FallbackReason
-from edgeproxy.routing.failures import (
-    classify,
-    clears_binding,
-    counts_toward_circuit,
-    fallback_reason,
-    tries_another,
-)
+from edgeproxy.routing.failures import classify, fallback_reason
 from edgeproxy.routing.faults import FailureClass, Fault, FaultKind
+from edgeproxy.routing.verdict import judge
+
+
+def clears_binding(fault: Fault) -> bool:
+    return judge(fault).clears_binding
 
 
 def http(status: int, code: str | None = None, type_: str | None = None, msg: str = "x") -> Fault:
@@ -62,8 +61,10 @@ def test_incompatible_is_its_own_class_and_keeps_binding() -> None:
     fault = Fault(FaultKind.INCOMPATIBLE, "cannot take audio")
     assert classify(fault) is FailureClass.INCOMPATIBLE
     assert not clears_binding(fault)
-    assert tries_another(FailureClass.INCOMPATIBLE)
-    assert not counts_toward_circuit(FailureClass.INCOMPATIBLE)
+    verdict = judge(fault)
+    assert verdict.tries_another
+    assert verdict.rules_out  # the deployment cannot serve this shape: not tried again
+    assert not verdict.lowers_health
 
 
 @pytest.mark.parametrize(
@@ -143,11 +144,23 @@ def test_fallback_reasons_for_pool_failures() -> None:
     assert fallback_reason(http(400)) is None
 
 
-def test_which_classes_move_on_and_count() -> None:
-    assert not tries_another(FailureClass.REQUEST)
-    assert not tries_another(FailureClass.GATEWAY)
-    assert tries_another(FailureClass.TRANSIENT)
-    assert tries_another(FailureClass.THROTTLE)
-    assert counts_toward_circuit(FailureClass.TRANSIENT)
-    assert counts_toward_circuit(FailureClass.CONFIGURATION)
-    assert not counts_toward_circuit(FailureClass.THROTTLE)
+def test_which_verdicts_move_on_rule_out_and_count() -> None:
+    request, transient, throttle, config = (judge(http(s)) for s in (400, 503, 429, 401))
+    assert not request.tries_another
+    assert transient.tries_another
+    assert throttle.tries_another
+    assert config.tries_another
+    assert config.rules_out
+    assert not transient.rules_out
+    assert not throttle.rules_out
+    assert transient.lowers_health
+    assert config.lowers_health
+    assert not throttle.lowers_health
+    assert not request.lowers_health
+
+
+def test_the_verdict_names_the_fallback_chain() -> None:
+    too_long = Fault(FaultKind.HTTP, "too long", 400, code="context_length_exceeded")
+    assert judge(too_long).fallback is FallbackReason.CONTEXT_WINDOW
+    assert judge(http(503)).fallback is FallbackReason.GENERAL
+    assert judge(http(400)).fallback is None

@@ -1,0 +1,204 @@
+"""The next step of one request in one pool: try a deployment, wait, or stop.
+
+The router keeps an immutable ``AttemptLog`` of what the request did in the
+pool so far and asks ``next_step`` what to do after every event; it only
+carries the answer out (take the probe lease, sleep, admit, call). Every
+routing rule of a pool hop is decided here, from plain values:
+
+- the budget: no attempt past ``max_attempts`` or the total deadline, and no
+  backoff that would eat the rest of the deadline;
+- a request error (or our own) ends the request: no other deployment would
+  answer it differently;
+- a deployment ruled out (configuration fault, incompatible shape, lost
+  probe race, rpm limit) is not tried again in this request;
+- reusing a deployment waits ``backoff.retry_delay``, counted from its
+  failure (time already spent counts toward the wait);
+- a capacity circuit this request's own 429 opened is waited out (its
+  Retry-After, capped) when the budget allows, then selection runs again;
+- an admin pin bypasses selection and circuits, and stops once its
+  deployment is ruled out.
+
+    >>> log = AttemptLog()
+    >>> step = next_step(pool, snapshot, route, log, settings, budget, now=t, rng=rng)
+    >>> if isinstance(step, Try): ...  # log = log.started(step.pick.deployment.id)
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from edgeproxy.config.models import CircuitSettings, Deployment, FallbackReason
+from edgeproxy.routing.backoff import MAX_RETRY_AFTER_SECONDS, retry_delay
+from edgeproxy.routing.deadlines import Budget
+from edgeproxy.routing.faults import FailureClass, Fault
+from edgeproxy.routing.selection import Blocked, BlockReason, Pick, RouteRequest, next_deployment
+from edgeproxy.routing.snapshot import PoolSnapshot
+from edgeproxy.routing.verdict import Verdict
+
+CAPACITY_MARGIN_S = 0.01  # wake just after the capacity circuit ends, not just before
+
+
+@dataclass(frozen=True, slots=True)
+class PoolFailure:
+    """Why a pool gave no answer: the last upstream fault, or what blocked it."""
+
+    fault: Fault | None = None
+    blocked: Blocked | None = None
+    rate_limited: bool = False  # admission refused by rpm limits
+    verdict: Verdict | None = None  # the last fault's verdict
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptLog:
+    """What one request did in one pool so far; every event returns a new log.
+
+    ``tried``: attempts per deployment. ``skip``: deployments ruled out for
+    the rest of the request. ``counted``: deployments whose failure already
+    counted toward their circuit (at most one per request and deployment).
+    ``retry_after``: the provider's last Retry-After per deployment.
+    ``failed_at``: when each deployment last failed (the backoff runs from it).
+    """
+
+    attempts: int = 0
+    tried: Mapping[str, int] = field(default_factory=dict)
+    skip: frozenset[str] = frozenset()
+    counted: frozenset[str] = frozenset()
+    retry_after: Mapping[str, float] = field(default_factory=dict)
+    failed_at: Mapping[str, float] = field(default_factory=dict)
+    last: Verdict | None = None
+    rate_limited: bool = False
+
+    def started(self, deployment_id: str) -> AttemptLog:
+        """An attempt on ``deployment_id`` was admitted and is about to call."""
+        tried = {**self.tried, deployment_id: self.tried.get(deployment_id, 0) + 1}
+        return replace(self, attempts=self.attempts + 1, tried=tried)
+
+    def skipped(self, deployment_id: str, *, rate_limited: bool = False) -> AttemptLog:
+        """``deployment_id`` is ruled out (lost the probe race; ``rate_limited``: rpm limit)."""
+        return replace(
+            self,
+            skip=self.skip | {deployment_id},
+            rate_limited=self.rate_limited or rate_limited,
+        )
+
+    def counts_failure(self, deployment_id: str) -> bool:
+        """Whether a failure of ``deployment_id`` now is the first this request counts."""
+        return deployment_id not in self.counted
+
+    def failed(self, deployment_id: str, verdict: Verdict, now: float) -> AttemptLog:
+        """The attempt on ``deployment_id`` failed at ``now`` with ``verdict``."""
+        retry_after = dict(self.retry_after)
+        if verdict.fault.retry_after is not None:
+            retry_after[deployment_id] = verdict.fault.retry_after
+        return replace(
+            self,
+            skip=self.skip | {deployment_id} if verdict.rules_out else self.skip,
+            counted=self.counted | {deployment_id},
+            retry_after=retry_after,
+            failed_at={**self.failed_at, deployment_id: now},
+            last=verdict,
+        )
+
+    def failure(self, blocked: Blocked | None = None) -> PoolFailure:
+        """The pool's failure as it stands."""
+        fault = self.last.fault if self.last is not None else None
+        return PoolFailure(fault, blocked, self.rate_limited, self.last)
+
+
+@dataclass(frozen=True, slots=True)
+class Try:
+    """Call ``pick.deployment`` after ``wait`` seconds (taking the probe lease first if ``pick.probe``)."""
+
+    pick: Pick
+    wait: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """Sleep ``seconds``, then ask again (a capacity circuit is about to end)."""
+
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """The pool is done; ``failure`` says why."""
+
+    failure: PoolFailure
+
+
+Step = Try | Wait | Stop
+
+
+def next_step(
+    deployments: Sequence[Deployment],
+    snapshot: PoolSnapshot,
+    route: RouteRequest,
+    log: AttemptLog,
+    settings: CircuitSettings,
+    budget: Budget,
+    *,
+    now: float,
+    rng: random.Random,
+    pinned: bool = False,
+) -> Step:
+    """What the request does next in this pool.
+
+    ``deployments``: the pool (with ``pinned``, only the pinned deployment).
+    ``snapshot``: the pool's state with this request's own writes applied.
+    """
+    if log.last is not None and not log.last.tries_another:
+        return Stop(log.failure())  # another deployment would reject it the same way
+    if budget.expired(now) or log.attempts >= budget.max_attempts:
+        return Stop(log.failure())
+    pick = (
+        _pinned(deployments[0], log)
+        if pinned
+        else next_deployment(deployments, snapshot, route, now, rng, tried=log.tried, skip=log.skip)
+    )
+    if isinstance(pick, Blocked):
+        hold = _throttle_wait(pick, log)
+        if hold is not None and budget.allows_attempt(now, log.attempts, hold):
+            return Wait(hold)
+        return Stop(log.failure(pick))
+    dep = pick.deployment
+    wait = retry_delay(pick.tries, settings, rng, provider_retry_after=log.retry_after.get(dep.id))
+    # The backoff runs from the failure: time already spent waiting counts toward it.
+    wait = max(0.0, wait - (now - log.failed_at.get(dep.id, now)))
+    if not budget.allows_attempt(now, log.attempts, wait):
+        return Stop(log.failure())
+    return Try(pick, wait)
+
+
+def _pinned(dep: Deployment, log: AttemptLog) -> Pick | Blocked:
+    """An admin pin bypasses selection and circuits (a debugging tool)."""
+    if dep.id in log.skip:
+        # Ruled out (configuration fault, incompatible, rpm limit): retrying cannot help.
+        return Blocked(BlockReason.EXHAUSTED)
+    return Pick(dep, dep.priority, None, tries=log.tried.get(dep.id, 0))
+
+
+def _throttle_wait(blocked: Blocked, log: AttemptLog) -> float | None:
+    """How long to wait out a capacity circuit this request's own 429 opened, if so."""
+    if (
+        blocked.reason is not BlockReason.RATE_LIMITED
+        or blocked.retry_after is None
+        or log.last is None
+        or log.last.cls is not FailureClass.THROTTLE
+    ):
+        return None
+    return min(blocked.retry_after, MAX_RETRY_AFTER_SECONDS) + CAPACITY_MARGIN_S
+
+
+def chain_reason(failure: PoolFailure) -> FallbackReason | None:
+    """Which fallback chain a spent pool leads to; None: the request ends here.
+
+    A pool that was blocked (circuits, capacity, limits) takes the ``general``
+    chain; one that ended on an upstream answer takes the chain its verdict
+    names, and a rejected request takes none (another model would reject it too).
+    """
+    if failure.blocked is not None or failure.verdict is None:
+        return FallbackReason.GENERAL
+    return failure.verdict.fallback

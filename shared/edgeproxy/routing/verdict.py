@@ -1,0 +1,68 @@
+"""A failed attempt judged once: everything routing does with a fault follows from its verdict.
+
+The router (try another or stop), the outcome writer (circuit, health
+counters, binding) and the fallback chain (which reason) all read the same
+``Verdict``; nobody classifies a fault a second time.
+
+    >>> v = judge(Fault(FaultKind.HTTP, "slow down", 429))
+    >>> v.cls, v.tries_another, v.clears_binding
+    (<FailureClass.THROTTLE: 'throttle'>, True, True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from edgeproxy.config.models import FallbackReason
+from edgeproxy.routing.failures import classify, fallback_reason
+from edgeproxy.routing.faults import FailureClass, Fault, FaultKind
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What one fault means for routing.
+
+    ``tries_another``: the request may move on to another candidate (request
+    errors and gateway errors end it: every deployment would answer the same).
+    ``rules_out``: this deployment is done for the rest of the request (a
+    configuration fault or a request shape it cannot serve; retrying it cannot help).
+    ``lowers_health``: counts as a failure of the deployment (circuit, health counters).
+    ``clears_binding``: drops a sticky binding to this deployment (003's rule).
+    ``fallback``: the fallback chain the request may take once the pool is spent;
+    None when a rejected request must end here.
+    """
+
+    fault: Fault
+    cls: FailureClass
+    tries_another: bool
+    rules_out: bool
+    lowers_health: bool
+    clears_binding: bool
+    fallback: FallbackReason | None
+
+
+def judge(fault: Fault) -> Verdict:
+    """The verdict on one attempt's fault."""
+    cls = classify(fault)
+    return Verdict(
+        fault=fault,
+        cls=cls,
+        tries_another=cls not in (FailureClass.REQUEST, FailureClass.GATEWAY),
+        rules_out=cls in (FailureClass.CONFIGURATION, FailureClass.INCOMPATIBLE),
+        lowers_health=cls in (FailureClass.TRANSIENT, FailureClass.CONFIGURATION),
+        # Kept on 400/404-class request errors and on shapes the deployment cannot serve.
+        clears_binding=cls
+        in (FailureClass.THROTTLE, FailureClass.TRANSIENT, FailureClass.CONFIGURATION),
+        fallback=fallback_reason(fault, cls),
+    )
+
+
+# A credential that cannot be resolved is the gateway's misconfiguration of that
+# deployment: it answers like an upstream rejecting the key (401, quarantined).
+CREDENTIAL_UNAVAILABLE = Fault(
+    FaultKind.HTTP,
+    "upstream credential unavailable",
+    status=401,
+    type="authentication_error",
+    code="credential_unavailable",
+)

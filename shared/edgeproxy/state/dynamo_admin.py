@@ -1,0 +1,81 @@
+"""The DynamoDB calls of the scheduled jobs and the admin plane.
+
+Usage history (the health job, the binding-share report), health scores,
+pool generations (invalidate every binding of a pool at once) and the
+configuration document. None of these is on the request path, so they live
+apart from it; ``DynamoStore`` inherits them and supplies the table.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from edgeproxy.routing.snapshot import Health, Usage
+from edgeproxy.state import items, keys
+from edgeproxy.state.items import number, text
+from edgeproxy.state.schema import TableSchema
+from edgeproxy.state.table import Table
+
+
+class DynamoAdmin:
+    """The jobs' and operators' part of ``DynamoStore`` (``JobStore``, ``AdminStore``)."""
+
+    _table: Table
+    _schema: TableSchema
+
+    async def read_usage(
+        self, deployment_id: str, first_minute: int, last_minute: int
+    ) -> list[Usage]:
+        """Usage buckets of one deployment in ``[first_minute, last_minute]``, oldest first."""
+        query: dict[str, Any] = {
+            "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :first AND :last",
+            "ExpressionAttributeNames": {"#pk": self._schema.pk, "#sk": self._schema.sk},
+            "ExpressionAttributeValues": {
+                ":pk": text(keys.deployment_pk(deployment_id)),
+                ":first": text(keys.usage_sk(first_minute)),
+                ":last": text(keys.usage_sk(last_minute)),
+            },
+            "ConsistentRead": True,
+        }
+        buckets: list[Usage] = []
+        while True:
+            response = await self._table.call("query", **query)
+            for item in response.get("Items", []):
+                minute = keys.minute_of(item[self._schema.sk]["S"])
+                buckets.append(items.usage_from(deployment_id, minute, item))
+            if "LastEvaluatedKey" not in response:
+                return buckets
+            query["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    async def bump_pool_generation(self, pool: str) -> int:
+        """Invalidate every binding of ``pool``; returns the new generation."""
+        response = await self._table.call(
+            "update_item",
+            Key=self._table.key(keys.pool_key(pool)),
+            UpdateExpression="ADD #generation :one",
+            ExpressionAttributeNames={"#generation": "generation"},
+            ExpressionAttributeValues={":one": number(1)},
+            ReturnValues="UPDATED_NEW",
+        )
+        return items.get_int(response["Attributes"], "generation")
+
+    async def save_config(self, document: str) -> int:
+        """Store a new configuration document; returns its version (1, 2, ...)."""
+        response = await self._table.call(
+            "update_item",
+            Key=self._table.key(keys.config_key()),
+            UpdateExpression="SET #document = :document ADD #version :one",
+            ExpressionAttributeNames={"#document": "document", "#version": "version"},
+            ExpressionAttributeValues={":document": text(document), ":one": number(1)},
+            ReturnValues="UPDATED_NEW",
+        )
+        return items.get_int(response["Attributes"], "version")
+
+    async def put_health(self, health: Health, expires_at: float) -> None:
+        """Store the health job's result for one deployment."""
+        item = {
+            **self._table.key(keys.health_key(health.deployment_id)),
+            **items.health_item(health),
+            self._schema.ttl: number(expires_at),
+        }
+        await self._table.call("put_item", Item=item)
