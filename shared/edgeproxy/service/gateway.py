@@ -13,9 +13,9 @@ from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import ModelNotFound
 from edgeproxy.routing.deadlines import Budget
 from edgeproxy.routing.eligibility import pool_status
+from edgeproxy.routing.refusal import final_error
 from edgeproxy.service.attempts import JsonCaller, StreamCaller
 from edgeproxy.service.config_cache import ConfigCache
-from edgeproxy.service.failure import final_error
 from edgeproxy.service.outcomes import Outcomes, settle
 from edgeproxy.service.relay import Deferred, Relay
 from edgeproxy.service.request import ProxyRequest

@@ -18,9 +18,9 @@ from typing import Any
 from edgeproxy.errors import EdgeproxyError
 from edgeproxy.routing.completeness import Complete, StreamTracker
 from edgeproxy.routing.faults import Fault, FaultKind
+from edgeproxy.routing.refusal import fault_error
 from edgeproxy.routing.verdict import judge
 from edgeproxy.service.attempts import usage_only
-from edgeproxy.service.failure import fault_error
 from edgeproxy.service.outcomes import Outcomes, settle
 from edgeproxy.service.router import Run, Served
 from edgeproxy.service.telemetry import Telemetry

@@ -18,12 +18,12 @@ import logging
 import random
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import ModelNotFound, RequestError
 from edgeproxy.routing.deadlines import Budget
-from edgeproxy.routing.faults import Fault
+from edgeproxy.routing.refusal import RouteFailure
 from edgeproxy.routing.selection import RouteRequest
 from edgeproxy.routing.snapshot import BindingKey
 from edgeproxy.routing.step import AttemptLog, PoolFailure, Stop, Try, Wait, chain_reason, next_step
@@ -50,15 +50,6 @@ class Served:
     attempt: Attempt
     model: str
     counted: bool = False  # this request already counted a failure of this deployment
-
-
-@dataclass(slots=True)
-class RouteFailure:
-    """Every pool tried failed; ``last_fault`` is the last upstream answer, if any."""
-
-    primary: PoolFailure
-    last_fault: Fault | None
-    failures: list[PoolFailure] = field(default_factory=list)
 
 
 @dataclass(slots=True)

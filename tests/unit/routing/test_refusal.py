@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from edgeproxy.routing.faults import Fault, FaultKind
+from edgeproxy.routing.refusal import RouteFailure, fault_error, final_error
 from edgeproxy.routing.selection import Blocked, BlockReason
 from edgeproxy.routing.step import PoolFailure
-from edgeproxy.service.failure import fault_error, final_error
-from edgeproxy.service.router import RouteFailure
 
 
 def failure(fault: Fault | None = None, blocked: Blocked | None = None) -> RouteFailure:

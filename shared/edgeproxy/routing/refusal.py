@@ -9,6 +9,8 @@ one, what blocked the pool decides: every circuit open is 503
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from edgeproxy.errors import (
     DeadlineExceeded,
     EdgeproxyError,
@@ -19,7 +21,16 @@ from edgeproxy.errors import (
 )
 from edgeproxy.routing.faults import Fault, FaultKind
 from edgeproxy.routing.selection import BlockReason
-from edgeproxy.service.router import RouteFailure
+from edgeproxy.routing.step import PoolFailure
+
+
+@dataclass(slots=True)
+class RouteFailure:
+    """Every pool tried failed; ``last_fault`` is the last upstream answer, if any."""
+
+    primary: PoolFailure
+    last_fault: Fault | None
+    failures: list[PoolFailure] = field(default_factory=list)
 
 
 def fault_error(fault: Fault) -> EdgeproxyError:
