@@ -173,13 +173,7 @@ class Router:
             else None
         )
         snapshot = await self._store.read_pool(
-            SnapshotRequest(
-                pool=model,
-                deployment_ids=[d.id for d in deployments],
-                domains=sorted({d.domain for d in deployments}),
-                minute=int(self._clock() // 60),
-                binding=key,
-            )
+            SnapshotRequest.of(model, deployments, self._clock(), key)
         )
         return PoolContext(model, deployments, snapshot, key, sticky, config.router.circuit)
 

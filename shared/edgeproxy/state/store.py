@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from edgeproxy.config.models import Deployment
 from edgeproxy.routing.snapshot import (
     Binding,
     BindingKey,
@@ -41,6 +42,23 @@ class SnapshotRequest:
     domains: Sequence[str]
     minute: int
     binding: BindingKey | None = None
+
+    @classmethod
+    def of(
+        cls,
+        pool: str,
+        deployments: Sequence[Deployment],
+        now: float,
+        binding: BindingKey | None = None,
+    ) -> SnapshotRequest:
+        """The read for routing ``deployments`` of ``pool`` at ``now`` (its minute bucket)."""
+        return cls(
+            pool=pool,
+            deployment_ids=[d.id for d in deployments],
+            domains=sorted({d.domain for d in deployments}),
+            minute=int(now // 60),
+            binding=binding,
+        )
 
 
 @dataclass(frozen=True, slots=True)
