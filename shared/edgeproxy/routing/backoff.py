@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 
-from edgeproxy.config.models import CircuitSettings
+from edgeproxy.config.router import CircuitSettings
 
 FIRST_DELAY_SECONDS = 0.5
 MAX_DELAY_SECONDS = 8.0

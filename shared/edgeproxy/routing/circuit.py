@@ -22,7 +22,7 @@ import random
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from edgeproxy.config.models import CircuitSettings
+from edgeproxy.config.router import CircuitSettings
 from edgeproxy.routing.backoff import capped_retry_after, jittered
 from edgeproxy.routing.faults import FailureClass
 from edgeproxy.routing.snapshot import Circuit, CircuitState, OpenCause

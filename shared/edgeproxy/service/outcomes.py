@@ -16,7 +16,8 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from edgeproxy.config.models import CircuitSettings, Deployment, StickySettings
+from edgeproxy.config.deployment import Deployment
+from edgeproxy.config.router import CircuitSettings, StickySettings
 from edgeproxy.errors import StoreError
 from edgeproxy.routing import affinity, circuit
 from edgeproxy.routing.failures import clears_binding, counts_toward_circuit

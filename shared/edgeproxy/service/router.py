@@ -18,7 +18,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from edgeproxy.config.models import Deployment, FallbackReason, GatewayConfig
+from edgeproxy.config.deployment import Deployment
+from edgeproxy.config.models import FallbackReason, GatewayConfig
 from edgeproxy.errors import ModelNotFound, RequestError
 from edgeproxy.routing.backoff import MAX_RETRY_AFTER_SECONDS, retry_delay
 from edgeproxy.routing.deadlines import Budget

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from edgeproxy.config.models import ProviderKind
+from edgeproxy.config.deployment import ProviderKind
 from edgeproxy.routing.faults import FaultKind
 from edgeproxy.upstream.adapter import Adapter, Prepared
 from edgeproxy.upstream.anthropic import AnthropicAdapter

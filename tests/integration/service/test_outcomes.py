@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import random
 
-from edgeproxy.config.models import CircuitSettings, Deployment, StickySettings
+from edgeproxy.config.deployment import Deployment
+from edgeproxy.config.router import CircuitSettings, StickySettings
 from edgeproxy.routing.snapshot import Circuit, CircuitState
 from edgeproxy.service.outcomes import Outcomes, PoolContext
 from edgeproxy.service.telemetry import NoTelemetry

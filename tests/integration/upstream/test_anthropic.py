@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from edgeproxy.config.models import Operation, ProviderKind
+from edgeproxy.config.deployment import ProviderKind
+from edgeproxy.config.policies import Operation
 from edgeproxy.local.mock_upstream import MockUpstream
 from edgeproxy.routing.faults import FaultKind
 from edgeproxy.upstream.call import StreamEvent, UpstreamCall

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from edgeproxy.config.models import Operation
+from edgeproxy.config.policies import Operation
 from edgeproxy.local.mock_upstream import MockUpstream
 from edgeproxy.routing.faults import FaultKind
 from edgeproxy.upstream.call import UpstreamCall

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from edgeproxy.config.models import Deployment, Operation, ProviderKind
+from edgeproxy.config.deployment import Deployment, ProviderKind
+from edgeproxy.config.policies import Operation
 from edgeproxy.routing.faults import FaultKind
 from edgeproxy.upstream.anthropic import (
     AnthropicAdapter,
