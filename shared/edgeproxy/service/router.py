@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.models import FallbackReason, GatewayConfig
-from edgeproxy.errors import ModelNotFound, RequestError
+from edgeproxy.errors import CredentialError, ModelNotFound, RequestError, UpstreamFault
 from edgeproxy.routing.backoff import MAX_RETRY_AFTER_SECONDS, retry_delay
 from edgeproxy.routing.deadlines import Budget
 from edgeproxy.routing.failures import classify, fallback_reason, tries_another
@@ -28,13 +28,12 @@ from edgeproxy.routing.faults import FailureClass, Fault, FaultKind
 from edgeproxy.routing.selection import Blocked, BlockReason, Pick, RouteRequest, next_deployment
 from edgeproxy.routing.snapshot import BindingKey
 from edgeproxy.service.attempts import Answer, Caller, with_stream_usage
-from edgeproxy.service.credentials import CredentialError, CredentialResolver
+from edgeproxy.service.credentials import CredentialResolver
 from edgeproxy.service.outcomes import Attempt, Outcomes, PoolContext
 from edgeproxy.service.request import ProxyRequest
 from edgeproxy.service.trace import AttemptRecord, Trace
 from edgeproxy.state.store import SnapshotRequest, Store
 from edgeproxy.upstream.call import UpstreamCall
-from edgeproxy.upstream.errors import UpstreamFault
 
 logger = logging.getLogger(__name__)
 

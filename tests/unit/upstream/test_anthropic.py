@@ -9,6 +9,7 @@ import pytest
 
 from edgeproxy.config.deployment import Deployment, ProviderKind
 from edgeproxy.config.policies import Operation
+from edgeproxy.errors import UpstreamFault
 from edgeproxy.routing.faults import FaultKind
 from edgeproxy.upstream.anthropic import (
     AnthropicAdapter,
@@ -17,7 +18,6 @@ from edgeproxy.upstream.anthropic import (
 )
 from edgeproxy.upstream.anthropic_stream import AnthropicChunks
 from edgeproxy.upstream.call import DONE, UpstreamCall
-from edgeproxy.upstream.errors import UpstreamFault
 from edgeproxy.upstream.sse import ServerSentEvent
 
 DEPLOYMENT = Deployment(

@@ -6,9 +6,9 @@ import pytest
 
 from edgeproxy.config.deployment import Deployment, ProviderKind
 from edgeproxy.config.policies import Operation
+from edgeproxy.errors import UpstreamFault
 from edgeproxy.routing.faults import FaultKind
 from edgeproxy.upstream.call import DONE, UpstreamCall
-from edgeproxy.upstream.errors import UpstreamFault
 from edgeproxy.upstream.openai import OpenAIAdapter, OpenAIChunks
 from edgeproxy.upstream.sse import ServerSentEvent
 
