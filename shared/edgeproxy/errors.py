@@ -1,4 +1,4 @@
-"""The project's exceptions, every root of them. Only ``EdgeproxyError`` reaches a client.
+"""The project's exceptions, every root of them; clients only ever see ``EdgeproxyError`` bodies.
 
     Exception
     ├── EdgeproxyError                  500 api_error (generic; message never leaked)
@@ -25,6 +25,7 @@ roots stop inside the project: the service judges an ``UpstreamFault`` (in
 ``routing``) into an ``EdgeproxyError`` or an in-band stream error; the router
 turns a ``CredentialError`` into a configuration failure of that deployment;
 the CLI prints ``ConfigError`` and ``UsageError`` and exits with status 2.
+Anything else that reaches a handler is logged and answered as a generic 500.
 
 Foreign errors are translated into this tree where their client is, most
 specific first, with fixed texts: botocore's in ``state/`` (DynamoDB in
@@ -37,7 +38,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # only for the annotation: this module imports nothing, so every room may use it
     from edgeproxy.routing.faults import Fault
 
 
