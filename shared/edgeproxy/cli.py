@@ -34,8 +34,8 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TextIO
 
-from edgeproxy.config.loader import ConfigError, from_document, load_config_file, to_document
-from edgeproxy.errors import EdgeproxyError
+from edgeproxy.config.loader import from_document, load_config_file, to_document
+from edgeproxy.errors import ConfigError, EdgeproxyError, UsageError
 from edgeproxy.routing.affinity import caller_id
 from edgeproxy.runtime import open_store
 from edgeproxy.service.bindings import (
@@ -51,10 +51,6 @@ from edgeproxy.settings import Settings
 from edgeproxy.state.dynamo import DynamoStore
 
 Command = Callable[[argparse.Namespace, DynamoStore], Awaitable[int]]
-
-
-class UsageError(Exception):
-    """A command line that cannot be carried out as given (exit status 2)."""
 
 
 def _parser() -> argparse.ArgumentParser:

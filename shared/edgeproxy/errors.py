@@ -1,25 +1,45 @@
-"""The project's exception tree. Every error a client can see maps to the OpenAI error JSON.
+"""The project's exceptions, every root of them; clients only ever see ``EdgeproxyError`` bodies.
 
-    EdgeproxyError                      500 api_error (generic; message never leaked)
-    ├── RequestError                    400 invalid_request_error
-    │   ├── BodyTooLarge                413
-    │   └── ModelNotFound               404 model_not_found
-    ├── AuthenticationError             401 invalid_api_key
-    ├── PermissionDenied                403
-    ├── RateLimited                     429 rate_limit_exceeded (shared capacity / limits)
-    ├── ModelOverloaded                 503 model_overloaded (every circuit open, Retry-After)
-    ├── ModelUnavailable                503 model_unavailable (misconfiguration opened all)
-    ├── UpstreamError                   the upstream's own status and sanitized message
-    │   └── StreamTruncated             502 upstream_stream_truncated
-    ├── DeadlineExceeded                504 timeout
-    └── StoreError                      500 (state backend failed; translated in state/ only)
-        └── StoreUnavailable            503
+    Exception
+    ├── EdgeproxyError                  500 api_error (generic; message never leaked)
+    │   ├── RequestError                400 invalid_request_error
+    │   │   ├── BodyTooLarge            413
+    │   │   └── ModelNotFound           404 model_not_found
+    │   ├── AuthenticationError         401 invalid_api_key
+    │   ├── PermissionDenied            403
+    │   ├── RateLimited                 429 rate_limit_exceeded (shared capacity / limits)
+    │   ├── ModelOverloaded             503 model_overloaded (every circuit open, Retry-After)
+    │   ├── ModelUnavailable            503 model_unavailable (misconfiguration opened all)
+    │   ├── UpstreamError               the upstream's own status and sanitized message
+    │   ├── DeadlineExceeded            504 timeout
+    │   └── StoreError                  500 (state backend failed)
+    │       └── StoreUnavailable        503
+    ├── UpstreamFault                   one attempt failed; ``.fault`` says how, as plain data
+    ├── CredentialError                 a credential reference cannot be resolved
+    ├── ValueError
+    │   └── ConfigError                 a configuration document is malformed or invalid
+    └── UsageError                      a command line the CLI cannot carry out
 
-Foreign errors are translated into this tree in exactly two places: the
-DynamoDB store and the upstream client.
+Each ``EdgeproxyError`` maps to the OpenAI error JSON (``body``). The other
+roots stop inside the project: the service judges an ``UpstreamFault`` (in
+``routing``) into an ``EdgeproxyError`` or an in-band stream error; the router
+turns a ``CredentialError`` into a configuration failure of that deployment;
+the CLI prints ``ConfigError`` and ``UsageError`` and exits with status 2.
+Anything else that reaches a handler is logged and answered as a generic 500.
+
+Foreign errors are translated into this tree where their client is, most
+specific first, with fixed texts: botocore's in ``state/`` (DynamoDB in
+``state/table.py``, SSM and Secrets Manager in ``state/secrets.py``) and
+httpx's in ``upstream/errors.py``. pydantic's and YAML's become
+``ConfigError`` in ``config/loader.py``.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # only for the annotation: this module imports nothing, so every room may use it
+    from edgeproxy.routing.faults import Fault
 
 
 class EdgeproxyError(Exception):
@@ -126,13 +146,6 @@ class UpstreamError(EdgeproxyError):
         self.type = type
 
 
-class StreamTruncated(UpstreamError):
-    def __init__(
-        self, message: str = "The upstream stream ended before the answer was complete."
-    ) -> None:
-        super().__init__(message, status=502, type="api_error", code="upstream_stream_truncated")
-
-
 class DeadlineExceeded(EdgeproxyError):
     status = 504
     type = "api_error"
@@ -146,3 +159,26 @@ class StoreError(EdgeproxyError):
 
 class StoreUnavailable(StoreError):
     status = 503
+
+
+class UpstreamFault(Exception):
+    """An attempt failed; ``fault`` says how, as plain data for ``routing``.
+
+    Raised only by ``upstream/`` (made in ``upstream/errors.py``).
+    """
+
+    def __init__(self, fault: Fault) -> None:
+        super().__init__(f"{fault.kind}: {fault.message}")
+        self.fault = fault
+
+
+class CredentialError(Exception):
+    """A reference that cannot be resolved. The message names the reference, never a value."""
+
+
+class ConfigError(ValueError):
+    """A configuration document is malformed or invalid."""
+
+
+class UsageError(Exception):
+    """A command line that cannot be carried out as given (exit status 2)."""

@@ -7,6 +7,7 @@ execution environment) and the local runner (uvicorn).
 from __future__ import annotations
 
 import contextlib
+import functools
 import random
 import time
 from typing import Any
@@ -22,6 +23,7 @@ from edgeproxy.service.telemetry import NoTelemetry, Telemetry
 from edgeproxy.settings import Settings
 from edgeproxy.state.dynamo import DynamoStore
 from edgeproxy.state.schema import TableSchema
+from edgeproxy.state.secrets import AwsSecrets
 from edgeproxy.upstream.client import UpstreamClient, make_http_client
 
 
@@ -35,28 +37,6 @@ async def open_store(
         kwargs["endpoint_url"] = settings.dynamodb_endpoint
     client = await stack.enter_async_context(session.client("dynamodb", **kwargs))
     return DynamoStore(client, settings.table, TableSchema.from_env_value(settings.table_schema))
-
-
-def _aws_fetchers(session: Any, settings: Settings, stack: contextlib.AsyncExitStack) -> Any:
-    clients: dict[str, Any] = {}
-
-    async def client(name: str) -> Any:
-        # Created on first use only: most deployments never read SSM or Secrets Manager.
-        if name not in clients:
-            clients[name] = await stack.enter_async_context(
-                session.client(name, region_name=settings.region)
-            )
-        return clients[name]
-
-    async def ssm(path: str) -> str:
-        answer = await (await client("ssm")).get_parameter(Name=path, WithDecryption=True)
-        return str(answer["Parameter"]["Value"])
-
-    async def secretsmanager(name: str) -> str:
-        answer = await (await client("secretsmanager")).get_secret_value(SecretId=name)
-        return str(answer["SecretString"])
-
-    return ssm, secretsmanager
 
 
 async def build_gateway(
@@ -73,12 +53,14 @@ async def build_gateway(
     store = await open_store(settings, stack, session)
     http = make_http_client()
     stack.push_async_callback(http.aclose)
-    ssm, secrets = _aws_fetchers(session, settings, stack)
+    secrets = AwsSecrets(functools.partial(session.client, region_name=settings.region), stack)
     telemetry = telemetry or NoTelemetry()
     rng = random.Random()  # load spreading, not security
     clock = time.time
     outcomes = Outcomes(store, clock, rng, telemetry)
-    credentials = CredentialResolver(settings.environ, ssm=ssm, secretsmanager=secrets)
+    credentials = CredentialResolver(
+        settings.environ, ssm=secrets.parameter, secretsmanager=secrets.secret
+    )
     return Gateway(
         store,
         UpstreamClient(http),

@@ -164,8 +164,8 @@ async def test_record_adds_every_counter(any_store: Store) -> None:
         prompt_tokens=100,
         completion_tokens=20,
         successes=1,
-        latency_ms=350,
-        output_tokens_per_s=41.5,
+        latency_ms_sum=350,
+        output_tokens_per_s_sum=41.5,
         sticky_hits=1,
     )
     await any_store.record(delta, LATER)

@@ -31,7 +31,7 @@ from edgeproxy.api.parsing import (
     require_model,
     stream_flag,
 )
-from edgeproxy.config.models import Operation
+from edgeproxy.config.policies import Operation
 from edgeproxy.errors import PermissionDenied
 from edgeproxy.routing.affinity import caller_id
 from edgeproxy.service.gateway import Gateway

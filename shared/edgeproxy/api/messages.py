@@ -25,7 +25,7 @@ from edgeproxy.api.messages_answer import error_response, to_message
 from edgeproxy.api.messages_request import SURFACE, to_chat_request
 from edgeproxy.api.messages_stream import message_stream
 from edgeproxy.api.parsing import read_json_object
-from edgeproxy.config.models import Operation
+from edgeproxy.config.policies import Operation
 from edgeproxy.errors import EdgeproxyError
 from edgeproxy.routing.affinity import caller_id
 from edgeproxy.service.gateway import Gateway

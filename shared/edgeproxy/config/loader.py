@@ -15,10 +15,7 @@ import yaml
 from pydantic import ValidationError
 
 from edgeproxy.config.models import GatewayConfig
-
-
-class ConfigError(ValueError):
-    """A configuration document is malformed or invalid."""
+from edgeproxy.errors import ConfigError
 
 
 def _location(loc: tuple[int | str, ...]) -> str:

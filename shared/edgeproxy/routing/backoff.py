@@ -11,12 +11,26 @@ from __future__ import annotations
 
 import random
 
-from edgeproxy.config.models import CircuitSettings
+from edgeproxy.config.router import CircuitSettings
 
 FIRST_DELAY_SECONDS = 0.5
 MAX_DELAY_SECONDS = 8.0
-MAX_RETRY_AFTER_SECONDS = 60.0
-JITTER = 0.25
+MAX_RETRY_AFTER_SECONDS = 60.0  # a provider's Retry-After is honoured up to this
+JITTER = 0.25  # waits grow by up to 25% so that a fleet's retries and probes spread out
+
+
+def capped_retry_after(seconds: float | None) -> float:
+    """A provider's Retry-After as the gateway honours it: 0 if absent or negative, capped.
+
+    >>> capped_retry_after(600.0), capped_retry_after(None)
+    (60.0, 0.0)
+    """
+    return min(max(seconds or 0.0, 0.0), MAX_RETRY_AFTER_SECONDS)
+
+
+def jittered(seconds: float, rng: random.Random) -> float:
+    """``seconds`` grown by a random share of up to ``JITTER``."""
+    return seconds * (1.0 + rng.uniform(0.0, JITTER))
 
 
 def base_delay(reuse: int) -> float:
@@ -45,6 +59,5 @@ def retry_delay(
         return 0.0
     floor = float(settings.retry_after_seconds)
     if provider_retry_after is not None:
-        floor = max(floor, min(max(provider_retry_after, 0.0), MAX_RETRY_AFTER_SECONDS))
-    delay = max(base_delay(tries), floor)
-    return delay * (1.0 + rng.uniform(0.0, JITTER))
+        floor = max(floor, capped_retry_after(provider_retry_after))
+    return jittered(max(base_delay(tries), floor), rng)

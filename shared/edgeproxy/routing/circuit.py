@@ -22,12 +22,10 @@ import random
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from edgeproxy.config.models import CircuitSettings
+from edgeproxy.config.router import CircuitSettings
+from edgeproxy.routing.backoff import capped_retry_after, jittered
 from edgeproxy.routing.faults import FailureClass
 from edgeproxy.routing.snapshot import Circuit, CircuitState, OpenCause
-
-JITTER = 0.25  # reopen cooldowns grow by up to 25% so probes of a fleet spread out
-MAX_RETRY_AFTER_SECONDS = 60.0  # a provider's Retry-After is honoured up to this
 
 
 class AdmissionKind(StrEnum):
@@ -115,7 +113,7 @@ def _open(c: Circuit, now: float, seconds: float, cause: OpenCause, level: int) 
 def reopen_cooldown(level: int, settings: CircuitSettings, rng: random.Random) -> float:
     """Cooldown after the ``level``-th failed probe: exponential, jittered, capped."""
     base = settings.cooldown_seconds * 2.0**level
-    return min(base * (1.0 + rng.uniform(0.0, JITTER)), float(settings.max_cooldown_seconds))
+    return min(jittered(base, rng), float(settings.max_cooldown_seconds))
 
 
 def on_failure(
@@ -215,7 +213,6 @@ def throttle_until(now: float, retry_after: float | None, settings: CircuitSetti
     """When a failure domain's capacity circuit closes after a provider 429.
 
     At least ``throttle_cooldown_seconds``; the provider's Retry-After is
-    honoured up to 60 s.
+    honoured up to ``MAX_RETRY_AFTER_SECONDS``.
     """
-    wait = min(max(retry_after or 0.0, 0.0), MAX_RETRY_AFTER_SECONDS)
-    return now + max(float(settings.throttle_cooldown_seconds), wait)
+    return now + max(float(settings.throttle_cooldown_seconds), capped_retry_after(retry_after))

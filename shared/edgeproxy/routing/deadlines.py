@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from edgeproxy.config.models import Deadline
+from edgeproxy.config.policies import Deadline
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,8 @@ from collections.abc import Set
 from dataclasses import dataclass
 from enum import StrEnum
 
-from edgeproxy.config.models import Deployment, Operation
+from edgeproxy.config.deployment import Deployment
+from edgeproxy.config.policies import Operation
 from edgeproxy.routing.circuit import AdmissionKind, admission
 from edgeproxy.routing.snapshot import OpenCause, PoolSnapshot
 

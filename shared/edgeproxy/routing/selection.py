@@ -28,7 +28,9 @@ from collections.abc import Callable, Collection, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from edgeproxy.config.models import Deployment, Operation, Strategy
+from edgeproxy.config.deployment import Deployment
+from edgeproxy.config.policies import Operation
+from edgeproxy.config.router import Strategy
 from edgeproxy.routing.affinity import binding_valid
 from edgeproxy.routing.eligibility import Eligibility, Status, assess
 from edgeproxy.routing.snapshot import OpenCause, PoolSnapshot

@@ -60,7 +60,12 @@ class Capacity:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Counters of one deployment in one minute bucket (``minute`` = epoch // 60)."""
+    """Counters of one deployment in one minute bucket (``minute`` = epoch // 60).
+
+    The one definition of the usage counters: every field after ``minute`` is a
+    counter, stored under its own name, and a ``Usage`` of increments is what
+    the store adds to a bucket. A new counter is one new field here.
+    """
 
     deployment_id: str
     minute: int

@@ -29,7 +29,9 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from edgeproxy.config.models import CircuitSettings, Deployment, FallbackReason
+from edgeproxy.config.deployment import Deployment
+from edgeproxy.config.models import FallbackReason
+from edgeproxy.config.router import CircuitSettings
 from edgeproxy.routing.backoff import MAX_RETRY_AFTER_SECONDS, retry_delay
 from edgeproxy.routing.deadlines import Budget
 from edgeproxy.routing.faults import FailureClass, Fault

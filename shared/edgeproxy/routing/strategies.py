@@ -20,7 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import groupby
 
-from edgeproxy.config.models import Deployment, Strategy
+from edgeproxy.config.deployment import Deployment
+from edgeproxy.config.router import Strategy
 from edgeproxy.routing.snapshot import PoolSnapshot
 
 

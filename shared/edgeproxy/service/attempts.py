@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from edgeproxy.config.models import Deployment
+from edgeproxy.config.deployment import Deployment
 from edgeproxy.routing.completeness import StreamTracker
 from edgeproxy.routing.deadlines import AttemptTimeouts
 from edgeproxy.routing.faults import FaultKind

@@ -41,7 +41,9 @@ import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from edgeproxy.config.models import Deployment, GatewayConfig, Operation
+from edgeproxy.config.deployment import Deployment
+from edgeproxy.config.models import GatewayConfig
+from edgeproxy.config.policies import Operation
 from edgeproxy.errors import ModelNotFound
 from edgeproxy.routing.affinity import caller_id
 from edgeproxy.routing.snapshot import Binding, BindingKey, Usage

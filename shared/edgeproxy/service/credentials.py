@@ -2,7 +2,10 @@
 
 Each reference is resolved at most once per process (a Lambda cold start) and
 kept in memory; values are ``SecretStr`` so that a stray log line or repr shows
-``**********`` instead of the key.
+``**********`` instead of the key. The ``ssm:`` and ``secretsmanager:``
+schemes are read by injected fetchers (``state.secrets.AwsSecrets``), which
+raise ``CredentialError`` themselves: their foreign errors are translated where
+the client is, not here.
 """
 
 from __future__ import annotations
@@ -12,11 +15,10 @@ from collections.abc import Awaitable, Callable, Mapping
 
 from pydantic import SecretStr
 
+from edgeproxy.errors import CredentialError
+
+# Reads one name of a scheme; raises CredentialError when it cannot.
 Fetcher = Callable[[str], Awaitable[str]]
-
-
-class CredentialError(Exception):
-    """A reference that cannot be resolved. The message names the reference, never a value."""
 
 
 class CredentialResolver:
@@ -66,11 +68,4 @@ class CredentialResolver:
         fetch = self._fetchers[scheme]
         if fetch is None:
             raise CredentialError(f"{scheme} credentials are not available in this process")
-        try:
-            return await fetch(name)
-        except CredentialError:
-            raise
-        except Exception as exc:  # translated so the cause's text (which may echo input) stays out
-            raise CredentialError(
-                f"cannot read {scheme} credential {name!r}: {type(exc).__name__}"
-            ) from None
+        return await fetch(name)

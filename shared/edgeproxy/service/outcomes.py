@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from edgeproxy.config.models import Deployment
+from edgeproxy.config.deployment import Deployment
 from edgeproxy.errors import StoreError
 from edgeproxy.routing import affinity, circuit
 from edgeproxy.routing.faults import FailureClass
@@ -95,8 +95,8 @@ class Outcomes:
                 successes=1,
                 prompt_tokens=prompt_tokens,
                 completion_tokens=completion_tokens,
-                latency_ms=int(latency_s * 1000),
-                output_tokens_per_s=completion_tokens / latency_s if latency_s > 0 else 0.0,
+                latency_ms_sum=int(latency_s * 1000),
+                output_tokens_per_s_sum=completion_tokens / latency_s if latency_s > 0 else 0.0,
                 sticky_hits=1 if attempt.sticky else 0,
             ),
             self._expiry(attempt.minute),

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from edgeproxy.config.models import CircuitSettings, Deployment, StickySettings
+from edgeproxy.config.deployment import Deployment
+from edgeproxy.config.router import CircuitSettings, StickySettings
 from edgeproxy.routing.snapshot import BindingKey, Capacity, Circuit, PoolSnapshot
 
 

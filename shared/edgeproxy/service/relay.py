@@ -15,7 +15,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
-from edgeproxy.errors import EdgeproxyError
+from edgeproxy.errors import EdgeproxyError, UpstreamFault
 from edgeproxy.routing.completeness import Complete, StreamTracker
 from edgeproxy.routing.faults import Fault, FaultKind
 from edgeproxy.routing.refusal import fault_error
@@ -24,7 +24,6 @@ from edgeproxy.service.attempts import usage_only
 from edgeproxy.service.outcomes import Outcomes, settle
 from edgeproxy.service.router import Run, Served
 from edgeproxy.service.telemetry import Telemetry
-from edgeproxy.upstream.errors import UpstreamFault
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from edgeproxy.config.models import Operation
+from edgeproxy.config.policies import Operation
 
 
 @dataclass(frozen=True, slots=True)

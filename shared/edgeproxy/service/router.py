@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from edgeproxy.config.models import GatewayConfig
-from edgeproxy.errors import ModelNotFound, RequestError
+from edgeproxy.errors import CredentialError, ModelNotFound, RequestError, UpstreamFault
 from edgeproxy.routing.deadlines import Budget
 from edgeproxy.routing.refusal import RouteFailure
 from edgeproxy.routing.selection import RouteRequest
@@ -29,14 +29,13 @@ from edgeproxy.routing.snapshot import BindingKey
 from edgeproxy.routing.step import AttemptLog, PoolFailure, Stop, Try, Wait, chain_reason, next_step
 from edgeproxy.routing.verdict import CREDENTIAL_UNAVAILABLE, Verdict, judge
 from edgeproxy.service.attempts import Answer, Caller, with_stream_usage
-from edgeproxy.service.credentials import CredentialError, CredentialResolver
+from edgeproxy.service.credentials import CredentialResolver
 from edgeproxy.service.outcomes import Attempt, Outcomes
 from edgeproxy.service.pool import PoolContext, Standing
 from edgeproxy.service.request import ProxyRequest
 from edgeproxy.service.trace import AttemptRecord, Trace
 from edgeproxy.state.store import RequestStore, SnapshotRequest
 from edgeproxy.upstream.call import UpstreamCall
-from edgeproxy.upstream.errors import UpstreamFault
 
 logger = logging.getLogger(__name__)
 

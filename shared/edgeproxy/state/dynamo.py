@@ -161,11 +161,7 @@ class DynamoStore(DynamoAdmin):
 
     async def record(self, delta: UsageDelta, expires_at: float) -> None:
         """Apply the non-zero fields of ``delta`` to its bucket with ADD."""
-        counters: dict[str, float] = {
-            attribute: value
-            for attribute, field in items.USAGE_COUNTERS.items()
-            if (value := getattr(delta, field))
-        }
+        counters = items.usage_counters(delta)
         if counters:
             await self._add(keys.usage_key(delta.deployment_id, delta.minute), counters, expires_at)
 

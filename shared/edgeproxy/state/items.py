@@ -8,6 +8,7 @@ their names. Optional fields that are ``None`` are left out of the item.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from decimal import Decimal
 from typing import Any
@@ -26,17 +27,11 @@ from edgeproxy.routing.snapshot import (
 AttributeValue = dict[str, Any]
 Item = dict[str, AttributeValue]
 
-# Usage attribute <- UsageDelta field; one table so admit, record and read agree.
-USAGE_COUNTERS: dict[str, str] = {
-    "inflight": "inflight",
-    "prompt_tokens": "prompt_tokens",
-    "completion_tokens": "completion_tokens",
-    "successes": "successes",
-    "failures": "failures",
-    "latency_ms_sum": "latency_ms",
-    "output_tokens_per_s_sum": "output_tokens_per_s",
-    "sticky_hits": "sticky_hits",
-}
+# Derived from ``Usage`` (its fields after the bucket's key), so a new counter is one edit there.
+_USAGE_FIELDS = tuple(
+    f for f in dataclasses.fields(Usage) if f.name not in ("deployment_id", "minute")
+)
+USAGE_COUNTERS: tuple[str, ...] = tuple(f.name for f in _USAGE_FIELDS)
 
 
 def text(value: str) -> AttributeValue:
@@ -114,21 +109,18 @@ def circuit_from(deployment_id: str, item: Item) -> Circuit:
     )
 
 
+def usage_counters(delta: Usage) -> dict[str, float]:
+    """The non-zero counters of ``delta`` by attribute name: what an ``ADD`` applies."""
+    return {name: value for name in USAGE_COUNTERS if (value := getattr(delta, name))}
+
+
 def usage_from(deployment_id: str, minute: int, item: Item) -> Usage:
-    """One usage bucket from a stored item."""
-    return Usage(
-        deployment_id=deployment_id,
-        minute=minute,
-        requests=get_int(item, "requests"),
-        inflight=get_int(item, "inflight"),
-        prompt_tokens=get_int(item, "prompt_tokens"),
-        completion_tokens=get_int(item, "completion_tokens"),
-        successes=get_int(item, "successes"),
-        failures=get_int(item, "failures"),
-        latency_ms_sum=get_int(item, "latency_ms_sum"),
-        output_tokens_per_s_sum=get_float(item, "output_tokens_per_s_sum"),
-        sticky_hits=get_int(item, "sticky_hits"),
-    )
+    """One usage bucket from a stored item (absent counters are 0)."""
+    counters: dict[str, Any] = {
+        f.name: get_float(item, f.name) if isinstance(f.default, float) else get_int(item, f.name)
+        for f in _USAGE_FIELDS
+    }
+    return Usage(deployment_id, minute, **counters)
 
 
 def health_item(health: Health) -> Item:

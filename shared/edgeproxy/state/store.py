@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeAlias
 
-from edgeproxy.config.models import Deployment
+from edgeproxy.config.deployment import Deployment
 from edgeproxy.routing.snapshot import (
     Binding,
     BindingKey,
@@ -61,20 +61,8 @@ class SnapshotRequest:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class UsageDelta:
-    """Counter increments for one attempt's outcome, applied with ``ADD`` only."""
-
-    deployment_id: str
-    minute: int
-    inflight: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    successes: int = 0
-    failures: int = 0
-    latency_ms: int = 0
-    output_tokens_per_s: float = 0.0
-    sticky_hits: int = 0
+UsageDelta: TypeAlias = Usage
+"""Counter increments for one attempt's outcome, applied with ``ADD`` only."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,9 @@
 """``Table``: the three kinds of request the store sends, and their error translation.
 
-This is the one place where botocore errors enter the project's exception tree
-(``translated_errors``). A failed condition is not an error: ``write_if``
-returns it as an outcome together with the item that blocked the write.
+This is the one place where DynamoDB's botocore errors enter the project's
+exception tree (``translated_errors``; SSM's and Secrets Manager's: ``secrets.py``).
+A failed condition is not an error: ``write_if`` returns it as an outcome
+together with the item that blocked the write.
 """
 
 from __future__ import annotations

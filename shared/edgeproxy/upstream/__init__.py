@@ -3,16 +3,16 @@
 client.py            UpstreamClient.send / open_stream, make_http_client
 call.py              UpstreamCall, UpstreamResponse, StreamEvent, Usage
 stream.py            UpstreamStream (idle deadline, completeness)
-errors.py            UpstreamFault and the one translation of foreign errors
+errors.py            the one translation of foreign errors into UpstreamFault
 headers.py           Retry-After and rate-limit headers
 openai.py            OpenAI / OpenAI-compatible adapter
 anthropic*.py        Anthropic Messages adapter and stream translation
 sse.py               incremental Server-Sent Events parser
 """
 
+from edgeproxy.errors import UpstreamFault
 from edgeproxy.upstream.call import StreamEvent, UpstreamCall, UpstreamResponse, Usage
 from edgeproxy.upstream.client import UpstreamClient, make_http_client
-from edgeproxy.upstream.errors import UpstreamFault
 from edgeproxy.upstream.headers import RateLimitInfo
 from edgeproxy.upstream.stream import UpstreamStream
 

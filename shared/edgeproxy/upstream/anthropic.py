@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from edgeproxy.config.models import Operation
+from edgeproxy.config.policies import Operation
 from edgeproxy.routing.faults import FaultKind
 from edgeproxy.upstream.adapter import Prepared
 from edgeproxy.upstream.anthropic_stream import FINISH_REASONS, AnthropicChunks

@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from edgeproxy.config.models import Deployment, Operation
+from edgeproxy.config.deployment import Deployment
+from edgeproxy.config.policies import Operation
 from edgeproxy.upstream.headers import RateLimitInfo
 
 

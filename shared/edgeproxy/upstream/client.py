@@ -15,7 +15,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from edgeproxy.config.models import ProviderKind
+from edgeproxy.config.deployment import ProviderKind
+from edgeproxy.errors import UpstreamFault
 from edgeproxy.routing.faults import FaultKind
 from edgeproxy.upstream.adapter import Adapter, Prepared
 from edgeproxy.upstream.anthropic import AnthropicAdapter
@@ -23,7 +24,6 @@ from edgeproxy.upstream.call import UpstreamCall, UpstreamResponse, Usage
 from edgeproxy.upstream.errors import (
     BODY,
     HEADERS,
-    UpstreamFault,
     fault,
     http_fault,
     translate_errors,

@@ -1,7 +1,4 @@
-"""The one exception the upstream client raises, and the one place it is made.
-
-    Exception
-    └── UpstreamFault          .fault: routing.faults.Fault (kind, status, message, ...)
+"""The one place ``UpstreamFault`` (drawn in ``edgeproxy/errors.py``) is made.
 
 Every foreign error (httpx transport errors, the deadline's TimeoutError, an
 upstream's error answer, unparseable JSON or SSE) becomes an ``UpstreamFault``
@@ -21,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from edgeproxy.errors import UpstreamFault
 from edgeproxy.routing.faults import Fault, FaultKind
 
 _REDACTED = "[redacted]"
@@ -42,14 +40,6 @@ _ANTHROPIC_STATUS = {
     "api_error": 500,
     "overloaded_error": 529,
 }
-
-
-class UpstreamFault(Exception):
-    """An attempt failed; ``fault`` says how, as plain data for ``routing``."""
-
-    def __init__(self, fault: Fault) -> None:
-        super().__init__(f"{fault.kind}: {fault.message}")
-        self.fault = fault
 
 
 @dataclass(frozen=True, slots=True)

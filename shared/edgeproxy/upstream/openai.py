@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from edgeproxy.config.models import Operation
+from edgeproxy.config.policies import Operation
 from edgeproxy.routing.faults import FaultKind
 from edgeproxy.upstream.adapter import Prepared, wire_body
 from edgeproxy.upstream.call import DONE, StreamEvent, UpstreamCall, Usage

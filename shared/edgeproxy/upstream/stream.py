@@ -18,10 +18,11 @@ from typing import Any
 
 import httpx
 
+from edgeproxy.errors import UpstreamFault
 from edgeproxy.routing.faults import FaultKind
 from edgeproxy.upstream.adapter import ChunkTranslator
 from edgeproxy.upstream.call import StreamEvent, Usage
-from edgeproxy.upstream.errors import STREAM, UpstreamFault, fault, translate_errors
+from edgeproxy.upstream.errors import STREAM, fault, translate_errors
 from edgeproxy.upstream.headers import RateLimitInfo
 from edgeproxy.upstream.sse import SSEParser
 

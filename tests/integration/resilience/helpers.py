@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import openai
 
-from edgeproxy.config.models import default_execution_policies
+from edgeproxy.config.policies import default_execution_policies
 
 ADMIN_KEY = "sk-admin-resilience"
 CLIENT_KEY = "sk-client-resilience"

@@ -10,7 +10,8 @@ from __future__ import annotations
 import dataclasses
 import random
 
-from edgeproxy.config.models import CircuitSettings, Deployment, StickySettings
+from edgeproxy.config.deployment import Deployment
+from edgeproxy.config.router import CircuitSettings, StickySettings
 from edgeproxy.routing.faults import Fault, FaultKind
 from edgeproxy.routing.snapshot import Circuit, CircuitState
 from edgeproxy.routing.verdict import judge

@@ -11,7 +11,8 @@ import asyncio
 import random
 import time
 
-from edgeproxy.config.models import CircuitSettings, Deployment, ProviderKind, StickySettings
+from edgeproxy.config.deployment import Deployment, ProviderKind
+from edgeproxy.config.router import CircuitSettings, StickySettings
 from edgeproxy.routing.selection import Pick, RouteRequest, next_deployment
 from edgeproxy.routing.snapshot import Binding, BindingKey
 from edgeproxy.service.bindings import invalidate_pool, unbind

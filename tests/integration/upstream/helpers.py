@@ -5,7 +5,8 @@ from __future__ import annotations
 import socket
 from typing import Any
 
-from edgeproxy.config.models import Deployment, Operation, ProviderKind
+from edgeproxy.config.deployment import Deployment, ProviderKind
+from edgeproxy.config.policies import Operation
 from edgeproxy.local.mock_upstream import MockUpstream
 from edgeproxy.upstream.call import StreamEvent, UpstreamCall
 from edgeproxy.upstream.stream import UpstreamStream

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from edgeproxy.config.loader import ConfigError, from_document, load_config_file, to_document
+from edgeproxy.config.loader import from_document, load_config_file, to_document
+from edgeproxy.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -7,12 +7,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from edgeproxy.config.models import (
-    CircuitSettings,
-    GatewayConfig,
-    Operation,
-    Strategy,
-)
+from edgeproxy.config.models import GatewayConfig
+from edgeproxy.config.policies import Operation
+from edgeproxy.config.router import CircuitSettings, Strategy
 
 
 def dep(dep_id: str, model: str = "chat", **fields: Any) -> dict[str, Any]:

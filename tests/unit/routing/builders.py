@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from edgeproxy.config.models import Deployment, ProviderKind
+from edgeproxy.config.deployment import Deployment, ProviderKind
 
 
 def dep(id: str, **fields: Any) -> Deployment:

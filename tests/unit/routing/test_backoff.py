@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from edgeproxy.config.models import CircuitSettings
+from edgeproxy.config.router import CircuitSettings
 from edgeproxy.routing.backoff import base_delay, retry_delay
 
 S = CircuitSettings()

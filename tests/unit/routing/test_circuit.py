@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from edgeproxy.config.models import CircuitSettings
+from edgeproxy.config.router import CircuitSettings
 from edgeproxy.routing.circuit import (
     AdmissionKind,
     admission,

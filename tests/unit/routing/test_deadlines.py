@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from edgeproxy.config.models import Deadline
+from edgeproxy.config.policies import Deadline
 from edgeproxy.routing.deadlines import Budget
 
 STREAM = Deadline(response_ms=600_000, idle_ms=300_000, total_ms=3_600_000, max_attempts=3)

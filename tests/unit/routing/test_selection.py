@@ -8,7 +8,10 @@ from functools import partial
 
 import pytest
 
-from edgeproxy.config.models import Deployment, GatewayConfig, Operation, PoolSettings, Strategy
+from edgeproxy.config.deployment import Deployment
+from edgeproxy.config.models import GatewayConfig
+from edgeproxy.config.policies import Operation
+from edgeproxy.config.router import PoolSettings, Strategy
 from edgeproxy.routing.eligibility import Limit, Status, pool_status
 from edgeproxy.routing.selection import Blocked, BlockReason, Pick, RouteRequest, next_deployment
 from edgeproxy.routing.snapshot import (

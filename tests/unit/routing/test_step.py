@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from edgeproxy.config.models import CircuitSettings, FallbackReason
+from edgeproxy.config.models import FallbackReason
+from edgeproxy.config.router import CircuitSettings
 from edgeproxy.routing.backoff import MAX_RETRY_AFTER_SECONDS
 from edgeproxy.routing.deadlines import Budget
 from edgeproxy.routing.faults import Fault, FaultKind

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from edgeproxy.config.models import Deployment, Strategy
+from edgeproxy.config.deployment import Deployment
+from edgeproxy.config.router import Strategy
 from edgeproxy.routing.snapshot import Health, PoolSnapshot, Usage
 from edgeproxy.routing.strategies import StrategyInputs, order, weighted_order
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from edgeproxy.config.models import Deployment
+from edgeproxy.config.deployment import Deployment
 from edgeproxy.service.attempts import usage_only, with_stream_usage
 
 BODY: dict[str, Any] = {"model": "m", "messages": [], "stream": True}

@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from edgeproxy.config.models import Deployment, ProviderKind
+from edgeproxy.config.deployment import Deployment, ProviderKind
 from edgeproxy.routing.snapshot import Usage
 from edgeproxy.service.bindings import looks_like_caller_id, resolve_caller, share_of
 

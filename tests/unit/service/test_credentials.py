@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from edgeproxy.service.credentials import CredentialError, CredentialResolver
+from edgeproxy.errors import CredentialError
+from edgeproxy.service.credentials import CredentialResolver
 
 
 async def test_env_references_resolve_and_hide_their_value() -> None:
@@ -45,11 +46,29 @@ async def test_unresolvable_references_name_the_reference(reference: str, messag
         await CredentialResolver({}).resolve(reference)
 
 
-async def test_a_fetch_failure_does_not_leak_its_text() -> None:
+async def test_a_fetcher_s_credential_error_reaches_the_caller_unchanged() -> None:
+    failure = CredentialError("SSM parameter '/edgeproxy/x' does not exist")
+
     async def ssm(path: str) -> str:
-        raise RuntimeError("AccessDenied for key sk-leaky")
+        raise failure
 
     with pytest.raises(CredentialError) as caught:
         await CredentialResolver({}, ssm=ssm).resolve("ssm:/edgeproxy/x")
-    assert "sk-leaky" not in str(caught.value)
-    assert "RuntimeError" in str(caught.value)
+    assert caught.value is failure
+
+
+async def test_a_failed_fetch_is_not_cached() -> None:
+    answers: list[str | None] = [None, "sk-second"]
+
+    async def secretsmanager(name: str) -> str:
+        value = answers.pop(0)
+        if value is None:
+            raise CredentialError(f"Secrets Manager secret {name!r}: access denied")
+        return value
+
+    resolver = CredentialResolver({}, secretsmanager=secretsmanager)
+    with pytest.raises(CredentialError):
+        await resolver.resolve("secretsmanager:edgeproxy/x")
+    secret = await resolver.resolve("secretsmanager:edgeproxy/x")
+    assert secret is not None
+    assert secret.get_secret_value() == "sk-second"

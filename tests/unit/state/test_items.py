@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from edgeproxy.routing.snapshot import Circuit, CircuitState, Health, OpenCause
+from edgeproxy.routing.snapshot import Circuit, CircuitState, Health, OpenCause, Usage
 from edgeproxy.state import items
 from edgeproxy.state.store import UsageDelta
 
@@ -36,9 +36,34 @@ def test_circuit_round_trips() -> None:
     assert items.circuit_from("d1", items.circuit_item(bare)) == bare
 
 
-def test_every_usage_delta_field_is_a_counter() -> None:
-    fields = {f.name for f in dataclasses.fields(UsageDelta)} - {"deployment_id", "minute"}
-    assert set(items.USAGE_COUNTERS.values()) == fields
+def test_usage_counters_keep_their_stored_attribute_names() -> None:
+    # Renaming a Usage field renames a DynamoDB attribute: stored buckets would read as 0.
+    assert items.USAGE_COUNTERS == (
+        "requests",
+        "inflight",
+        "prompt_tokens",
+        "completion_tokens",
+        "successes",
+        "failures",
+        "latency_ms_sum",
+        "output_tokens_per_s_sum",
+        "sticky_hits",
+    )
+
+
+def test_every_usage_counter_round_trips() -> None:
+    full = Usage("d1", 7, **{name: i + 1 for i, name in enumerate(items.USAGE_COUNTERS)})
+    full = dataclasses.replace(full, output_tokens_per_s_sum=41.5)
+    added = items.usage_counters(full)
+    assert set(added) == set(items.USAGE_COUNTERS)
+    item = {name: items.number(value) for name, value in added.items()}
+    assert items.usage_from("d1", 7, item) == full
+
+
+def test_a_delta_adds_only_its_non_zero_counters() -> None:
+    delta = UsageDelta("d1", 7, inflight=-1, successes=1)
+    assert items.usage_counters(delta) == {"inflight": -1, "successes": 1}
+    assert items.usage_from("d1", 7, {}) == Usage("d1", 7)
 
 
 def test_health_round_trips_with_and_without_ewmas() -> None:

@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
-from edgeproxy.config.models import Deployment, Operation, ProviderKind
+from edgeproxy.config.deployment import Deployment, ProviderKind
+from edgeproxy.config.policies import Operation
+from edgeproxy.errors import UpstreamFault
 from edgeproxy.routing.faults import FaultKind
 from edgeproxy.upstream.anthropic import (
     AnthropicAdapter,
@@ -16,7 +18,6 @@ from edgeproxy.upstream.anthropic import (
 )
 from edgeproxy.upstream.anthropic_stream import AnthropicChunks
 from edgeproxy.upstream.call import DONE, UpstreamCall
-from edgeproxy.upstream.errors import UpstreamFault
 from edgeproxy.upstream.sse import ServerSentEvent
 
 DEPLOYMENT = Deployment(

@@ -7,13 +7,13 @@ import json
 import httpx
 import pytest
 
+from edgeproxy.errors import UpstreamFault
 from edgeproxy.routing.faults import FaultKind
 from edgeproxy.upstream.errors import (
     BODY,
     HEADERS,
     STREAM,
     Phase,
-    UpstreamFault,
     http_fault,
     sanitize,
     stream_error_fault,

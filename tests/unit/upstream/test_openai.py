@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from edgeproxy.config.models import Deployment, Operation, ProviderKind
+from edgeproxy.config.deployment import Deployment, ProviderKind
+from edgeproxy.config.policies import Operation
+from edgeproxy.errors import UpstreamFault
 from edgeproxy.routing.faults import FaultKind
 from edgeproxy.upstream.call import DONE, UpstreamCall
-from edgeproxy.upstream.errors import UpstreamFault
 from edgeproxy.upstream.openai import OpenAIAdapter, OpenAIChunks
 from edgeproxy.upstream.sse import ServerSentEvent
 
@@ -77,7 +78,8 @@ def test_bad_chunks(data: str, kind: FaultKind) -> None:
 
 
 def test_a_calls_repr_never_shows_its_credential() -> None:
-    from edgeproxy.config.models import Deployment, Operation
+    from edgeproxy.config.deployment import Deployment
+    from edgeproxy.config.policies import Operation
     from edgeproxy.upstream.call import UpstreamCall
 
     dep = Deployment(

@@ -8,11 +8,12 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from edgeproxy.config.models import Deployment, Operation, ProviderKind
+from edgeproxy.config.deployment import Deployment, ProviderKind
+from edgeproxy.config.policies import Operation
+from edgeproxy.errors import UpstreamFault
 from edgeproxy.routing.faults import FaultKind
 from edgeproxy.upstream.call import StreamEvent, UpstreamCall
 from edgeproxy.upstream.client import UpstreamClient
-from edgeproxy.upstream.errors import UpstreamFault
 
 DEPLOYMENT = Deployment(
     id="oa",

@@ -1,0 +1,83 @@
+"""Router settings (``router:``) and the per-pool overrides of them (``pools:``)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Self
+
+from pydantic import Field, model_validator
+
+from edgeproxy.config.base import NonNegative, Positive, Strict
+from edgeproxy.config.policies import Operation, OperationPolicy, default_execution_policies
+
+
+class Strategy(StrEnum):
+    """Ordering strategies: the eight of the primary spec and the four of 003."""
+
+    SIMPLE_SHUFFLE = "simple-shuffle"
+    LEAST_BUSY = "least-busy"
+    USAGE_BASED_RPM = "usage-based-rpm"
+    USAGE_BASED_TPM = "usage-based-tpm"
+    LATENCY_BASED = "latency-based"
+    THROUGHPUT_BASED = "throughput-based"
+    PRICE_BASED = "price-based"
+    HEALTH_AWARE = "health-aware"
+    HASH_AFFINITY = "hash_affinity"
+    WEIGHTED_RANDOM = "weighted_random"
+    WEIGHT_PRIORITY = "weight_priority"
+    WEIGHTED_ROUND_ROBIN = "weighted_round_robin"
+
+
+class StickySettings(Strict):
+    """Sticky bindings: on by default, idle TTL renewed on success."""
+
+    enabled: bool = True
+    idle_ttl_seconds: Positive = 3600
+
+
+class StickyOverride(Strict):
+    enabled: bool | None = None
+    idle_ttl_seconds: Positive | None = None
+
+
+class CircuitSettings(Strict):
+    """Circuit-breaker knobs, with the primary spec's defaults."""
+
+    allowed_fails: NonNegative = 3
+    cooldown_seconds: NonNegative = 5
+    retry_after_seconds: NonNegative = 0
+    failure_window_seconds: Positive = 60
+    max_cooldown_seconds: Positive = 300
+    half_open_probe_seconds: Positive = 30
+    configuration_cooldown_seconds: Positive = 300
+    throttle_cooldown_seconds: NonNegative = 5
+
+
+class RouterSettings(Strict):
+    """Gateway-wide router settings; pools and priority tiers may override the strategy."""
+
+    strategy: Strategy = Strategy.SIMPLE_SHUFFLE
+    circuit: CircuitSettings = CircuitSettings()
+    execution_policies: dict[Operation, OperationPolicy] = Field(
+        default_factory=default_execution_policies
+    )
+    sticky: StickySettings = StickySettings()
+    stream_header_hold_ms: NonNegative = 10_000
+    max_fallback_depth: Positive = 3
+
+    @model_validator(mode="after")
+    def _matrix_is_exhaustive(self) -> Self:
+        missing = [op.value for op in Operation if op not in self.execution_policies]
+        if missing:
+            raise ValueError(
+                "execution_policies must list every operation; missing: " + ", ".join(missing)
+            )
+        return self
+
+
+class PoolSettings(Strict):
+    """Per-pool overrides (keyed by public model, or ``model:group``)."""
+
+    strategy: Strategy | None = None
+    tier_strategies: dict[int, Strategy] = Field(default_factory=dict)
+    sticky: StickyOverride = StickyOverride()
