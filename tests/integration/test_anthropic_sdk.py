@@ -14,10 +14,10 @@ import boto3
 import httpx
 import pytest
 
-from edgeproxy.local.dynamo_server import client_kwargs, create_table
-from edgeproxy.local.mock_upstream import MockUpstream
 from edgeproxy.routing.affinity import caller_id
 from edgeproxy.state.schema import TableSchema, default_template_path
+from edgeproxy_dev.dynamo_server import client_kwargs, create_table
+from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.configs import config, deployment
 from tests.fixtures.gateway import GatewayServer, store
 from tests.integration.resilience.helpers import router

@@ -9,11 +9,11 @@ from typing import Any
 import aioboto3
 import httpx
 
-from edgeproxy.local.aws import client_kwargs
-from edgeproxy.local.mock_upstream import MockUpstream
 from edgeproxy.routing.snapshot import Usage
 from edgeproxy.state.dynamo import DynamoStore
 from edgeproxy.state.schema import TableSchema, default_template_path
+from edgeproxy_dev.aws import client_kwargs
+from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.configs import config, deployment
 
 HELLO = {"model": "fast-chat", "messages": [{"role": "user", "content": "Hello!"}]}

@@ -13,13 +13,13 @@ from typing import Any
 
 import httpx
 
-from edgeproxy.local.dynamo_server import client_kwargs
-from edgeproxy.local.mock_upstream import MockUpstream
-from edgeproxy.local.runner import local_session
 from edgeproxy.routing.snapshot import Circuit, CircuitState
 from edgeproxy.state.dynamo import DynamoStore
 from edgeproxy.state.schema import TableSchema, default_template_path
 from edgeproxy.state.store import SnapshotRequest
+from edgeproxy_dev.dynamo_server import client_kwargs
+from edgeproxy_dev.mock_upstream import MockUpstream
+from edgeproxy_dev.runner import local_session
 from tests.fixtures.configs import config, deployment
 from tests.integration.resilience.helpers import CLIENT_KEY, HELLO, keys, model_requests, router
 

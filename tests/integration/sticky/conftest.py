@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import boto3
 import pytest
 
-from edgeproxy.local.dynamo_server import client_kwargs
 from edgeproxy.state.schema import TableSchema
+from edgeproxy_dev.dynamo_server import client_kwargs
 from tests.integration.sticky.helpers import TableView
 
 

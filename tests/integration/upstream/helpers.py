@@ -6,9 +6,9 @@ import socket
 from typing import Any
 
 from edgeproxy.config.models import Deployment, Operation, ProviderKind
-from edgeproxy.local.mock_upstream import MockUpstream
 from edgeproxy.upstream.call import StreamEvent, UpstreamCall
 from edgeproxy.upstream.stream import UpstreamStream
+from edgeproxy_dev.mock_upstream import MockUpstream
 
 MESSAGES = [
     {"role": "system", "content": "You are terse."},

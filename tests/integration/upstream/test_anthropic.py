@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from edgeproxy.config.models import Operation, ProviderKind
-from edgeproxy.local.mock_upstream import MockUpstream
 from edgeproxy.routing.faults import FaultKind
 from edgeproxy.upstream.call import StreamEvent, UpstreamCall
 from edgeproxy.upstream.client import UpstreamClient
 from edgeproxy.upstream.errors import UpstreamFault
+from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.integration.upstream.helpers import chat, deployment, drain
 
 ANTHROPIC = ProviderKind.ANTHROPIC

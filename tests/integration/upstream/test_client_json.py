@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from edgeproxy.config.models import Operation
-from edgeproxy.local.mock_upstream import MockUpstream
 from edgeproxy.routing.faults import FaultKind
 from edgeproxy.upstream.call import UpstreamCall
 from edgeproxy.upstream.client import UpstreamClient
 from edgeproxy.upstream.errors import UpstreamFault
+from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.integration.upstream.helpers import MESSAGES, chat, closed_port_url, deployment
 
 

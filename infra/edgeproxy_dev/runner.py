@@ -24,14 +24,14 @@ import uvicorn
 from edgeproxy.api.app import create_app
 from edgeproxy.config.loader import load_config_file, to_document
 from edgeproxy.config.models import GatewayConfig
-from edgeproxy.local.aws import DUMMY_CREDENTIALS, REGION
 from edgeproxy.runtime import build_gateway, open_store
 from edgeproxy.service.gateway import Gateway
 from edgeproxy.settings import Settings
 from edgeproxy.state.schema import default_template_path
+from edgeproxy_dev.aws import DUMMY_CREDENTIALS, REGION
 
 if TYPE_CHECKING:
-    from edgeproxy.local.mock_upstream import MockUpstream
+    from edgeproxy_dev.mock_upstream import MockUpstream
 
 TABLE = "edgeproxy-local"
 MOCK_KEY = "sk-mock-upstream"  # what the mocks expect; referenced as env:EDGEPROXY_MOCK_KEY
@@ -62,7 +62,7 @@ async def store_config(settings: Settings, config: GatewayConfig) -> int:
 @contextlib.contextmanager
 def mock_upstreams(config: GatewayConfig) -> Iterator[list[MockUpstream]]:
     """Start one mock per loopback port the configuration names."""
-    from edgeproxy.local.mock_upstream import MockUpstream  # local runs only
+    from edgeproxy_dev.mock_upstream import MockUpstream  # local runs only
 
     ports: dict[int, set[str]] = {}
     for dep in config.deployments:
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> None:
             parser.error("--serve-only needs --dynamo-endpoint")
         serve(local_settings(args.dynamo_endpoint, args.table), args.port)
         return
-    from edgeproxy.local.dynamo_server import EmbeddedDynamo, create_table  # local runs only
+    from edgeproxy_dev.dynamo_server import EmbeddedDynamo, create_table  # local runs only
 
     config = load_config_file(args.config)
     with EmbeddedDynamo() as dynamo, mock_upstreams(config):
