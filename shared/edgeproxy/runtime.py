@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import random
 import time
+from collections.abc import Callable
 from typing import Any
 
 import aioboto3
@@ -60,11 +61,18 @@ def _aws_fetchers(session: Any, settings: Settings, stack: contextlib.AsyncExitS
 
 
 async def build_gateway(
-    settings: Settings, telemetry: Telemetry | None = None, *, session: Any | None = None
+    settings: Settings,
+    telemetry: Telemetry | None = None,
+    *,
+    session: Any | None = None,
+    clock: Callable[[], float] = time.time,
+    rng: random.Random | None = None,
 ) -> Gateway:
     """Create the clients and wire the service. Call once per process.
 
     ``session``: an aioboto3 session (default: AWS's default credential chain).
+    ``clock`` (epoch seconds) and ``rng`` are the only sources of time and
+    chance below this point, so a test can move time instead of sleeping.
 
     >>> gateway = await build_gateway(Settings.from_env())  # doctest: +SKIP
     """
@@ -75,13 +83,12 @@ async def build_gateway(
     stack.push_async_callback(http.aclose)
     ssm, secrets = _aws_fetchers(session, settings, stack)
     telemetry = telemetry or NoTelemetry()
-    rng = random.Random()  # load spreading, not security
-    clock = time.time
+    rng = rng or random.Random()  # load spreading, not security
     outcomes = Outcomes(store, clock, rng, telemetry)
     credentials = CredentialResolver(settings.environ, ssm=ssm, secretsmanager=secrets)
     return Gateway(
         store,
-        UpstreamClient(http),
+        UpstreamClient(http, clock=clock),
         ConfigCache(store, settings.config_ttl_seconds, clock),
         Router(store, outcomes, credentials, clock, rng),
         outcomes,

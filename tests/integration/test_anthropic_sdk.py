@@ -20,8 +20,8 @@ from edgeproxy_dev.dynamo_server import client_kwargs, create_table
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.configs import config, deployment
 from tests.fixtures.gateway import GatewayServer, store
+from tests.fixtures.table import TableView
 from tests.integration.resilience.helpers import router
-from tests.integration.sticky.helpers import TableView
 
 HELLO = [{"role": "user", "content": "Hello!"}]
 CLIENT_KEY = "sk-anthropic-caller"

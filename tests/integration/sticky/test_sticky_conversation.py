@@ -8,10 +8,10 @@ import pytest
 
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.configs import config, deployment
+from tests.fixtures.table import TableView
 from tests.fixtures.upstream import MakeUpstream
 from tests.integration.sticky.helpers import (
     ALICE,
-    TableView,
     attempts,
     chat,
     served_by,

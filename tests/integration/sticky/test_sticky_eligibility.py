@@ -8,8 +8,9 @@ from typing import Any
 from edgeproxy.routing.snapshot import Circuit, CircuitState, OpenCause
 from tests.fixtures.configs import config, deployment
 from tests.fixtures.gateway import store
+from tests.fixtures.table import TableView
 from tests.fixtures.upstream import MakeUpstream
-from tests.integration.sticky.helpers import ALICE, TableView, attempts, chat, served_by
+from tests.integration.sticky.helpers import ALICE, attempts, chat, served_by
 
 CONFIG_REFRESH_S = 0.3  # the test gateways cache configuration for 0.2 s (TEST_ENV)
 

@@ -11,11 +11,11 @@ import pytest
 
 from edgeproxy.routing.affinity import caller_id
 from tests.fixtures.configs import config, deployment
+from tests.fixtures.table import TableView
 from tests.fixtures.upstream import MakeUpstream
 from tests.integration.sticky.helpers import (
     ALICE,
     ALICE_KEY,
-    TableView,
     attempts,
     chat,
     served_by,
