@@ -22,8 +22,8 @@ from collections import Counter
 from typing import Any
 
 from bench.client import Sample
-from edgeproxy.local.dynamo_server import client_kwargs
-from edgeproxy.local.runner import local_session
+from edgeproxy_dev.dynamo_server import client_kwargs
+from edgeproxy_dev.runner import local_session
 
 # A key no request routes on, for replaying writes without touching real counters.
 RTT_KEY = "bench#rtt"

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.workloads import CLIENT_KEY
-from edgeproxy.local.dynamo_server import DUMMY_CREDENTIALS
-from edgeproxy.local.runner import MOCK_KEY
+from edgeproxy_dev.dynamo_server import DUMMY_CREDENTIALS
+from edgeproxy_dev.runner import MOCK_KEY
 
 ROOT = Path(__file__).resolve().parents[1]
 # What functions/proxy/app.py pulls in, heaviest suspects first; "edgeproxy.api.handler"

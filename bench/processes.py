@@ -28,7 +28,7 @@ from typing import Any
 
 from bench.workloads import gateway_config
 from edgeproxy.config.loader import parse_config
-from edgeproxy.local.runner import MOCK_KEY, local_settings, store_config
+from edgeproxy_dev.runner import MOCK_KEY, local_settings, store_config
 
 ROOT = Path(__file__).resolve().parents[1]
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -132,7 +132,7 @@ class Stack:
             asyncio.run(store_config(local_settings(store_url, table), config))
             procs["gateway"], found = spawn(
                 [
-                    *("-m", "edgeproxy.local.runner", "--serve-only"),
+                    *("-m", "edgeproxy_dev.runner", "--serve-only"),
                     *("--dynamo-endpoint", store_url, "--table", table, "--port", "0"),
                 ],
                 r"serving on (http://\S+)",

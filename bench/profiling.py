@@ -22,9 +22,9 @@ from typing import Any
 
 from bench.workloads import chat
 from edgeproxy.api.app import create_app
-from edgeproxy.local.runner import MOCK_KEY, local_session, local_settings
 from edgeproxy.runtime import build_gateway
 from edgeproxy.service.gateway import Gateway
+from edgeproxy_dev.runner import MOCK_KEY, local_session, local_settings
 
 WARMUP = 30
 TOP = 25

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from edgeproxy.local.mock_server import MockServer
+from edgeproxy_dev.mock_server import MockServer
 
 LOG_CLEAR_INTERVAL_S = 1.0
 

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from edgeproxy.local.runner import MOCK_KEY
+from edgeproxy_dev.runner import MOCK_KEY
 
 CLIENT_KEY = "sk-bench-client"
 PROMPT = "Write a short poem about a gateway that adds almost nothing to every request it serves."

@@ -1,6 +1,6 @@
-"""Entry point of ``make run``; the work is in ``edgeproxy.local.runner``."""
+"""Entry point of ``make run``; the work is in ``edgeproxy_dev.runner``."""
 
-from edgeproxy.local.runner import main
+from edgeproxy_dev.runner import main
 
 if __name__ == "__main__":
     main()

@@ -1,3 +1,9 @@
-"""Shared fixtures: the embedded DynamoDB, loopback mock upstreams, running gateways."""
+"""Shared fixtures: the clock, the embedded DynamoDB, mock upstreams, running gateways."""
 
-pytest_plugins = ["tests.fixtures.dynamo", "tests.fixtures.upstream", "tests.fixtures.gateway"]
+pytest_plugins = [
+    "tests.fixtures.clock",
+    "tests.fixtures.dynamo",
+    "tests.fixtures.table",
+    "tests.fixtures.upstream",
+    "tests.fixtures.gateway",
+]

@@ -10,6 +10,7 @@ import contextlib
 import functools
 import random
 import time
+from collections.abc import Callable
 from typing import Any
 
 import aioboto3
@@ -40,11 +41,18 @@ async def open_store(
 
 
 async def build_gateway(
-    settings: Settings, telemetry: Telemetry | None = None, *, session: Any | None = None
+    settings: Settings,
+    telemetry: Telemetry | None = None,
+    *,
+    session: Any | None = None,
+    clock: Callable[[], float] = time.time,
+    rng: random.Random | None = None,
 ) -> Gateway:
     """Create the clients and wire the service. Call once per process.
 
     ``session``: an aioboto3 session (default: AWS's default credential chain).
+    ``clock`` (epoch seconds) and ``rng`` are the only sources of time and
+    chance below this point, so a test can move time instead of sleeping.
 
     >>> gateway = await build_gateway(Settings.from_env())  # doctest: +SKIP
     """
@@ -55,15 +63,14 @@ async def build_gateway(
     stack.push_async_callback(http.aclose)
     secrets = AwsSecrets(functools.partial(session.client, region_name=settings.region), stack)
     telemetry = telemetry or NoTelemetry()
-    rng = random.Random()  # load spreading, not security
-    clock = time.time
+    rng = rng or random.Random()  # load spreading, not security
     outcomes = Outcomes(store, clock, rng, telemetry)
     credentials = CredentialResolver(
         settings.environ, ssm=secrets.parameter, secretsmanager=secrets.secret
     )
     return Gateway(
         store,
-        UpstreamClient(http),
+        UpstreamClient(http, clock=clock),
         ConfigCache(store, settings.config_ttl_seconds, clock),
         Router(store, outcomes, credentials, clock, rng),
         outcomes,

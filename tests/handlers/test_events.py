@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from edgeproxy.local.dynamo_server import DUMMY_CREDENTIALS
-from edgeproxy.local.mock_upstream import MockUpstream
+from edgeproxy_dev.dynamo_server import DUMMY_CREDENTIALS
+from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.configs import config, deployment
 from tests.fixtures.gateway import store
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -14,14 +13,14 @@ import boto3
 import httpx
 import pytest
 
-from edgeproxy.local.dynamo_server import client_kwargs, create_table
-from edgeproxy.local.mock_upstream import MockUpstream
 from edgeproxy.routing.affinity import caller_id
 from edgeproxy.state.schema import TableSchema, default_template_path
+from edgeproxy_dev.dynamo_server import client_kwargs, create_table
+from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.configs import config, deployment
 from tests.fixtures.gateway import GatewayServer, store
+from tests.fixtures.table import TableView, wait_for
 from tests.integration.resilience.helpers import router
-from tests.integration.sticky.helpers import TableView
 
 HELLO = [{"role": "user", "content": "Hello!"}]
 CLIENT_KEY = "sk-anthropic-caller"
@@ -324,16 +323,13 @@ def test_sticky_binding_is_kept_per_surface(
     try:
         view = TableView(dynamo, gateway.table, table_schema)
         caller = caller_id(CLIENT_KEY, None, "127.0.0.1")
-        binding = _poll(lambda: view.binding(caller, protocol="anthropic.messages"))
+        binding = wait_for(
+            lambda: view.binding(caller, protocol="anthropic.messages"),
+            lambda found: found is not None,
+            "the anthropic.messages binding",
+        )
+        assert binding is not None
         assert binding.deployment_id == "a"
         assert view.binding(caller, protocol="openai.chat") is None
     finally:
         dynamo.close()
-
-
-def _poll(read: Any) -> Any:
-    deadline = time.monotonic() + 5
-    while (found := read()) is None:
-        assert time.monotonic() < deadline, "no binding was written"
-        time.sleep(0.02)
-    return found

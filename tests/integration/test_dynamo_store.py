@@ -14,12 +14,12 @@ import pytest
 from botocore.config import Config
 
 from edgeproxy.errors import StoreError, StoreUnavailable
-from edgeproxy.local.dynamo_server import client_kwargs
 from edgeproxy.routing.snapshot import Binding, BindingKey, Circuit, CircuitState, Health
 from edgeproxy.state import keys
 from edgeproxy.state.dynamo import DynamoStore
 from edgeproxy.state.schema import TableSchema
 from edgeproxy.state.store import SnapshotRequest, UsageDelta
+from edgeproxy_dev.dynamo_server import client_kwargs
 
 NOW = 1_700_000_000.0
 MINUTE = int(NOW // 60)

@@ -8,7 +8,7 @@ import httpx
 import openai
 import pytest
 
-from edgeproxy.local.mock_upstream import MockUpstream
+from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.configs import MOCK_KEY, config, deployment
 from tests.fixtures.gateway import GatewayServer
 

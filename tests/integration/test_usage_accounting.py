@@ -9,21 +9,24 @@ from typing import Any
 import aioboto3
 import httpx
 
-from edgeproxy.local.aws import client_kwargs
-from edgeproxy.local.mock_upstream import MockUpstream
 from edgeproxy.routing.snapshot import Usage
 from edgeproxy.state.dynamo import DynamoStore
 from edgeproxy.state.schema import TableSchema, default_template_path
+from edgeproxy_dev.aws import client_kwargs
+from edgeproxy_dev.mock_upstream import MockUpstream
+from tests.fixtures.clock import FleetClock
 from tests.fixtures.configs import config, deployment
 
 HELLO = {"model": "fast-chat", "messages": [{"role": "user", "content": "Hello!"}]}
 
 
-def usage(endpoint: str, table: str, deployment_id: str) -> Usage:
+def usage(endpoint: str, table: str, deployment_id: str, now: float) -> Usage:
+    """The deployment's counters over the minute of ``now`` and the one before."""
+
     async def read() -> Usage:
         async with aioboto3.Session().client("dynamodb", **client_kwargs(endpoint)) as client:
             store = DynamoStore(client, table, TableSchema.from_template(default_template_path()))
-            minute = int(time.time() // 60)
+            minute = int(now // 60)
             buckets = await store.read_usage(deployment_id, minute - 1, minute)
         total: dict[str, Any] = {"deployment_id": deployment_id, "minute": minute}
         for field in ("requests", "inflight", "successes", "failures", "completion_tokens"):
@@ -33,11 +36,11 @@ def usage(endpoint: str, table: str, deployment_id: str) -> Usage:
     return asyncio.run(read())
 
 
-def settled(endpoint: str, table: str, deployment_id: str, requests: int) -> Usage:
+def settled(endpoint: str, table: str, deployment_id: str, requests: int, now: float) -> Usage:
     """The counters once the after-response writes have landed (they run in the background)."""
     deadline = time.monotonic() + 5
     while True:
-        counted = usage(endpoint, table, deployment_id)
+        counted = usage(endpoint, table, deployment_id, now)
         done = counted.successes + counted.failures == requests and counted.inflight == 0
         if done or time.monotonic() > deadline:
             return counted
@@ -45,23 +48,25 @@ def settled(endpoint: str, table: str, deployment_id: str, requests: int) -> Usa
 
 
 def test_every_attempt_is_counted_once_and_leaves_no_inflight(
-    start_gateway, dynamo_endpoint: str, gateway_table: str, upstream_a: MockUpstream
+    start_gateway,
+    dynamo_endpoint: str,
+    gateway_table: str,
+    clock: FleetClock,
+    upstream_a: MockUpstream,
 ) -> None:
     gw = start_gateway(config(deployment("a", upstream_a)))
     for _ in range(5):
         assert httpx.post(gw.base_url + "/v1/chat/completions", json=HELLO).status_code == 200
-    counted = settled(dynamo_endpoint, gateway_table, "a", 5)
+    counted = settled(dynamo_endpoint, gateway_table, "a", 5, clock.now())
     assert (counted.requests, counted.successes, counted.inflight) == (5, 5, 0)
     assert counted.completion_tokens > 0
 
 
 def test_an_rpm_limit_is_enforced_before_the_upstream_is_called(
-    start_gateway, dynamo_endpoint: str, gateway_table: str, upstream_a: MockUpstream
+    start_gateway, clock: FleetClock, upstream_a: MockUpstream
 ) -> None:
     gw = start_gateway(config(deployment("a", upstream_a, rpm_limit=3)))
-    left = 60 - time.time() % 60
-    if left < 5:
-        time.sleep(left + 0.1)  # start in a fresh minute bucket, so the limit cannot reset midway
+    clock.advance(60 - clock.now() % 60)  # a fresh minute bucket: the limit cannot reset midway
     codes = [
         httpx.post(gw.base_url + "/v1/chat/completions", json=HELLO).status_code for _ in range(5)
     ]
@@ -70,7 +75,11 @@ def test_an_rpm_limit_is_enforced_before_the_upstream_is_called(
 
 
 def test_streams_count_tokens_without_showing_the_usage_chunk(
-    start_gateway, dynamo_endpoint: str, gateway_table: str, upstream_a: MockUpstream
+    start_gateway,
+    dynamo_endpoint: str,
+    gateway_table: str,
+    clock: FleetClock,
+    upstream_a: MockUpstream,
 ) -> None:
     gw = start_gateway(config(deployment("a", upstream_a, stream_usage=True)))
     with httpx.stream(
@@ -81,7 +90,7 @@ def test_streams_count_tokens_without_showing_the_usage_chunk(
     assert all('"usage":{' not in e.replace(" ", "") for e in events[:-1])  # not asked: not shown
     [seen] = [r for r in upstream_a.requests() if r["path"].endswith("/chat/completions")]
     assert seen["body"]["stream_options"] == {"include_usage": True}
-    assert settled(dynamo_endpoint, gateway_table, "a", 1).completion_tokens > 0
+    assert settled(dynamo_endpoint, gateway_table, "a", 1, clock.now()).completion_tokens > 0
 
     # A client that asks for usage gets the chunk.
     with httpx.stream(

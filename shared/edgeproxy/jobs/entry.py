@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -16,9 +17,15 @@ from edgeproxy.settings import Settings
 
 
 def build_health_handler(
-    settings: Settings | None = None, session: Any | None = None
+    settings: Settings | None = None,
+    session: Any | None = None,
+    *,
+    clock: Callable[[], float] = time.time,
 ) -> Entrypoint:
-    """The health job's ``handler``; one event loop and one client per execution environment."""
+    """The health job's ``handler``; one event loop and one client per execution environment.
+
+    ``clock`` (epoch seconds) dates the scores; the job draws nothing at random.
+    """
     settings = settings or Settings.from_env()
     logger = Logger(service="edgeproxy-health", level=settings.log_level)
     loop = asyncio.new_event_loop()
@@ -27,7 +34,7 @@ def build_health_handler(
 
     async def run() -> int:
         if not jobs:
-            jobs.append(HealthJob(await open_store(settings, stack, session), time.time))
+            jobs.append(HealthJob(await open_store(settings, stack, session), clock))
         return len(await jobs[0].run())
 
     def invoke(event: dict[str, Any], context: Any) -> dict[str, Any]:

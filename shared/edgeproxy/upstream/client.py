@@ -110,7 +110,7 @@ class UpstreamClient:
         """One JSON attempt; the whole answer must arrive within ``response_timeout_s``."""
         adapter = _ADAPTERS[call.deployment.provider]
         request = self._request(call, adapter.prepare(call))
-        started = time.perf_counter()
+        started = self._clock()
         with translate_errors(HEADERS):
             async with asyncio.timeout(call.response_timeout_s):
                 response = await self._http.send(request, stream=True)
@@ -119,8 +119,10 @@ class UpstreamClient:
                         content = await response.aread()
                 finally:
                     await response.aclose()
-        elapsed = time.perf_counter() - started
         now = self._clock()
+        # The injected clock (not perf_counter) keeps one timeline with the outcome
+        # timestamps when a test moves time; max() because a wall clock can step back.
+        elapsed = max(0.0, now - started)
         if not response.is_success:
             raise self._error(call, response, content, now)
         payload = parse_json_object(content, "answer")

@@ -1,11 +1,14 @@
-"""Circuit breakers through the gateway: opening, skipping, 503 with Retry-After, probes."""
+"""Circuit breakers through the gateway: opening, skipping, 503 with Retry-After, probes.
+
+Cooldowns pass by moving the test's clock, never by sleeping.
+"""
 
 from __future__ import annotations
 
-import time
-
-from edgeproxy.local.mock_upstream import MockUpstream
+from edgeproxy_dev.mock_upstream import MockUpstream
+from tests.fixtures.clock import FleetClock
 from tests.fixtures.configs import config, deployment
+from tests.fixtures.table import TableView
 from tests.integration.resilience.helpers import (
     deployment_status,
     keys,
@@ -15,20 +18,16 @@ from tests.integration.resilience.helpers import (
 )
 
 
-def _wait_until_half_open(base_url: str, model: str, dep: str, limit: float = 5.0) -> None:
-    deadline = time.monotonic() + limit
-    while deployment_status(base_url, model)[dep]["status"] != "half_open":
-        assert time.monotonic() < deadline, "the circuit never went half-open"
-        time.sleep(0.1)
-
-
-def _wait_for_writes() -> None:
-    # A JSON success records its outcome after the response is sent (off the critical path).
-    time.sleep(0.2)
+def _end_cooldown(clock: FleetClock, base_url: str, model: str, dep: str) -> None:
+    """Move the clock just past the open circuit's cooldown: it is half-open now."""
+    status = deployment_status(base_url, model)[dep]
+    assert status["status"] == "cooldown"
+    clock.advance(status["retry_after_ms"] / 1000 + 0.01)
+    assert deployment_status(base_url, model)[dep]["status"] == "half_open"
 
 
 def test_circuit_opens_blocks_probes_once_and_closes(
-    start_gateway, upstream_a: MockUpstream
+    start_gateway, clock: FleetClock, table: TableView, upstream_a: MockUpstream
 ) -> None:
     gw = start_gateway(
         config(
@@ -42,7 +41,8 @@ def test_circuit_opens_blocks_probes_once_and_closes(
     upstream_a.set_faults([{"status": 500}, {}], persistent={"status": 500})
     # A success while closed clears the count: fail, succeed, fail leaves it closed.
     assert [post_chat(gw.base_url, "fast-chat").status_code for _ in range(2)] == [500, 200]
-    _wait_for_writes()
+    # A JSON success records its outcome after the response is sent (off the critical path).
+    table.wait_circuit("a", lambda c: c.failures == 0)
     assert post_chat(gw.base_url, "fast-chat").status_code == 500
     assert deployment_status(gw.base_url, "fast-chat")["a"]["status"] == "available"
     # allowed_fails + 1 transient failures in the window open the circuit ...
@@ -57,7 +57,7 @@ def test_circuit_opens_blocks_probes_once_and_closes(
     assert len(model_requests(upstream_a)) == 4
 
     upstream_a.clear()
-    _wait_until_half_open(gw.base_url, "fast-chat", "a")
+    _end_cooldown(clock, gw.base_url, "fast-chat", "a")
     probe = post_chat(gw.base_url, "fast-chat", metadata=True)
     assert probe.status_code == 200
     [attempt] = probe.json()["unified_routing"]["attempts"]
@@ -70,7 +70,7 @@ def test_circuit_opens_blocks_probes_once_and_closes(
 
 
 def test_failed_probe_reopens_with_a_longer_cooldown(
-    start_gateway, upstream_a: MockUpstream
+    start_gateway, clock: FleetClock, upstream_a: MockUpstream
 ) -> None:
     gw = start_gateway(
         config(
@@ -83,7 +83,7 @@ def test_failed_probe_reopens_with_a_longer_cooldown(
     )
     upstream_a.set_faults([], persistent={"status": 502})
     assert post_chat(gw.base_url, "fast-chat").status_code == 502
-    _wait_until_half_open(gw.base_url, "fast-chat", "a")
+    _end_cooldown(clock, gw.base_url, "fast-chat", "a")
     assert post_chat(gw.base_url, "fast-chat").status_code == 502  # the probe failed
     status = deployment_status(gw.base_url, "fast-chat")["a"]
     assert status["status"] == "cooldown"
@@ -112,7 +112,7 @@ def test_open_circuit_is_skipped_while_the_pool_serves(
 
 
 def test_primary_down_for_a_while_then_back(
-    start_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream
+    start_gateway, clock: FleetClock, upstream_a: MockUpstream, upstream_b: MockUpstream
 ) -> None:
     gw = start_gateway(
         config(
@@ -138,7 +138,7 @@ def test_primary_down_for_a_while_then_back(
     assert len(model_requests(upstream_a)) == 2  # then its circuit opened: no more calls
 
     upstream_a.set_faults([])  # recovered
-    _wait_until_half_open(gw.base_url, "main-chat", "primary")
+    _end_cooldown(clock, gw.base_url, "main-chat", "primary")
     for expected_probe in (True, False, False):
         answer = post_chat(gw.base_url, "main-chat", metadata=True)
         routing = answer.json()["unified_routing"]

@@ -2,29 +2,37 @@
 
 One gateway runs in its own OS process (``spawn_gateway``), the other in this
 process (``start_gateway``); both use the test's table on the embedded
-DynamoDB, which applies each write atomically, as DynamoDB does.
+DynamoDB, which applies each write atomically, as DynamoDB does. Both run
+on the test's clock, so the cooldown passes by moving it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import httpx
 
-from edgeproxy.local.dynamo_server import client_kwargs
-from edgeproxy.local.mock_upstream import MockUpstream
-from edgeproxy.local.runner import local_session
 from edgeproxy.routing.snapshot import Circuit, CircuitState
 from edgeproxy.state.dynamo import DynamoStore
 from edgeproxy.state.schema import TableSchema, default_template_path
 from edgeproxy.state.store import SnapshotRequest
+from edgeproxy_dev.dynamo_server import client_kwargs
+from edgeproxy_dev.mock_upstream import MockUpstream
+from edgeproxy_dev.runner import local_session
+from tests.fixtures.clock import FleetClock
 from tests.fixtures.configs import config, deployment
-from tests.integration.resilience.helpers import CLIENT_KEY, HELLO, keys, model_requests, router
+from tests.integration.resilience.helpers import (
+    CLIENT_KEY,
+    HELLO,
+    deployment_status,
+    keys,
+    model_requests,
+    router,
+)
 
 ALLOWED_FAILS = 3
-COOLDOWN_S = 3
+COOLDOWN_S = 30  # long, so that no burst outlasts it; the test moves the clock past it
 PROBE_LATENCY_S = 1.5
 
 
@@ -64,6 +72,7 @@ def test_fifty_failures_over_two_processes_open_the_circuit_once_and_probe_once(
     start_gateway,
     dynamo_endpoint: str,
     gateway_table: str,
+    clock: FleetClock,
     upstream_a: MockUpstream,
 ) -> None:
     cfg = config(
@@ -81,7 +90,7 @@ def test_fifty_failures_over_two_processes_open_the_circuit_once_and_probe_once(
     upstream_a.clear()
     upstream_a.set_faults([], persistent={"status": 500})
 
-    started = time.time()
+    started = clock.now()
     answers = _burst(urls, 50)
     statuses = sorted({a.status_code for a in answers})
     assert set(statuses) <= {500, 503}
@@ -95,17 +104,21 @@ def test_fifty_failures_over_two_processes_open_the_circuit_once_and_probe_once(
     assert circuit.state is CircuitState.OPEN
     # One write per counted failure, then exactly one opening; late failures changed nothing.
     assert circuit.version == ALLOWED_FAILS + 1
-    assert started <= circuit.opened_at <= time.time()
+    assert started <= circuit.opened_at <= clock.now()
     assert circuit.open_until == circuit.opened_at + COOLDOWN_S
 
     # While open, neither process asks the upstream.
     upstream_a.clear()
-    assert time.time() < circuit.open_until - 0.5, "the burst was too slow for this check"
+    assert clock.now() < circuit.open_until - 0.5, "the burst was too slow for this check"
     assert {a.status_code for a in _burst(urls, 6)} == {503}
     assert model_requests(upstream_a) == []
 
     # After the cooldown, exactly one request in the fleet owns the probe.
-    time.sleep(max(0.0, circuit.open_until - time.time()) + 0.1)
+    clock.advance(max(0.0, circuit.open_until - clock.now()) + 0.1)
+    assert [deployment_status(url, "fast-chat")["a"]["status"] for url in urls] == [
+        "half_open",
+        "half_open",
+    ]
     upstream_a.set_faults([], persistent={"latency_ms": int(PROBE_LATENCY_S * 1000)})
     answers = _burst(urls, 30)
     seen = model_requests(upstream_a)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from edgeproxy.local.mock_upstream import MockUpstream
+from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.configs import config, deployment
 from tests.integration.resilience.helpers import keys, post_chat, router, sse_events
 

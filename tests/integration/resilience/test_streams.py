@@ -5,7 +5,7 @@ from __future__ import annotations
 import openai
 import pytest
 
-from edgeproxy.local.mock_upstream import MockUpstream
+from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.configs import config, deployment
 from tests.integration.resilience.helpers import (
     HELLO,

@@ -6,7 +6,7 @@ import time
 
 import httpx
 
-from edgeproxy.local.mock_upstream import MockUpstream
+from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.configs import config, deployment
 from tests.integration.resilience.helpers import (
     HELLO,

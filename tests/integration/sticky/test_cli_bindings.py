@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from edgeproxy.cli import main
+from tests.fixtures.clock import FleetClock
 from tests.fixtures.configs import config, deployment
+from tests.fixtures.table import TableView
 from tests.fixtures.upstream import MakeUpstream
 from tests.integration.sticky.helpers import (
     ALICE,
     ALICE_KEY,
-    TableView,
     attempts,
     chat,
     served_by,
@@ -48,6 +48,7 @@ def test_config_load_reaches_running_gateways(
     make_upstream: MakeUpstream,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
+    clock: FleetClock,
 ) -> None:
     a, b = make_upstream("a"), make_upstream("b")
     gateway = start_gateway(config(deployment("a", a)))
@@ -57,7 +58,7 @@ def test_config_load_reaches_running_gateways(
     path.write_text(json.dumps(config(deployment("b", b))))  # JSON is YAML too
     status, out, _ = run(capsys, "config", "load", str(path))
     assert (status, out.strip()) == (0, "stored configuration version 2 (1 deployments)")
-    time.sleep(CONFIG_REFRESH_S)
+    clock.advance(CONFIG_REFRESH_S)  # past the gateway's configuration cache
     assert served_by(chat(gateway)) == "b"
 
     path.write_text("deployments: [{id: c}]\n")
@@ -75,7 +76,9 @@ def test_share_unbind_and_invalidate(
 ) -> None:
     a, b = make_upstream("a"), make_upstream("b")
     gateway = start_gateway(config(deployment("a", a, priority=1), deployment("b", b)))
-    for _ in range(4):
+    assert served_by(chat(gateway)) == "a"
+    table.wait_binding(ALICE, "a")  # written after the answer: the next three find it
+    for _ in range(3):
         assert served_by(chat(gateway)) == "a"
     table.wait_successes(4, "a")
 

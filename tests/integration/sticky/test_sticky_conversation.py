@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-from edgeproxy.local.mock_upstream import MockUpstream
+from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.configs import config, deployment
+from tests.fixtures.table import TableView
 from tests.fixtures.upstream import MakeUpstream
 from tests.integration.sticky.helpers import (
     ALICE,
-    TableView,
     attempts,
     chat,
     served_by,

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from edgeproxy.routing.snapshot import Circuit, CircuitState, OpenCause
+from tests.fixtures.clock import FleetClock
 from tests.fixtures.configs import config, deployment
 from tests.fixtures.gateway import store
+from tests.fixtures.table import TableView
 from tests.fixtures.upstream import MakeUpstream
-from tests.integration.sticky.helpers import ALICE, TableView, attempts, chat, served_by
+from tests.integration.sticky.helpers import ALICE, attempts, chat, served_by
 
 CONFIG_REFRESH_S = 0.3  # the test gateways cache configuration for 0.2 s (TEST_ENV)
 
@@ -23,9 +24,11 @@ def _bound_to_a(start_gateway: Any, table: TableView, a_fields: dict[str, Any], 
     return gateway
 
 
-def _change_config(dynamo_endpoint: str, gateway_table: str, cfg: dict[str, Any]) -> None:
+def _change_config(
+    clock: FleetClock, dynamo_endpoint: str, gateway_table: str, cfg: dict[str, Any]
+) -> None:
     store(dynamo_endpoint, gateway_table, cfg)
-    time.sleep(CONFIG_REFRESH_S)  # until every gateway's configuration cache has expired
+    clock.advance(CONFIG_REFRESH_S)  # past every gateway's configuration cache
 
 
 def _skipped_and_replaced(gateway: Any, table: TableView, a: Any) -> None:
@@ -42,11 +45,12 @@ def test_weight_zero_skips_the_bound_deployment(
     table: TableView,
     dynamo_endpoint: str,
     gateway_table: str,
+    clock: FleetClock,
 ) -> None:
     a, b = make_upstream("a"), make_upstream("b")
     gateway = _bound_to_a(start_gateway, table, {}, (a, b))
     drained = config(deployment("a", a, priority=1, weight=0), deployment("b", b, priority=0))
-    _change_config(dynamo_endpoint, gateway_table, drained)
+    _change_config(clock, dynamo_endpoint, gateway_table, drained)
     _skipped_and_replaced(gateway, table, a)
 
 
@@ -56,19 +60,20 @@ def test_removed_deployment_is_skipped(
     table: TableView,
     dynamo_endpoint: str,
     gateway_table: str,
+    clock: FleetClock,
 ) -> None:
     a, b = make_upstream("a"), make_upstream("b")
     gateway = _bound_to_a(start_gateway, table, {}, (a, b))
-    _change_config(dynamo_endpoint, gateway_table, config(deployment("b", b)))
+    _change_config(clock, dynamo_endpoint, gateway_table, config(deployment("b", b)))
     _skipped_and_replaced(gateway, table, a)
 
 
 def test_open_circuit_skips_the_bound_deployment(
-    start_gateway: Any, make_upstream: MakeUpstream, table: TableView
+    start_gateway: Any, make_upstream: MakeUpstream, table: TableView, clock: FleetClock
 ) -> None:
     a, b = make_upstream("a"), make_upstream("b")
     gateway = _bound_to_a(start_gateway, table, {}, (a, b))
-    now = time.time()
+    now = clock.now()
     table.put_circuit(
         Circuit(
             "a",
@@ -102,10 +107,9 @@ def test_a_binding_never_pins_a_request_the_deployment_cannot_serve(
 
 
 def test_a_bound_deployment_over_its_rpm_limit_is_skipped(
-    start_gateway: Any, make_upstream: MakeUpstream, table: TableView
+    start_gateway: Any, make_upstream: MakeUpstream, table: TableView, clock: FleetClock
 ) -> None:
     a, b = make_upstream("a"), make_upstream("b")
-    if time.time() % 60 > 57:  # both requests must fall in one minute bucket
-        time.sleep(60 - time.time() % 60)
+    clock.advance(60 - clock.now() % 60)  # a fresh minute bucket: both requests fall in it
     gateway = _bound_to_a(start_gateway, table, {"rpm_limit": 1}, (a, b))
     _skipped_and_replaced(gateway, table, a)

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import hashlib
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 
 from edgeproxy.routing.affinity import caller_id
+from tests.fixtures.clock import FleetClock
 from tests.fixtures.configs import config, deployment
+from tests.fixtures.table import TableView
 from tests.fixtures.upstream import MakeUpstream
 from tests.integration.sticky.helpers import (
     ALICE,
     ALICE_KEY,
-    TableView,
     attempts,
     chat,
     served_by,
@@ -140,15 +140,15 @@ def test_sticky_can_be_switched_off_per_pool(
 
 
 def test_per_pool_idle_ttl_sets_the_expiry(
-    start_gateway: Any, upstream_a: Any, table: TableView
+    start_gateway: Any, upstream_a: Any, table: TableView, clock: FleetClock
 ) -> None:
     gateway = start_gateway(
         config(
             deployment("a", upstream_a), pools={"fast-chat": {"sticky": {"idle_ttl_seconds": 120}}}
         )
     )
-    before = time.time()
+    before = clock.now()
     served_by(chat(gateway))
     binding = table.wait_binding(ALICE, "a")
-    after = time.time()
+    after = clock.now()
     assert before + 120 <= binding.expires_at <= after + 120

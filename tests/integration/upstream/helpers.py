@@ -7,9 +7,9 @@ from typing import Any
 
 from edgeproxy.config.deployment import Deployment, ProviderKind
 from edgeproxy.config.policies import Operation
-from edgeproxy.local.mock_upstream import MockUpstream
 from edgeproxy.upstream.call import StreamEvent, UpstreamCall
 from edgeproxy.upstream.stream import UpstreamStream
+from edgeproxy_dev.mock_upstream import MockUpstream
 
 MESSAGES = [
     {"role": "system", "content": "You are terse."},

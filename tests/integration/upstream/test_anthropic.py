@@ -7,10 +7,10 @@ import pytest
 from edgeproxy.config.deployment import ProviderKind
 from edgeproxy.config.policies import Operation
 from edgeproxy.errors import UpstreamFault
-from edgeproxy.local.mock_upstream import MockUpstream
 from edgeproxy.routing.faults import FaultKind
 from edgeproxy.upstream.call import StreamEvent, UpstreamCall
 from edgeproxy.upstream.client import UpstreamClient
+from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.integration.upstream.helpers import chat, deployment, drain
 
 ANTHROPIC = ProviderKind.ANTHROPIC

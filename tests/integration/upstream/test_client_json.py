@@ -11,10 +11,11 @@ import pytest
 
 from edgeproxy.config.policies import Operation
 from edgeproxy.errors import UpstreamFault
-from edgeproxy.local.mock_upstream import MockUpstream
 from edgeproxy.routing.faults import FaultKind
 from edgeproxy.upstream.call import UpstreamCall
 from edgeproxy.upstream.client import UpstreamClient
+from edgeproxy_dev.mock_upstream import MockUpstream
+from tests.fixtures.clock import FleetClock
 from tests.integration.upstream.helpers import MESSAGES, chat, closed_port_url, deployment
 
 
@@ -119,9 +120,9 @@ async def test_error_answers(
 
 
 async def test_retry_after_as_http_date(
-    upstream_a: MockUpstream, upstream_client: UpstreamClient
+    upstream_a: MockUpstream, upstream_client: UpstreamClient, clock: FleetClock
 ) -> None:
-    in_30_s = formatdate(time.time() + 30, usegmt=True)
+    in_30_s = formatdate(clock.now() + 30, usegmt=True)
     upstream_a.set_faults([{"status": 429, "retry_after": in_30_s}])
     with pytest.raises(UpstreamFault) as info:
         await upstream_client.send(chat(upstream_a))

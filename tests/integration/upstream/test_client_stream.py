@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from edgeproxy.errors import UpstreamFault
-from edgeproxy.local.mock_upstream import MockUpstream
 from edgeproxy.routing.faults import FaultKind
 from edgeproxy.upstream.call import StreamEvent
 from edgeproxy.upstream.client import UpstreamClient
+from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.integration.upstream.helpers import chat, drain
 
 

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from edgeproxy.local.mock_upstream import MockUpstream
+from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.upstream import MakeUpstream
 
 CHAT = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}

@@ -20,7 +20,7 @@ Python use (tests, ``make run``)::
         call_something(upstream.base_url)      # http://127.0.0.1:PORT/v1
         assert upstream.requests()[0]["body"]["model"] == "gpt-4o"
 
-Command line: ``python -m edgeproxy.local.mock_upstream --port 9101 --name a``.
+Command line: ``python -m edgeproxy_dev.mock_upstream --port 9101 --name a``.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
-from edgeproxy.local.mock_faults import MockFault
-from edgeproxy.local.mock_server import MockServer
+from edgeproxy_dev.mock_faults import MockFault
+from edgeproxy_dev.mock_server import MockServer
 
 __all__ = ["MockFault", "MockServer", "MockUpstream", "main"]
 

@@ -30,8 +30,8 @@ import boto3
 from moto.moto_server.werkzeug_app import MotoRequestHandler, create_backend_app
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from edgeproxy.local.aws import DUMMY_CREDENTIALS, REGION, client_kwargs
 from edgeproxy.state.schema import TableSchema, create_table_kwargs
+from edgeproxy_dev.aws import DUMMY_CREDENTIALS, REGION, client_kwargs
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 

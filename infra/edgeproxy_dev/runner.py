@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import os
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,14 +25,15 @@ import uvicorn
 from edgeproxy.api.app import create_app
 from edgeproxy.config.loader import load_config_file, to_document
 from edgeproxy.config.models import GatewayConfig
-from edgeproxy.local.aws import DUMMY_CREDENTIALS, REGION
 from edgeproxy.runtime import build_gateway, open_store
 from edgeproxy.service.gateway import Gateway
 from edgeproxy.settings import Settings
 from edgeproxy.state.schema import default_template_path
+from edgeproxy_dev.aws import DUMMY_CREDENTIALS, REGION
+from edgeproxy_dev.clock import Clock, clock_control
 
 if TYPE_CHECKING:
-    from edgeproxy.local.mock_upstream import MockUpstream
+    from edgeproxy_dev.mock_upstream import MockUpstream
 
 TABLE = "edgeproxy-local"
 MOCK_KEY = "sk-mock-upstream"  # what the mocks expect; referenced as env:EDGEPROXY_MOCK_KEY
@@ -62,7 +64,7 @@ async def store_config(settings: Settings, config: GatewayConfig) -> int:
 @contextlib.contextmanager
 def mock_upstreams(config: GatewayConfig) -> Iterator[list[MockUpstream]]:
     """Start one mock per loopback port the configuration names."""
-    from edgeproxy.local.mock_upstream import MockUpstream  # local runs only
+    from edgeproxy_dev.mock_upstream import MockUpstream  # local runs only
 
     ports: dict[int, set[str]] = {}
     for dep in config.deployments:
@@ -106,11 +108,17 @@ def _banner(port: int) -> str:
     )
 
 
-def serve(settings: Settings, port: int, banner: bool = False) -> None:
-    """Serve the gateway on 127.0.0.1:``port`` (0: a free port) until interrupted."""
+def serve(settings: Settings, port: int, banner: bool = False, clock: Clock | None = None) -> None:
+    """Serve the gateway on 127.0.0.1:``port`` (0: a free port) until interrupted.
+
+    ``clock``: the gateway runs on it, and ``POST /_dev/clock`` moves it (for
+    tests that move the time of several gateway processes at once).
+    """
 
     async def gateway() -> Gateway:
-        return await build_gateway(settings, session=local_session())
+        return await build_gateway(
+            settings, session=local_session(), clock=clock.now if clock else time.time
+        )
 
     # IPPROTO_TCP (not 0) so asyncio sets TCP_NODELAY on accepted connections:
     # without it a response's body waits ~40 ms behind its headers (delayed ACK).
@@ -122,7 +130,10 @@ def serve(settings: Settings, port: int, banner: bool = False) -> None:
         _banner(bound) if banner else f"edgeproxy is serving on http://127.0.0.1:{bound}",
         flush=True,
     )
-    config = uvicorn.Config(create_app(gateway), log_level="info" if banner else "warning")
+    app = create_app(gateway)
+    config = uvicorn.Config(
+        clock_control(app, clock) if clock else app, log_level="info" if banner else "warning"
+    )
     uvicorn.Server(config).run(sockets=[sock])
 
 
@@ -137,20 +148,26 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--dynamo-endpoint", default=None)
     parser.add_argument("--table", default=TABLE)
+    parser.add_argument(
+        "--clock-control",
+        action="store_true",
+        help='run on a movable clock that POST /_dev/clock {"offset": s} sets (tests only)',
+    )
     args = parser.parse_args(argv)
+    clock = Clock() if args.clock_control else None
     if args.serve_only:
         if not args.dynamo_endpoint:
             parser.error("--serve-only needs --dynamo-endpoint")
-        serve(local_settings(args.dynamo_endpoint, args.table), args.port)
+        serve(local_settings(args.dynamo_endpoint, args.table), args.port, clock=clock)
         return
-    from edgeproxy.local.dynamo_server import EmbeddedDynamo, create_table  # local runs only
+    from edgeproxy_dev.dynamo_server import EmbeddedDynamo, create_table  # local runs only
 
     config = load_config_file(args.config)
     with EmbeddedDynamo() as dynamo, mock_upstreams(config):
         create_table(dynamo.endpoint_url, TABLE, default_template_path())
         settings = local_settings(dynamo.endpoint_url)
         asyncio.run(store_config(settings, config))
-        serve(settings, args.port, banner=True)
+        serve(settings, args.port, banner=True, clock=clock)
 
 
 if __name__ == "__main__":

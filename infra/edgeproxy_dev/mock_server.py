@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from edgeproxy.local import mock_answers as answers
-from edgeproxy.local import mock_http as http
-from edgeproxy.local.mock_faults import MockFault, anthropic_error, openai_error
+from edgeproxy_dev import mock_answers as answers
+from edgeproxy_dev import mock_http as http
+from edgeproxy_dev.mock_faults import MockFault, anthropic_error, openai_error
 
 _ROUTES = {
     "/v1/chat/completions": "chat",
