@@ -110,8 +110,8 @@ class Relay:
     async def _relay(self, run: Run, served: Served, after: Deferred) -> AsyncIterator[bytes]:
         answer = served.answer
         stream = answer.stream
-        tracker = answer.tracker or StreamTracker()
         assert stream is not None
+        tracker = stream.tracker
         finished = False
         try:
             last: dict[str, Any] | None = None
@@ -128,13 +128,12 @@ class Relay:
                             break
                         if event.chunk is None:
                             continue
-                        tracker.feed(event.chunk)
                         if answer.hide_usage and usage_only(event.chunk):
                             continue  # we asked for it to count tokens; the client did not
                         last = event.chunk
                         yield sse(event.chunk)
             # A stream that ended early without [DONE] got here only by finishing every choice.
-            outcome = tracker.outcome(stream.saw_done)
+            outcome = tracker.outcome()
             if isinstance(outcome, Complete) and run.trace.attempts:
                 # The serving attempt is the last one routed (routing ends at the success).
                 run.trace.attempts[-1].anomalies = list(outcome.anomalies)
