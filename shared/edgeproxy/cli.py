@@ -36,7 +36,7 @@ from typing import TextIO
 
 from edgeproxy.config.loader import ConfigError, from_document, load_config_file, to_document
 from edgeproxy.errors import EdgeproxyError
-from edgeproxy.routing.affinity import caller_id
+from edgeproxy.routing.affinity import caller_id, key_digest
 from edgeproxy.runtime import open_store
 from edgeproxy.service.bindings import (
     PROTOCOLS,
@@ -95,7 +95,7 @@ def _caller(args: argparse.Namespace) -> str:
         key = os.environ.get(args.api_key_env, "").strip()
         if not key:
             raise UsageError(f"environment variable {args.api_key_env} is unset or empty")
-        return caller_id(key, None, None)
+        return caller_id(key_digest(key), None, None)
     if not looks_like_caller_id(args.caller):
         raise UsageError(
             "--caller takes a caller id (key:<sha256>, grant:<id>, ip:<bucket>) or an IP "

@@ -16,7 +16,7 @@ import pytest
 
 from edgeproxy.local.dynamo_server import client_kwargs, create_table
 from edgeproxy.local.mock_upstream import MockUpstream
-from edgeproxy.routing.affinity import caller_id
+from edgeproxy.routing.affinity import caller_id, key_digest
 from edgeproxy.state.schema import TableSchema, default_template_path
 from tests.fixtures.configs import config, deployment
 from tests.fixtures.gateway import GatewayServer, store
@@ -323,7 +323,7 @@ def test_sticky_binding_is_kept_per_surface(
     dynamo = boto3.client("dynamodb", **client_kwargs(dynamo_endpoint))
     try:
         view = TableView(dynamo, gateway.table, table_schema)
-        caller = caller_id(CLIENT_KEY, None, "127.0.0.1")
+        caller = caller_id(key_digest(CLIENT_KEY), None, "127.0.0.1")
         binding = _poll(lambda: view.binding(caller, protocol="anthropic.messages"))
         assert binding.deployment_id == "a"
         assert view.binding(caller, protocol="openai.chat") is None

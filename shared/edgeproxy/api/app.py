@@ -33,7 +33,6 @@ from edgeproxy.api.parsing import (
 )
 from edgeproxy.config.models import Operation
 from edgeproxy.errors import PermissionDenied
-from edgeproxy.routing.affinity import caller_id
 from edgeproxy.service.gateway import Gateway
 from edgeproxy.service.request import ProxyRequest
 
@@ -88,7 +87,7 @@ async def _proxy_request(request: Request, gateway: Gateway, operation: Operatio
         operation=operation,
         model=model,
         body=body,
-        caller=caller_id(who.api_key, who.grant_id, who.client_ip),
+        caller=who.caller,
         request_id=_request_id(request),
         stream=stream,
         pin=pin or None,

@@ -27,7 +27,6 @@ from edgeproxy.api.messages_stream import message_stream
 from edgeproxy.api.parsing import read_json_object
 from edgeproxy.config.models import Operation
 from edgeproxy.errors import EdgeproxyError
-from edgeproxy.routing.affinity import caller_id
 from edgeproxy.service.gateway import Gateway
 from edgeproxy.service.request import ProxyRequest
 
@@ -80,7 +79,7 @@ async def _proxy_request(request: Request, gateway: Gateway, request_id: str) ->
         operation=Operation.CHAT,
         model=chat.model,
         body=chat.body,
-        caller=caller_id(who.api_key, who.grant_id, who.client_ip),
+        caller=who.caller,
         request_id=request_id,
         stream=chat.stream,
         pin=pin or None,

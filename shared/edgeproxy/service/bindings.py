@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 from edgeproxy.config.models import Deployment, GatewayConfig, Operation
 from edgeproxy.errors import ModelNotFound
-from edgeproxy.routing.affinity import caller_id
+from edgeproxy.routing.affinity import caller_id, key_digest
 from edgeproxy.routing.snapshot import Binding, BindingKey, Usage
 from edgeproxy.state.store import SnapshotRequest, Store
 
@@ -67,7 +67,7 @@ def resolve_caller(value: str) -> str:
     try:
         ipaddress.ip_address(value)
     except ValueError:
-        return caller_id(value, None, None)
+        return caller_id(key_digest(value), None, None)
     return caller_id(None, None, value)
 
 

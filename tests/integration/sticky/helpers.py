@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from edgeproxy.routing.affinity import caller_id
+from edgeproxy.routing.affinity import caller_id, key_digest
 from edgeproxy.routing.snapshot import Binding, BindingKey, Circuit
 from edgeproxy.state import items, keys
 from edgeproxy.state.schema import TableSchema
@@ -26,7 +26,7 @@ from tests.fixtures.gateway import GatewayProcess, GatewayServer
 
 DEPLOYMENT = "x-edgeproxy-deployment"
 ALICE_KEY = "sk-alice-0123456789abcdef"
-ALICE = caller_id(ALICE_KEY, None, None)
+ALICE = caller_id(key_digest(ALICE_KEY), None, None)
 WAIT_S = 5.0
 POLL_S = 0.02
 
