@@ -337,3 +337,18 @@ def _poll(read: Any) -> Any:
         assert time.monotonic() < deadline, "no binding was written"
         time.sleep(0.02)
     return found
+
+
+def test_streamed_usage_is_what_an_anthropic_upstream_reported(
+    start_gateway, upstream_b: MockUpstream
+) -> None:
+    gw = start_gateway(config(deployment("b", upstream_b, provider="anthropic")))
+    with (
+        anthropic.Anthropic(base_url=gw.base_url, api_key=CLIENT_KEY, max_retries=0) as sdk,
+        sdk.messages.stream(model="fast-chat", max_tokens=50, messages=HELLO) as events,
+    ):
+        text = "".join(events.text_stream)
+        final = events.get_final_message()
+    assert text.startswith("Hello from b!")
+    assert final.usage.input_tokens > 0
+    assert final.usage.output_tokens > 0
