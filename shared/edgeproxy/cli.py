@@ -26,7 +26,6 @@ import asyncio
 import contextlib
 import dataclasses
 import getpass
-import hashlib
 import json
 import os
 import sys
@@ -176,7 +175,7 @@ def _hash_key(stdin: TextIO) -> int:
     key = key.strip()
     if not key:
         raise UsageError("no key on standard input")
-    print(hashlib.sha256(key.encode()).hexdigest())
+    print(key_digest(key))
     return 0
 
 
