@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse, Response
 
 from edgeproxy.api.messages import MESSAGES
 from edgeproxy.api.openai import CHAT, EMBEDDINGS
-from edgeproxy.api.pipeline import caller, serve
+from edgeproxy.api.pipeline import identified, serve
 from edgeproxy.errors import PermissionDenied
 
 
@@ -36,7 +36,7 @@ async def messages(request: Request) -> Response:
 
 async def models(request: Request) -> Response:
     """``GET /v1/models``: the public model names."""
-    _, config, _ = await caller(request)
+    _, config, _ = await identified(request)  # authenticates
     data: list[dict[str, Any]] = [
         {"id": model, "object": "model", "created": 0, "owned_by": "edgeproxy"}
         for model in config.public_models()
@@ -46,7 +46,7 @@ async def models(request: Request) -> Response:
 
 async def deployments(request: Request) -> Response:
     """``GET /v1/models/{model}/deployments``: each deployment's availability (admins only)."""
-    gateway, config, who = await caller(request)
+    gateway, config, who = await identified(request)
     if not who.admin:
         raise PermissionDenied("The deployment status view requires an admin key.")
     model = request.path_params["model"]

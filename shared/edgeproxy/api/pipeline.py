@@ -30,8 +30,8 @@ async def gateway_of(request: Request) -> Gateway:
     return gateway
 
 
-async def caller(request: Request) -> tuple[Gateway, GatewayConfig, Identity]:
-    """The gateway, this request's one read of the configuration, and who is calling."""
+async def identified(request: Request) -> tuple[Gateway, GatewayConfig, Identity]:
+    """The gateway, this request's one read of the configuration, and the authenticated caller."""
     gateway = await gateway_of(request)
     config = await gateway.config()
     return gateway, config, identify(request, config.gateway, gateway.trust_forwarded_for)
@@ -39,7 +39,7 @@ async def caller(request: Request) -> tuple[Gateway, GatewayConfig, Identity]:
 
 async def serve(request: Request, codec: Codec) -> Response:
     """Serve one proxied request on ``codec``'s surface; errors raise to the route's guard."""
-    gateway, config, who = await caller(request)
+    gateway, config, who = await identified(request)
     parsed = codec.parse(await read_json_object(request, config.gateway.max_body_bytes))
     pin = request.headers.get("x-route-pin") if who.admin else None
     req = ProxyRequest(
