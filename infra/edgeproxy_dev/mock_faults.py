@@ -25,6 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from edgeproxy.anthropic_errors import type_of
+
 
 @dataclass(frozen=True, slots=True)
 class MockFault:
@@ -89,21 +91,10 @@ def openai_error(status: int, override: Mapping[str, Any] | None) -> dict[str, A
     return {"error": error}
 
 
-_ANTHROPIC_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    529: "overloaded_error",
-}
-
-
 def anthropic_error(status: int, override: Mapping[str, Any] | None) -> dict[str, Any]:
     """An Anthropic error body; ``override`` may set ``message`` and ``type``."""
     error = {
-        "type": _ANTHROPIC_TYPES.get(status, "api_error"),
+        "type": type_of(status) or "api_error",
         "message": openai_error(status, None)["error"]["message"],
     }
     for key in ("type", "message"):

@@ -26,7 +26,6 @@ import asyncio
 import contextlib
 import dataclasses
 import getpass
-import hashlib
 import json
 import os
 import sys
@@ -36,7 +35,7 @@ from typing import TextIO
 
 from edgeproxy.config.loader import from_document, load_config_file, to_document
 from edgeproxy.errors import ConfigError, EdgeproxyError, UsageError
-from edgeproxy.routing.affinity import caller_id
+from edgeproxy.routing.affinity import caller_id, key_digest
 from edgeproxy.runtime import open_store
 from edgeproxy.service.bindings import (
     PROTOCOLS,
@@ -91,7 +90,7 @@ def _caller(args: argparse.Namespace) -> str:
         key = os.environ.get(args.api_key_env, "").strip()
         if not key:
             raise UsageError(f"environment variable {args.api_key_env} is unset or empty")
-        return caller_id(key, None, None)
+        return caller_id(key_digest(key), None, None)
     if not looks_like_caller_id(args.caller):
         raise UsageError(
             "--caller takes a caller id (key:<sha256>, grant:<id>, ip:<bucket>) or an IP "
@@ -172,7 +171,7 @@ def _hash_key(stdin: TextIO) -> int:
     key = key.strip()
     if not key:
         raise UsageError("no key on standard input")
-    print(hashlib.sha256(key.encode()).hexdigest())
+    print(key_digest(key))
     return 0
 
 

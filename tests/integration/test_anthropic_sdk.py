@@ -13,7 +13,7 @@ import boto3
 import httpx
 import pytest
 
-from edgeproxy.routing.affinity import caller_id
+from edgeproxy.routing.affinity import caller_id, key_digest
 from edgeproxy.state.schema import TableSchema, default_template_path
 from edgeproxy_dev.dynamo_server import client_kwargs, create_table
 from edgeproxy_dev.mock_upstream import MockUpstream
@@ -322,7 +322,7 @@ def test_sticky_binding_is_kept_per_surface(
     dynamo = boto3.client("dynamodb", **client_kwargs(dynamo_endpoint))
     try:
         view = TableView(dynamo, gateway.table, table_schema)
-        caller = caller_id(CLIENT_KEY, None, "127.0.0.1")
+        caller = caller_id(key_digest(CLIENT_KEY), None, "127.0.0.1")
         binding = wait_for(
             lambda: view.binding(caller, protocol="anthropic.messages"),
             lambda found: found is not None,
@@ -333,3 +333,18 @@ def test_sticky_binding_is_kept_per_surface(
         assert view.binding(caller, protocol="openai.chat") is None
     finally:
         dynamo.close()
+
+
+def test_streamed_usage_is_what_an_anthropic_upstream_reported(
+    start_gateway, upstream_b: MockUpstream
+) -> None:
+    gw = start_gateway(config(deployment("b", upstream_b, provider="anthropic")))
+    with (
+        anthropic.Anthropic(base_url=gw.base_url, api_key=CLIENT_KEY, max_retries=0) as sdk,
+        sdk.messages.stream(model="fast-chat", max_tokens=50, messages=HELLO) as events,
+    ):
+        text = "".join(events.text_stream)
+        final = events.get_final_message()
+    assert text.startswith("Hello from b!")
+    assert final.usage.input_tokens > 0
+    assert final.usage.output_tokens > 0

@@ -1,8 +1,10 @@
-"""One mapping from the exception tree to the OpenAI error JSON.
+"""How errors reach clients: one guard for every route, one error handler per surface.
 
-Starlette looks handlers up along the exception's MRO, so the handler for
-``EdgeproxyError`` serves the whole tree; the catch-all logs the exception and
-answers a generic 500 without its text.
+Every endpoint runs inside ``guarded``: an ``EdgeproxyError`` is answered by
+the route's surface (``error_response`` here for OpenAI's JSON,
+``messages_answer.error_response`` for Anthropic's); anything else is logged
+and answered as a generic 500, never with its text. Starlette's own 404/405
+for unknown routes come back in OpenAI's shape.
 """
 
 from __future__ import annotations
@@ -21,20 +23,49 @@ from edgeproxy.errors import EdgeproxyError
 
 logger = logging.getLogger(__name__)
 
+Endpoint = Callable[[Request], Awaitable[Response]]
+ErrorHandler = Callable[[EdgeproxyError, Request], Response]
 
-def error_response(exc: EdgeproxyError) -> JSONResponse:
-    """The client's view of ``exc`` (status, OpenAI body, Retry-After)."""
-    headers = {}
-    if exc.retry_after is not None:
-        headers["retry-after"] = str(max(1, math.ceil(exc.retry_after)))
+
+def error_headers(exc: EdgeproxyError) -> dict[str, str]:
+    """The headers any surface's error answer carries (Retry-After, in whole seconds)."""
     if exc.status >= 500 and not exc.public:
         logger.error("internal error: %s", type(exc).__name__)
-    return JSONResponse(exc.body(), status_code=exc.status, headers=headers)
+    if exc.retry_after is None:
+        return {}
+    return {"retry-after": str(max(1, math.ceil(exc.retry_after)))}
 
 
-async def _edgeproxy(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, EdgeproxyError)
+def error_response(exc: EdgeproxyError) -> JSONResponse:
+    """The OpenAI client's view of ``exc`` (status, OpenAI body, Retry-After)."""
+    return JSONResponse(exc.body(), status_code=exc.status, headers=error_headers(exc))
+
+
+def openai_error(exc: EdgeproxyError, request: Request) -> Response:
+    """The OpenAI surface's error handler."""
     return error_response(exc)
+
+
+def guarded(endpoint: Endpoint, handler: ErrorHandler = openai_error) -> Endpoint:
+    """``endpoint`` with its errors answered by ``handler`` (unexpected ones as a generic 500).
+
+    Starlette's own catch-all re-raises after answering, which would reach
+    Mangum as an invocation error; catching here keeps one clean answer.
+    """
+
+    @functools.wraps(endpoint)
+    async def wrapper(request: Request) -> Response:
+        try:
+            return await endpoint(request)
+        except HTTPException:
+            raise
+        except EdgeproxyError as exc:
+            return handler(exc, request)
+        except Exception:
+            logger.exception("unhandled error while serving %s", request.url.path)
+            return handler(EdgeproxyError("internal error"), request)
+
+    return wrapper
 
 
 async def _http(request: Request, exc: Exception) -> Response:
@@ -45,28 +76,6 @@ async def _http(request: Request, exc: Exception) -> Response:
     return JSONResponse(body, status_code=exc.status_code)
 
 
-Endpoint = Callable[[Request], Awaitable[Response]]
-
-
-def guarded(endpoint: Endpoint) -> Endpoint:
-    """Answer any unexpected exception with a generic 500 (logged, text never shown).
-
-    Starlette's own catch-all re-raises after answering, which would reach
-    Mangum as an invocation error; catching here keeps one clean answer.
-    """
-
-    @functools.wraps(endpoint)
-    async def wrapper(request: Request) -> Response:
-        try:
-            return await endpoint(request)
-        except (EdgeproxyError, HTTPException):
-            raise
-        except Exception:
-            logger.exception("unhandled error while serving %s", request.url.path)
-            return error_response(EdgeproxyError("internal error"))
-
-    return wrapper
-
-
 def exception_handlers() -> Mapping[Any, Callable[[Request, Exception], Any]]:
-    return {EdgeproxyError: _edgeproxy, HTTPException: _http}
+    """Starlette's handlers: its routing errors (404, 405) in OpenAI's error shape."""
+    return {HTTPException: _http}

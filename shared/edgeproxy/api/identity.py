@@ -1,8 +1,11 @@
-"""Who is calling: key check, admin rights and the caller's network address."""
+"""Who is calling: key check, admin rights and the caller's affinity identity.
+
+The client key is hashed here, once; only its digest (inside ``caller``)
+travels on to the service.
+"""
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 from dataclasses import dataclass
 
@@ -10,14 +13,15 @@ from starlette.requests import Request
 
 from edgeproxy.config.models import GatewaySettings
 from edgeproxy.errors import AuthenticationError
+from edgeproxy.routing.affinity import caller_id, key_digest
 
 
 @dataclass(frozen=True, slots=True)
 class Identity:
-    api_key: str | None
+    """An authenticated caller: ``caller`` is its affinity id (key digest, grant or IP)."""
+
+    caller: str
     admin: bool
-    grant_id: str | None
-    client_ip: str | None
 
 
 def _bearer(request: Request) -> str | None:
@@ -45,18 +49,17 @@ def client_ip(request: Request, trust_forwarded_for: bool) -> str | None:
 def identify(request: Request, settings: GatewaySettings, trust_forwarded_for: bool) -> Identity:
     """Authenticate the request against the configured keys (if any)."""
     key = _bearer(request)
+    digest = key_digest(key) if key else None
     admin = False
     if settings.api_keys:
-        if key is None:
+        if digest is None:
             raise AuthenticationError("You didn't provide an API key.")
-        digest = hashlib.sha256(key.encode()).hexdigest()
         match = next((k for k in settings.api_keys if hmac.compare_digest(k.sha256, digest)), None)
         if match is None:
             raise AuthenticationError("Incorrect API key provided.")
         admin = match.admin
+    grant = request.headers.get("x-grant-id") or None
     return Identity(
-        api_key=key,
+        caller=caller_id(digest, grant, client_ip(request, trust_forwarded_for)),
         admin=admin,
-        grant_id=request.headers.get("x-grant-id") or None,
-        client_ip=client_ip(request, trust_forwarded_for),
     )

@@ -1,4 +1,4 @@
-"""``POST /v1/messages``: the Anthropic Messages surface over the same gateway.
+"""``POST /v1/messages``: the Anthropic Messages surface as a codec over the same gateway.
 
 The Messages body is translated to an OpenAI chat body and routed exactly as
 ``/v1/chat/completions`` is (same pools, failover, circuits), with sticky
@@ -13,78 +13,46 @@ every error on this route come back in Anthropic's shapes, with the HTTP status
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator
+from typing import Any
 
-from starlette.background import BackgroundTask
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response
 
-from edgeproxy.api.identity import identify
+from edgeproxy.api.codec import Parsed, request_id
 from edgeproxy.api.messages_answer import error_response, to_message
 from edgeproxy.api.messages_request import SURFACE, to_chat_request
 from edgeproxy.api.messages_stream import message_stream
-from edgeproxy.api.parsing import read_json_object
 from edgeproxy.config.policies import Operation
 from edgeproxy.errors import EdgeproxyError
-from edgeproxy.routing.affinity import caller_id
-from edgeproxy.service.gateway import Gateway
-from edgeproxy.service.request import ProxyRequest
-
-logger = logging.getLogger(__name__)
+from edgeproxy.service.events import StreamItem
 
 
-async def messages_endpoint(
-    request: Request, gateway: Callable[[], Awaitable[Gateway]], request_id: str
-) -> Response:
-    """Serve one Messages request; never raises (errors answer in Anthropic's JSON).
+class MessagesSurface:
+    """The codec for Anthropic's Messages API."""
 
-    ``gateway`` builds or returns the process's gateway (``LazyGateway.get``).
-    """
-    # Anthropic's SDK reads ``request-id``; the OpenAI surface's header is kept too.
-    headers = {"x-request-id": request_id, "request-id": request_id}
-    try:
-        service = await gateway()
-        req = await _proxy_request(request, service, request_id)
-        if req.stream:
-            answer = await service.open_stream(req)
-            return StreamingResponse(
-                message_stream(answer.body),
-                media_type="text/event-stream",
-                headers={
-                    **headers,
-                    **answer.headers,
-                    "cache-control": "no-cache",
-                    "x-accel-buffering": "no",
-                },
-                background=BackgroundTask(answer.after) if answer.after else None,
-            )
-        result = await service.complete(req)
-        background = BackgroundTask(result.after) if result.after else None
-        return JSONResponse(
-            to_message(result.body), headers={**headers, **result.headers}, background=background
-        )
-    except EdgeproxyError as exc:
-        return error_response(exc, headers)
-    except Exception:
-        logger.exception("unhandled error while serving %s", request.url.path)
-        return error_response(EdgeproxyError("internal error"), headers)
+    operation = Operation.CHAT
+    surface: str | None = SURFACE
+
+    def parse(self, body: dict[str, Any]) -> Parsed:
+        """Validate a Messages body and translate it to a chat body."""
+        return to_chat_request(body)
+
+    def headers(self, request_id: str) -> dict[str, str]:
+        """Anthropic's SDK reads ``request-id``; the OpenAI surface's header is kept too."""
+        return {"x-request-id": request_id, "request-id": request_id}
+
+    def answer(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The chat completion as an Anthropic ``message``."""
+        return to_message(body)
+
+    def stream(self, events: AsyncIterator[StreamItem]) -> AsyncIterator[bytes]:
+        """Anthropic Messages events for the relay's events."""
+        return message_stream(events)
+
+    def error(self, exc: EdgeproxyError, request: Request) -> Response:
+        """Anthropic's error JSON (``messages_answer.error_response``), naming the request."""
+        return error_response(exc, self.headers(request_id(request)))
 
 
-async def _proxy_request(request: Request, gateway: Gateway, request_id: str) -> ProxyRequest:
-    config = await gateway.config()
-    who = identify(request, config.gateway, gateway.trust_forwarded_for)
-    chat = to_chat_request(await read_json_object(request, config.gateway.max_body_bytes))
-    pin = request.headers.get("x-route-pin") if who.admin else None
-    return ProxyRequest(
-        operation=Operation.CHAT,
-        model=chat.model,
-        body=chat.body,
-        caller=caller_id(who.api_key, who.grant_id, who.client_ip),
-        request_id=request_id,
-        stream=chat.stream,
-        pin=pin or None,
-        want_routing=request.headers.get("x-unified-routing-metadata", "").lower() == "true",
-        modalities=chat.modalities,
-        surface=SURFACE,
-    )
+MESSAGES = MessagesSurface()

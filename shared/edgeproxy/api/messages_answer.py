@@ -8,23 +8,22 @@
     null / other  -> end_turn
 
 Errors keep the HTTP status the OpenAI surface gives; the Anthropic ``type``
-comes from the error's code when it is specific, else from the status.
+comes from the error's code when it is specific, else from the status
+(``anthropic_errors``, the one status/type table).
 """
 
 from __future__ import annotations
 
 import json
-import logging
-import math
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
 from starlette.responses import JSONResponse
 
+from edgeproxy.anthropic_errors import STATUS_BY_TYPE, type_of
+from edgeproxy.api.errors import error_headers
 from edgeproxy.errors import EdgeproxyError
-
-logger = logging.getLogger(__name__)
 
 STOP_REASONS = {
     "stop": "end_turn",
@@ -42,25 +41,8 @@ _BY_CODE = {
     "model_unavailable": "api_error",  # misconfiguration: waiting will not help
     "request_too_large": "request_too_large",
 }
-_BY_STATUS = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    503: "overloaded_error",
-    529: "overloaded_error",
-}
-_BY_TYPE = {
-    "invalid_request_error": "invalid_request_error",
-    "rate_limit_error": "rate_limit_error",
-    # Anthropic upstreams' own types pass through the OpenAI error untouched.
-    "authentication_error": "authentication_error",
-    "permission_error": "permission_error",
-    "not_found_error": "not_found_error",
-    "overloaded_error": "overloaded_error",
-}
+# Our own 503 (every deployment cooling down) is what Anthropic calls overloaded.
+_OVERLOADED_STATUS = 503
 
 
 def stop_reason(finish_reason: Any) -> str:
@@ -73,8 +55,13 @@ def error_type(status: int | None, openai_type: Any = None, code: Any = None) ->
     if isinstance(code, str) and code in _BY_CODE:
         return _BY_CODE[code]
     if status is not None:
-        return _BY_STATUS.get(status, "api_error" if status >= 500 else "invalid_request_error")
-    return _BY_TYPE.get(openai_type, "api_error") if isinstance(openai_type, str) else "api_error"
+        if status == _OVERLOADED_STATUS:
+            return "overloaded_error"
+        return type_of(status) or ("api_error" if status >= 500 else "invalid_request_error")
+    # In-band errors carry no status; Anthropic upstreams' own types pass through.
+    if isinstance(openai_type, str) and openai_type in STATUS_BY_TYPE:
+        return openai_type
+    return "api_error"
 
 
 def error_body(kind: str, message: str) -> dict[str, Any]:
@@ -88,16 +75,17 @@ def from_openai_error(error: Mapping[str, Any], status: int | None = None) -> di
     return error_body(kind, str(error.get("message") or "The request failed."))
 
 
-def error_response(exc: EdgeproxyError, headers: Mapping[str, str]) -> JSONResponse:
-    """The Messages client's view of ``exc``: its status, Anthropic's body, Retry-After."""
-    out = dict(headers)
-    if exc.retry_after is not None:
-        out["retry-after"] = str(max(1, math.ceil(exc.retry_after)))
-    if exc.status >= 500 and not exc.public:
-        logger.error("internal error: %s", type(exc).__name__)
+def error_json(exc: EdgeproxyError, status: int | None) -> dict[str, Any]:
+    """Anthropic's error JSON for ``exc``; ``status`` is None for an in-band stream error."""
     error = exc.body()["error"]
     assert isinstance(error, dict)  # body() always builds this object; it also hides secrets
-    return JSONResponse(from_openai_error(error, exc.status), status_code=exc.status, headers=out)
+    return from_openai_error(error, status)
+
+
+def error_response(exc: EdgeproxyError, headers: Mapping[str, str]) -> JSONResponse:
+    """The Messages client's view of ``exc``: its status, Anthropic's body, Retry-After."""
+    out = {**headers, **error_headers(exc)}
+    return JSONResponse(error_json(exc, exc.status), status_code=exc.status, headers=out)
 
 
 def to_message(completion: Mapping[str, Any]) -> dict[str, Any]:

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from edgeproxy.api.codec import Parsed
 from edgeproxy.errors import RequestError
 
 SURFACE = "anthropic.messages"
@@ -30,17 +30,7 @@ _ECHOED_ONLY = frozenset({"thinking", "redacted_thinking"})
 Located = tuple[str, dict[str, Any]]  # a content block and where it sits in the body
 
 
-@dataclass(frozen=True, slots=True)
-class ChatRequest:
-    """The OpenAI chat body for one Messages request, and what routing needs to know."""
-
-    model: str
-    body: dict[str, Any]
-    stream: bool
-    modalities: frozenset[str]
-
-
-def to_chat_request(body: Mapping[str, Any]) -> ChatRequest:
+def to_chat_request(body: Mapping[str, Any]) -> Parsed:
     """Validate a Messages body and translate it; raises ``RequestError`` (400).
 
     >>> to_chat_request({"model": "m", "max_tokens": 5,
@@ -80,7 +70,7 @@ def to_chat_request(body: Mapping[str, Any]) -> ChatRequest:
         out["stream"] = True
         # Without it an OpenAI stream carries no usage, and message_delta needs it.
         out["stream_options"] = {"include_usage": True}
-    return ChatRequest(model, out, bool(stream), frozenset(modalities))
+    return Parsed(model, out, bool(stream), frozenset(modalities))
 
 
 def _invalid(param: str, problem: str) -> RequestError:

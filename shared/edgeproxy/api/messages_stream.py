@@ -1,28 +1,26 @@
-"""The gateway's OpenAI SSE stream, rewritten as an Anthropic Messages event stream.
+"""The relay's typed stream events, rendered as an Anthropic Messages event stream.
 
-    first data chunk            -> message_start
-    delta.content               -> content_block_start (text) + content_block_delta text_delta
-    delta.tool_calls[i]         -> content_block_start (tool_use) + input_json_delta
-    finish_reason / usage chunk -> remembered for message_delta
-    data: [DONE]                -> content_block_stop, message_delta, message_stop
-    data: {"error": {...}}      -> event: error (and nothing after it)
-    : comment (keepalive)       -> passed through unchanged
-
-The input bytes may be split anywhere; only complete events are translated.
+first Chunk                 -> message_start
+delta.content               -> content_block_start (text) + content_block_delta text_delta
+delta.tool_calls[i]         -> content_block_start (tool_use) + input_json_delta
+finish_reason               -> remembered for message_delta
+Closing                     -> content_block_stop, message_delta (usage), message_stop
+Failed                      -> event: error (and nothing after it)
+Keepalive                   -> the SSE comment ``: keepalive``
 """
 
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from edgeproxy.api.messages_answer import error_body, from_openai_error, stop_reason
+from edgeproxy.api.messages_answer import error_body, error_json, stop_reason
+from edgeproxy.errors import EdgeproxyError
+from edgeproxy.service.events import Chunk, Closing, Failed, Keepalive, StreamItem
 
-_BOUNDARY = re.compile(rb"\r?\n\r?\n")
-_LINE = re.compile(r"\r?\n")
+KEEPALIVE = b": keepalive\n\n"
 
 
 def event(kind: str, payload: Mapping[str, Any]) -> bytes:
@@ -31,34 +29,10 @@ def event(kind: str, payload: Mapping[str, Any]) -> bytes:
     return f"event: {kind}\ndata: {data}\n\n".encode()
 
 
-class EventBlocks:
-    """Splits an SSE byte stream into its raw events (comments and data, in order)."""
-
-    def __init__(self) -> None:
-        self._buffer = b""
-
-    def feed(self, chunk: bytes) -> list[tuple[str, str]]:
-        """``("comment", line)`` and ``("data", text)`` items completed by ``chunk``."""
-        self._buffer += chunk
-        items: list[tuple[str, str]] = []
-        while (found := _BOUNDARY.search(self._buffer)) is not None:
-            block, self._buffer = self._buffer[: found.start()], self._buffer[found.end() :]
-            data: list[str] = []
-            for line in _LINE.split(block.decode("utf-8", errors="replace")):
-                if line.startswith(":"):
-                    items.append(("comment", line))
-                elif line.startswith("data:"):
-                    data.append(line[5:].removeprefix(" "))
-            if data:
-                items.append(("data", "\n".join(data)))
-        return items
-
-
 class MessageEvents:
-    """Stateful translator for one stream; feed it bytes, then ``close()`` at the end."""
+    """Stateful renderer for one stream; feed it events, then ``close()`` at the end."""
 
     def __init__(self) -> None:
-        self._blocks = EventBlocks()
         self._started = False
         self._ended = False
         self._id = ""
@@ -68,47 +42,30 @@ class MessageEvents:
         self._text: int | None = None  # index of the open block if it is text
         self._tools: dict[int, int] = {}  # OpenAI tool_calls index -> block index
         self._finish: Any = None
-        self._usage: dict[str, int] = {"input_tokens": 0, "output_tokens": 0}
-        self._routing: Any = None
 
-    def feed(self, chunk: bytes) -> list[bytes]:
-        """The Anthropic events for the complete SSE events ``chunk`` finishes."""
-        out: list[bytes] = []
-        for kind, text in self._blocks.feed(chunk):
-            if self._ended:
-                break
-            if kind == "comment":
-                out.append(text.encode() + b"\n\n")
-            else:
-                out.extend(self._data(text))
-        return out
-
-    def close(self) -> list[bytes]:
-        """Events owed when the source ends: an error if it ended without its end marker."""
+    def feed(self, item: StreamItem) -> list[bytes]:
+        """The Anthropic events for one relay event (none once the stream ended)."""
         if self._ended:
             return []
-        return self._error(error_body("api_error", "The stream ended before it was complete."))
+        if isinstance(item, Chunk):
+            return self._chunk(item.data)
+        if isinstance(item, Closing):
+            return self._end(item)
+        if isinstance(item, Failed):
+            return self._error(item.error)
+        assert isinstance(item, Keepalive)
+        return [KEEPALIVE]
 
-    def _data(self, text: str) -> list[bytes]:
-        if text.strip() == "[DONE]":
-            return self._end()
-        try:
-            chunk = json.loads(text)
-        except ValueError:
-            chunk = None
-        if not isinstance(chunk, dict):
-            return self._error(error_body("api_error", "The stream carried an unreadable event."))
-        if isinstance(chunk.get("error"), dict):
-            return self._error(from_openai_error(chunk["error"]))
+    def close(self) -> list[bytes]:
+        """Events owed when the source ends: an error if it ended without closing."""
+        if self._ended:
+            return []
+        self._ended = True
+        body = error_body("api_error", "The stream ended before it was complete.")
+        return [event("error", body)]
+
+    def _chunk(self, chunk: Mapping[str, Any]) -> list[bytes]:
         out = self._start(chunk)
-        usage = chunk.get("usage")
-        if isinstance(usage, dict):
-            self._usage = {
-                "input_tokens": int(usage.get("prompt_tokens") or 0),
-                "output_tokens": int(usage.get("completion_tokens") or 0),
-            }
-        if "unified_routing" in chunk:
-            self._routing = chunk["unified_routing"]
         for choice in chunk.get("choices") or []:
             if isinstance(choice, dict) and choice.get("index", 0) == 0:
                 out.extend(self._delta(choice.get("delta") or {}))
@@ -182,23 +139,30 @@ class MessageEvents:
         index, self._open, self._text = self._open, None, None
         return [event("content_block_stop", {"type": "content_block_stop", "index": index})]
 
-    def _end(self) -> list[bytes]:
+    def _end(self, closing: Closing) -> list[bytes]:
         out = self._start({}) + self._close_block()
+        # An inferred reason fills in only where the upstream stated none.
+        finish = self._finish or closing.finish_reasons.get(0)
+        usage = closing.usage
         delta: dict[str, Any] = {
             "type": "message_delta",
-            "delta": {"stop_reason": stop_reason(self._finish), "stop_sequence": None},
-            "usage": self._usage,
+            "delta": {"stop_reason": stop_reason(finish), "stop_sequence": None},
+            "usage": {
+                "input_tokens": usage.prompt_tokens if usage else 0,
+                "output_tokens": usage.completion_tokens if usage else 0,
+            },
         }
-        if self._routing is not None:
-            delta["unified_routing"] = self._routing
+        if closing.routing is not None:
+            delta["unified_routing"] = closing.routing
         out.append(event("message_delta", delta))
         out.append(event("message_stop", {"type": "message_stop"}))
         self._ended = True
         return out
 
-    def _error(self, body: Mapping[str, Any]) -> list[bytes]:
+    def _error(self, error: EdgeproxyError) -> list[bytes]:
         self._ended = True
-        return [event("error", body)]
+        # In-band: the HTTP status is long sent, so the type comes from the error itself.
+        return [event("error", error_json(error, None))]
 
 
 def _block_delta(index: int, delta: Mapping[str, Any]) -> bytes:
@@ -207,16 +171,16 @@ def _block_delta(index: int, delta: Mapping[str, Any]) -> bytes:
     )
 
 
-async def message_stream(source: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    """Translate ``source`` (the gateway's OpenAI SSE bytes) as it arrives.
+async def message_stream(source: AsyncIterator[StreamItem]) -> AsyncIterator[bytes]:
+    """Render ``source`` (the relay's events) as it arrives.
 
     Closes ``source`` when done or when the client goes away, so the relay
     settles the upstream attempt (success, failure or abandon) at once.
     """
     events = MessageEvents()
     try:
-        async for chunk in source:
-            for data in events.feed(chunk):
+        async for item in source:
+            for data in events.feed(item):
                 yield data
         for data in events.close():
             yield data

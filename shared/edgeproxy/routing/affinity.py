@@ -30,16 +30,24 @@ def _ip_bucket(client_ip: str) -> str:
     return f"ip:{address}"
 
 
-def caller_id(api_key: str | None, grant_id: str | None, client_ip: str | None) -> str:
-    """The affinity identity of a caller; the raw key never appears in it.
+def key_digest(api_key: str) -> str:
+    """The SHA-256 hex digest of a client key: what the configuration lists and bindings name.
+
+    The edge computes it once per request; nothing below the edge sees the raw key.
+    """
+    return hashlib.sha256(api_key.encode()).hexdigest()
+
+
+def caller_id(key_hash: str | None, grant_id: str | None, client_ip: str | None) -> str:
+    """The affinity identity of a caller, from its key's digest (``key_digest``), grant or IP.
 
     >>> caller_id(None, None, "2001:db8::1")
     'ip:2001:db8::/64'
     >>> caller_id(None, "g-7", "10.0.0.1")
     'grant:g-7'
     """
-    if api_key:
-        return "key:" + hashlib.sha256(api_key.encode()).hexdigest()
+    if key_hash:
+        return f"key:{key_hash}"
     if grant_id:
         return f"grant:{grant_id}"
     if client_ip:

@@ -1,11 +1,12 @@
 """Whether an upstream stream was complete, judged no stricter than the provider's SDK.
 
-Feed every parsed OpenAI chat-completion chunk to a ``StreamTracker``. The
-stream is *committed* at the first chunk that shows the client something
+The one judge of a stream: the upstream stream feeds it every OpenAI
+chat-completion chunk it hands out and tells it when the end marker arrived.
+The stream is *committed* at the first chunk that shows the client something
 (reasoning, content or a tool call): before that a failure may still move to
 another deployment, after it the failure ends the stream in-band.
 
-At the end, ``outcome(saw_done)`` says:
+At the end, ``outcome()`` says:
 
 - every choice finished: complete, even without ``[DONE]`` (``missing_done``);
 - ``[DONE]`` arrived but a choice never finished: complete, the finish
@@ -14,12 +15,16 @@ At the end, ``outcome(saw_done)`` says:
 - nothing shown at all: still an answer (``empty``);
 - neither finished nor ``[DONE]``: truncated.
 
+Token counts are not judged here: the provider's adapter reads them
+(``upstream.call.Usage``), since not every protocol carries them in chunks.
+
 Usage::
 
     tracker = StreamTracker()
     for chunk in chunks:
         tracker.feed(chunk)
-    result = tracker.outcome(saw_done=True)
+    tracker.end()
+    result = tracker.outcome()
 """
 
 from __future__ import annotations
@@ -34,23 +39,16 @@ EMPTY = "empty"
 
 
 @dataclass(frozen=True, slots=True)
-class TokenUsage:
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-
-@dataclass(frozen=True, slots=True)
 class Complete:
     """A complete stream; ``finish_reasons`` per choice index, inferred ones included."""
 
     anomalies: tuple[str, ...] = ()
     inferred_finish_reason: str | None = None
     finish_reasons: Mapping[int, str] = field(default_factory=dict)
-    usage: TokenUsage | None = None
+
+    def inferred(self, stated: Mapping[int, str]) -> dict[int, str]:
+        """The finish reasons the upstream did not state (given those it did)."""
+        return {i: r for i, r in sorted(self.finish_reasons.items()) if i not in stated}
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +56,6 @@ class Truncated:
     """A stream that stopped before it was complete (a dropped connection)."""
 
     committed: bool
-    usage: TokenUsage | None = None
 
 
 def _nonempty(value: object) -> bool:
@@ -75,23 +72,32 @@ class StreamTracker:
     def __init__(self) -> None:
         self.committed = False
         self.tool_calls = False
+        self.saw_done = False
         self.finish_reasons: dict[int, str] = {}
         self.choices: set[int] = set()
-        self.usage: TokenUsage | None = None
 
     def feed(self, chunk: Mapping[str, Any]) -> bool:
         """Account for one parsed chunk; returns True if this chunk committed the stream."""
         was_committed = self.committed
-        usage = chunk.get("usage")
-        if isinstance(usage, Mapping):
-            self.usage = TokenUsage(
-                _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))
-            )
         choices = chunk.get("choices")
         for choice in choices if isinstance(choices, list) else []:
             if isinstance(choice, Mapping):
                 self._feed_choice(choice)
         return self.committed and not was_committed
+
+    def end(self) -> None:
+        """The protocol's end marker (``[DONE]``, ``message_stop``) arrived."""
+        self.saw_done = True
+
+    @property
+    def finished(self) -> bool:
+        """Every choice seen so far has a finish reason."""
+        return bool(self.choices) and self.choices <= self.finish_reasons.keys()
+
+    @property
+    def complete(self) -> bool:
+        """The stream may end here without being a failure."""
+        return self.saw_done or self.finished
 
     def _feed_choice(self, choice: Mapping[str, Any]) -> None:
         index = _int(choice.get("index"))
@@ -109,13 +115,13 @@ class StreamTracker:
         if isinstance(reason, str) and reason:
             self.finish_reasons[index] = reason
 
-    def outcome(self, saw_done: bool) -> Complete | Truncated:
-        """The verdict once the stream ended; ``saw_done``: the ``[DONE]`` marker arrived."""
-        finished = bool(self.choices) and self.choices <= self.finish_reasons.keys()
-        if not finished and not saw_done:
-            return Truncated(committed=self.committed, usage=self.usage)
+    def outcome(self) -> Complete | Truncated:
+        """The verdict once the stream ended."""
+        finished = self.finished
+        if not finished and not self.saw_done:
+            return Truncated(committed=self.committed)
         anomalies: list[str] = []
-        if not saw_done:
+        if not self.saw_done:
             anomalies.append(MISSING_DONE)
         reasons = dict(self.finish_reasons)
         inferred = None
@@ -126,4 +132,4 @@ class StreamTracker:
             anomalies.append(MISSING_FINISH_REASON)
         if not self.committed:
             anomalies.append(EMPTY)
-        return Complete(tuple(anomalies), inferred, reasons, self.usage)
+        return Complete(tuple(anomalies), inferred, reasons)

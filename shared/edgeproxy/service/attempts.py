@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from edgeproxy.config.deployment import Deployment
-from edgeproxy.routing.completeness import StreamTracker
 from edgeproxy.routing.deadlines import AttemptTimeouts
 from edgeproxy.routing.faults import FaultKind
 from edgeproxy.upstream.call import UpstreamCall, UpstreamResponse
@@ -30,7 +29,6 @@ class Answer:
     response: UpstreamResponse | None = None
     stream: UpstreamStream | None = None
     head: list[dict[str, Any]] = field(default_factory=list)
-    tracker: StreamTracker | None = None
     ended: bool = False  # the stream already ended (complete before any content)
     hide_usage: bool = False  # the final usage chunk was asked for by us, not the client
 
@@ -75,19 +73,18 @@ class StreamCaller:
 
     async def __call__(self, call: UpstreamCall, timeouts: AttemptTimeouts) -> Answer:
         stream = await self._upstream.open_stream(call)
-        tracker = StreamTracker()
         head: list[dict[str, Any]] = []
         try:
             # The total deadline bounds the pre-commit phase too, not only idle gaps.
             async with asyncio.timeout(timeouts.total):
                 async for event in stream:
                     if event.done:
-                        return Answer(stream=stream, head=head, tracker=tracker, ended=True)
+                        return Answer(stream=stream, head=head, ended=True)
                     if event.chunk is None:
                         continue
                     head.append(event.chunk)
-                    if tracker.feed(event.chunk):
-                        return Answer(stream=stream, head=head, tracker=tracker)
+                    if stream.tracker.committed:
+                        return Answer(stream=stream, head=head)
         except TimeoutError:
             await stream.aclose()
             raise fault(FaultKind.TIMEOUT, "the request's total deadline passed") from None
@@ -95,4 +92,4 @@ class StreamCaller:
             await stream.aclose()
             raise
         # Ended without [DONE] but complete (every choice finished, nothing shown).
-        return Answer(stream=stream, head=head, tracker=tracker, ended=True)
+        return Answer(stream=stream, head=head, ended=True)

@@ -45,7 +45,7 @@ from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.config.policies import Operation
 from edgeproxy.errors import ModelNotFound
-from edgeproxy.routing.affinity import caller_id
+from edgeproxy.routing.affinity import caller_id, key_digest
 from edgeproxy.routing.snapshot import Binding, BindingKey, Usage
 from edgeproxy.state.store import AdminStore, SnapshotRequest
 
@@ -69,7 +69,7 @@ def resolve_caller(value: str) -> str:
     try:
         ipaddress.ip_address(value)
     except ValueError:
-        return caller_id(value, None, None)
+        return caller_id(key_digest(value), None, None)
     return caller_id(None, None, value)
 
 

@@ -1,4 +1,9 @@
-"""One request end to end: configuration, routing, the answer, and its outcome writes."""
+"""One request end to end: routing, the answer, and its outcome writes.
+
+The edge reads the configuration once per request (``config()``) and passes
+that same version to ``complete`` / ``open_stream``, so authentication, body
+limits and routing all see one configuration.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ from edgeproxy.routing.eligibility import pool_status
 from edgeproxy.routing.refusal import final_error
 from edgeproxy.service.attempts import JsonCaller, StreamCaller
 from edgeproxy.service.config_cache import ConfigCache
+from edgeproxy.service.events import StreamItem
 from edgeproxy.service.outcomes import Outcomes, settle
 from edgeproxy.service.relay import Deferred, Relay
 from edgeproxy.service.request import ProxyRequest
@@ -37,7 +43,7 @@ class JsonAnswer:
 
 @dataclass(slots=True)
 class StreamAnswer:
-    body: AsyncIterator[bytes]
+    body: AsyncIterator[StreamItem]
     headers: dict[str, str] = field(default_factory=dict)
     after: Callable[[], Awaitable[None]] | None = None
 
@@ -92,9 +98,9 @@ class Gateway:
             owner=f"{req.request_id}:{uuid.uuid4().hex[:8]}",
         )
 
-    async def complete(self, req: ProxyRequest) -> JsonAnswer:
+    async def complete(self, req: ProxyRequest, config: GatewayConfig) -> JsonAnswer:
         """A JSON request: the serving upstream's answer, or an ``EdgeproxyError``."""
-        run = self._run(req, await self.config())
+        run = self._run(req, config)
         self._telemetry.count("Requests")
         result = await self._router.route(run, self._json)
         self._log(run)
@@ -119,9 +125,13 @@ class Gateway:
 
         return JsonAnswer(body, {"x-edgeproxy-deployment": result.attempt.deployment.id}, after)
 
-    async def open_stream(self, req: ProxyRequest) -> StreamAnswer:
-        """A streamed request; errors before the stream opens raise with their real status."""
-        run = self._run(req, await self.config())
+    async def open_stream(self, req: ProxyRequest, config: GatewayConfig) -> StreamAnswer:
+        """A streamed request; errors before the stream opens raise with their real status.
+
+        The answer's body is typed events (``service/events.py``) for the
+        surface to serialise.
+        """
+        run = self._run(req, config)
         self._telemetry.count("Requests")
         hold = run.config.router.stream_header_hold_ms / 1000.0
 
@@ -135,9 +145,8 @@ class Gateway:
         after = Deferred()
         return StreamAnswer(await self._relay.open(run, route(), hold, after), after=after)
 
-    async def deployment_status(self, model: str) -> dict[str, Any]:
+    async def deployment_status(self, model: str, config: GatewayConfig) -> dict[str, Any]:
         """Each deployment's availability (the admin view; reveals deployment ids only)."""
-        config = await self.config()
         deployments = config.pool(model)
         if not deployments:
             raise ModelNotFound(f"The model `{model}` does not exist.", param="model")

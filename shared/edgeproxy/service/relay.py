@@ -1,39 +1,34 @@
-"""Relay a committed upstream stream to the client as SSE, chunk by chunk.
+"""Relay a committed upstream stream to the client as typed events, chunk by chunk.
 
 Response headers are held for up to ``stream_header_hold_ms`` (10 s) while
 routing settles, so an early failure keeps its real HTTP status. Past that
-the stream opens with 200 and SSE comments keep the connection alive; a
+the stream opens with 200 and keepalive events hold the connection; a
 failure after the stream opened, or after the first content frame, ends it
-with an in-band error event, as the provider's own stream would.
+with an in-band error event, as the provider's own stream would. The events
+(``service/events.py``) are serialised by the client's surface.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 from edgeproxy.errors import EdgeproxyError, UpstreamFault
-from edgeproxy.routing.completeness import Complete, StreamTracker
+from edgeproxy.routing.completeness import Complete
 from edgeproxy.routing.faults import Fault, FaultKind
 from edgeproxy.routing.refusal import fault_error
 from edgeproxy.routing.verdict import judge
 from edgeproxy.service.attempts import usage_only
+from edgeproxy.service.events import KEEPALIVE, Chunk, Closing, Failed, StreamItem
 from edgeproxy.service.outcomes import Outcomes, settle
 from edgeproxy.service.router import Run, Served
 from edgeproxy.service.telemetry import Telemetry
 
 logger = logging.getLogger(__name__)
 
-KEEPALIVE = b": keepalive\n\n"
 KEEPALIVE_INTERVAL_S = 5.0
-DONE = b"data: [DONE]\n\n"
-
-
-def sse(payload: dict[str, Any]) -> bytes:
-    return b"data: " + json.dumps(payload, separators=(",", ":")).encode() + b"\n\n"
 
 
 class Deferred:
@@ -67,7 +62,7 @@ class Relay:
 
     async def open(
         self, run: Run, route: Coroutine[Any, Any, Served], hold_s: float, after: Deferred
-    ) -> AsyncIterator[bytes]:
+    ) -> AsyncIterator[StreamItem]:
         """Wait up to ``hold_s`` for routing; raise its error if it fails in that window.
 
         The success write is left in ``after``, to run once the body was sent.
@@ -85,7 +80,7 @@ class Relay:
 
     async def _held(
         self, run: Run, task: asyncio.Future[Served], after: Deferred
-    ) -> AsyncIterator[bytes]:
+    ) -> AsyncIterator[StreamItem]:
         try:
             while not task.done():
                 yield KEEPALIVE
@@ -93,12 +88,12 @@ class Relay:
             try:
                 served = task.result()
             except EdgeproxyError as exc:
-                yield sse(exc.body())
+                yield Failed(exc)
                 return
             except Exception:
                 # The stream is open: the error goes in-band, generic, and into the log.
                 logger.exception("routing failed after the stream opened")
-                yield sse(EdgeproxyError("internal error").body())
+                yield Failed(EdgeproxyError("internal error"))
                 return
         finally:
             if not task.done():
@@ -106,19 +101,16 @@ class Relay:
         async for data in self._relay(run, served, after):
             yield data
 
-    async def _relay(self, run: Run, served: Served, after: Deferred) -> AsyncIterator[bytes]:
+    async def _relay(self, run: Run, served: Served, after: Deferred) -> AsyncIterator[StreamItem]:
         answer = served.answer
         stream = answer.stream
-        tracker = answer.tracker or StreamTracker()
         assert stream is not None
         finished = False
         try:
-            last: dict[str, Any] | None = None
             for chunk in answer.head:
                 if answer.hide_usage and usage_only(chunk):
                     continue
-                last = chunk
-                yield sse(chunk)
+                yield Chunk(chunk)
             if not answer.ended:
                 remaining = run.budget.remaining(self._clock())
                 async with asyncio.timeout(remaining):
@@ -127,23 +119,24 @@ class Relay:
                             break
                         if event.chunk is None:
                             continue
-                        tracker.feed(event.chunk)
                         if answer.hide_usage and usage_only(event.chunk):
                             continue  # we asked for it to count tokens; the client did not
-                        last = event.chunk
-                        yield sse(event.chunk)
+                        yield Chunk(event.chunk)
             # A stream that ended early without [DONE] got here only by finishing every choice.
-            outcome = tracker.outcome(stream.saw_done)
-            if isinstance(outcome, Complete) and run.trace.attempts:
-                # The serving attempt is the last one routed (routing ends at the success).
-                run.trace.attempts[-1].anomalies = list(outcome.anomalies)
-            for extra in _closing_chunks(run, outcome, tracker, last):
-                yield extra
-            yield DONE
+            tracker = stream.tracker
+            outcome = tracker.outcome()
+            inferred: dict[int, str] = {}
+            if isinstance(outcome, Complete):
+                inferred = outcome.inferred(tracker.finish_reasons)
+                if run.trace.attempts:
+                    # The serving attempt is the last one routed (routing ends at the success).
+                    run.trace.attempts[-1].anomalies = list(outcome.anomalies)
+            usage = stream.usage
+            routing = run.trace.metadata() if run.req.want_routing else None
+            yield Closing(finish_reasons=inferred, usage=usage, routing=routing)
             finished = True
             if isinstance(outcome, Complete) and outcome.anomalies:
                 logger.info("stream anomalies: %s", ",".join(outcome.anomalies))
-            usage = stream.usage
             after.set(
                 self._outcomes.success(
                     served.ctx,
@@ -160,7 +153,7 @@ class Relay:
                 else Fault(FaultKind.TIMEOUT, "the request's total deadline passed")
             )
             finished = True
-            yield sse(_in_band(fault))
+            yield Failed(fault_error(fault))
             await self._finish(
                 self._outcomes.failure(
                     served.ctx, served.attempt, judge(fault), first=not served.counted
@@ -175,27 +168,3 @@ class Relay:
     async def _finish(self, write: Coroutine[Any, Any, object]) -> None:
         # Shielded so a client disconnect cannot cancel the state write half-way.
         await asyncio.shield(settle(write))
-
-
-def _closing_chunks(
-    run: Run, outcome: object, tracker: StreamTracker, last: dict[str, Any] | None
-) -> list[bytes]:
-    base: dict[str, Any] = {
-        k: last[k] for k in ("id", "object", "created", "model") if last and k in last
-    }
-    out: list[bytes] = []
-    if isinstance(outcome, Complete) and outcome.inferred_finish_reason:
-        # The upstream reached its end marker without saying why: say it, as its SDK would.
-        inferred = [
-            {"index": i, "delta": {}, "finish_reason": reason}
-            for i, reason in sorted(outcome.finish_reasons.items())
-            if i not in tracker.finish_reasons
-        ]
-        out.append(sse({**base, "choices": inferred}))
-    if run.req.want_routing:
-        out.append(sse({**base, "choices": [], "unified_routing": run.trace.metadata()}))
-    return out
-
-
-def _in_band(fault: Fault) -> dict[str, Any]:
-    return fault_error(fault).body()

@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from edgeproxy.anthropic_errors import status_of
 from edgeproxy.errors import UpstreamFault
 from edgeproxy.routing.faults import Fault, FaultKind
 
@@ -28,18 +29,6 @@ _KEYISH = (
     re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=*-]+"),
     re.compile(r"(?i)\b(x-api-key|api[_-]?key|authorization)(\s*[:=]\s*)[^\s,;\"']+"),
 )
-
-# Anthropic's error types, for in-stream errors that carry no HTTP status.
-_ANTHROPIC_STATUS = {
-    "invalid_request_error": 400,
-    "authentication_error": 401,
-    "permission_error": 403,
-    "not_found_error": 404,
-    "request_too_large": 413,
-    "rate_limit_error": 429,
-    "api_error": 500,
-    "overloaded_error": 529,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +107,7 @@ def stream_error_fault(payload: Mapping[str, Any], secrets: Sequence[str | None]
     """The fault for an error event inside a 200 stream (status inferred from its type)."""
     error = payload.get("error")
     kind = error.get("type") if isinstance(error, Mapping) else None
-    status = _ANTHROPIC_STATUS.get(kind, 500) if isinstance(kind, str) else 500
+    status = status_of(kind) if isinstance(kind, str) else 500
     return _error_fault(payload, status, None, secrets)
 
 

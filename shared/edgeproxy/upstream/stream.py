@@ -1,7 +1,8 @@
 """An open upstream stream: an async iterator of OpenAI chunks with an idle deadline.
 
-Completeness follows the spec ("What counts as complete"): a stream that
-reached its end marker, or whose every choice got a finish reason, is
+Completeness follows the spec ("What counts as complete") and is judged by
+the core's ``StreamTracker``, fed each event as it is handed out: a stream
+that reached its end marker, or whose every choice got a finish reason, is
 complete even if the other signal is missing; only a stream that stops with
 neither fails, as TRUNCATED. The idle deadline counts every received byte
 (keepalive comments included), because it is checked per network read, not
@@ -14,11 +15,11 @@ import asyncio
 from collections import deque
 from collections.abc import AsyncIterator
 from types import TracebackType
-from typing import Any
 
 import httpx
 
 from edgeproxy.errors import UpstreamFault
+from edgeproxy.routing.completeness import StreamTracker
 from edgeproxy.routing.faults import FaultKind
 from edgeproxy.upstream.adapter import ChunkTranslator
 from edgeproxy.upstream.call import StreamEvent, Usage
@@ -52,10 +53,7 @@ class UpstreamStream:
         self.status = response.status_code
         self.rate_limits = rate_limits
         self.request_id = request_id
-        self.saw_done = False
-        self.finish_reasons: dict[int, str] = {}
-        self.saw_tool_calls = False
-        self._choices: set[int] = set()
+        self.tracker = StreamTracker()  # fed every event handed out, in order
         self._response = response
         self._raw: AsyncIterator[bytes] = response.aiter_raw()
         self._translator = translator
@@ -71,14 +69,9 @@ class UpstreamStream:
         return self._translator.usage
 
     @property
-    def finished(self) -> bool:
-        """Every choice seen so far has a finish reason."""
-        return bool(self._choices) and self._choices <= self.finish_reasons.keys()
-
-    @property
     def complete(self) -> bool:
         """The stream may end here without being a failure."""
-        return self.saw_done or self.finished
+        return self.tracker.complete
 
     def __aiter__(self) -> UpstreamStream:
         return self
@@ -102,7 +95,11 @@ class UpstreamStream:
                     raise StopAsyncIteration from None
                 raise
         event = self._pending.popleft()
+        # Judged as handed out, so a reader stopping at the commit sees exactly that.
+        if event.chunk is not None:
+            self.tracker.feed(event.chunk)
         if event.done:
+            self.tracker.end()
             self._ended = True
             self._pending.clear()
             self._failure = None  # nothing after the end marker can spoil the answer
@@ -122,24 +119,9 @@ class UpstreamStream:
             return
         try:
             for sse in self._parser.feed(data):
-                for event in self._translator.feed(sse):
-                    self._track(event)
-                    self._pending.append(event)
+                self._pending.extend(self._translator.feed(sse))
         except UpstreamFault as exc:
             self._failure = exc
-
-    def _track(self, event: StreamEvent) -> None:
-        if event.done:
-            self.saw_done = True
-            return
-        choices: Any = (event.chunk or {}).get("choices")
-        for choice in choices if isinstance(choices, list) else []:
-            index = choice.get("index", 0)
-            self._choices.add(index)
-            if choice.get("finish_reason"):
-                self.finish_reasons[index] = str(choice["finish_reason"])
-            if (choice.get("delta") or {}).get("tool_calls"):
-                self.saw_tool_calls = True
 
     async def _drain(self) -> None:
         if self._response.is_closed:

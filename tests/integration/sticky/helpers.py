@@ -16,12 +16,12 @@ from typing import Any
 
 import httpx
 
-from edgeproxy.routing.affinity import caller_id
+from edgeproxy.routing.affinity import caller_id, key_digest
 from tests.fixtures.gateway import GatewayProcess, GatewayServer
 
 DEPLOYMENT = "x-edgeproxy-deployment"
 ALICE_KEY = "sk-alice-0123456789abcdef"
-ALICE = caller_id(ALICE_KEY, None, None)
+ALICE = caller_id(key_digest(ALICE_KEY), None, None)
 
 Gateway = GatewayServer | GatewayProcess
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from edgeproxy.routing.affinity import caller_id
+from edgeproxy.routing.affinity import caller_id, key_digest
 from tests.fixtures.clock import FleetClock
 from tests.fixtures.configs import config, deployment
 from tests.fixtures.table import TableView
@@ -80,7 +80,7 @@ def test_concurrent_creators_end_with_one_binding_and_both_are_served(
 
     table.wait_successes(2 * len(keys), "a", "b")
     for key, where in served.items():
-        binding = table.wait_bound(caller_id(key, None, None))
+        binding = table.wait_bound(caller_id(key_digest(key), None, None))
         assert binding.deployment_id in where
         assert binding.version == 1  # created once; the loser adopted it, never overwrote
     assert len(table.bindings()) == len(keys)
@@ -119,7 +119,9 @@ def test_admin_pin_selects_the_deployment_and_disables_fallback(
 
     table.wait_binding(ALICE, "a")
     table.wait_successes(1, "b")
-    assert table.binding(caller_id(ADMIN_KEY, None, None)) is None  # a pin writes no binding
+    assert (
+        table.binding(caller_id(key_digest(ADMIN_KEY), None, None)) is None
+    )  # a pin writes no binding
 
 
 def test_sticky_can_be_switched_off_per_pool(

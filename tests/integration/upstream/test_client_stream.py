@@ -43,7 +43,8 @@ async def test_stream_ok_chunk_by_chunk(
     contents = [e.chunk["choices"][0]["delta"].get("content") for e in events[1:-2] if e.chunk]
     assert contents == ["Hello ", "from ", "a! ", "You ", "said: ", "ping"]
     assert events[-1].done
-    assert (stream.saw_done, stream.finished, stream.finish_reasons) == (True, True, {0: "stop"})
+    tracker = stream.tracker
+    assert (tracker.saw_done, tracker.finished, tracker.finish_reasons) == (True, True, {0: "stop"})
 
 
 async def test_stream_usage_when_asked(
@@ -184,7 +185,11 @@ async def test_without_done_but_finished_is_complete(
     stream = await upstream_client.open_stream(chat(upstream_a, stream=True))
     await drain(stream, events)
     assert not any(e.done for e in events)
-    assert (stream.saw_done, stream.finished, stream.complete) == (False, True, True)
+    assert (stream.tracker.saw_done, stream.tracker.finished, stream.complete) == (
+        False,
+        True,
+        True,
+    )
 
 
 async def test_done_without_finish_reason_is_complete(
@@ -195,7 +200,8 @@ async def test_done_without_finish_reason_is_complete(
     stream = await upstream_client.open_stream(chat(upstream_a, stream=True))
     await drain(stream, events)
     assert events[-1].done
-    assert (stream.saw_done, stream.finished, stream.finish_reasons) == (True, False, {})
+    tracker = stream.tracker
+    assert (tracker.saw_done, tracker.finished, tracker.finish_reasons) == (True, False, {})
 
 
 async def test_neither_done_nor_finish_reason_is_truncated(

@@ -42,10 +42,16 @@ def test_keys_are_checked_by_hash_and_admins_recognised() -> None:
     settings = GatewaySettings(api_keys=[key("ops", "sk-admin", True), key("app", "sk-app")])
     assert identify(request(authorization="Bearer sk-admin"), settings, False).admin is True
     app = identify(request(x_api_key="sk-app"), settings, False)
-    assert (app.admin, app.api_key) == (False, "sk-app")
+    # Only the key's digest travels on, as the caller's affinity id.
+    assert (app.admin, app.caller) == (False, "key:" + hashlib.sha256(b"sk-app").hexdigest())
     with pytest.raises(AuthenticationError):
         identify(request(authorization="Bearer sk-wrong"), settings, False)
     with pytest.raises(AuthenticationError):
         identify(request(), settings, False)
     # No keys configured: anyone may call (IAM guards the deployed API), nobody is admin.
-    assert identify(request(authorization="Bearer x"), GatewaySettings(), False).admin is False
+    anyone = identify(request(authorization="Bearer x"), GatewaySettings(), False)
+    assert anyone.admin is False
+    assert anyone.caller == "key:" + hashlib.sha256(b"x").hexdigest()
+    grant = identify(request(x_grant_id="g-1"), GatewaySettings(), False)
+    assert grant.caller == "grant:g-1"
+    assert identify(request(), GatewaySettings(), False).caller == "ip:198.51.100.9"

@@ -1,4 +1,4 @@
-"""The gateway's OpenAI SSE bytes -> Anthropic Messages stream events."""
+"""The relay's typed stream events -> Anthropic Messages stream events."""
 
 from __future__ import annotations
 
@@ -6,12 +6,13 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest
-
 from edgeproxy.api.messages_stream import MessageEvents, message_stream
+from edgeproxy.errors import EdgeproxyError, ModelOverloaded, RateLimited
+from edgeproxy.service.events import KEEPALIVE, Chunk, Closing, Failed, StreamItem
+from edgeproxy.upstream.call import Usage
 
 
-def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
+def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> Chunk:
     payload = {
         "id": "chatcmpl-9",
         "object": "chat.completion.chunk",
@@ -19,24 +20,25 @@ def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> byt
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
         **extra,
     }
-    return b"data: " + json.dumps(payload).encode() + b"\n\n"
+    return Chunk(payload)
 
 
-USAGE = (
-    b'data: {"id":"chatcmpl-9","choices":[],'
-    b'"usage":{"prompt_tokens":11,"completion_tokens":3,"total_tokens":14}}\n\n'
+USAGE = Chunk(
+    {
+        "id": "chatcmpl-9",
+        "choices": [],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14},
+    }
 )
-DONE = b"data: [DONE]\n\n"
-TEXT_STREAM = b"".join(
-    [
-        chunk({"role": "assistant", "content": ""}),
-        chunk({"content": "Hello "}),
-        chunk({"content": "wörld"}),
-        chunk({}, "stop"),
-        USAGE,
-        DONE,
-    ]
-)
+CLOSING = Closing()
+TEXT_STREAM: list[StreamItem] = [
+    chunk({"role": "assistant", "content": ""}),
+    chunk({"content": "Hello "}),
+    chunk({"content": "wörld"}),
+    chunk({}, "stop"),
+    USAGE,
+    Closing(usage=Usage(11, 3)),
+]
 
 
 def parse(raw: bytes) -> list[tuple[str, Any]]:
@@ -55,14 +57,14 @@ def parse(raw: bytes) -> list[tuple[str, Any]]:
     return out
 
 
-def translate(parts: list[bytes]) -> list[tuple[str, Any]]:
+def translate(items: list[StreamItem]) -> list[tuple[str, Any]]:
     events = MessageEvents()
-    out = b"".join(b"".join(events.feed(p)) for p in parts) + b"".join(events.close())
+    out = b"".join(b"".join(events.feed(item)) for item in items) + b"".join(events.close())
     return parse(out)
 
 
 def test_text_stream() -> None:
-    events = translate([TEXT_STREAM])
+    events = translate(TEXT_STREAM)
     assert [name for name, _ in events] == [
         "message_start",
         "content_block_start",
@@ -90,19 +92,6 @@ def test_text_stream() -> None:
     assert events[5][1]["usage"] == {"input_tokens": 11, "output_tokens": 3}
 
 
-@pytest.mark.parametrize("size", [1, 2, 3, 7, 64])
-def test_split_anywhere_gives_the_same_events(size: int) -> None:
-    # Every split point, including inside "\n\n" and inside the two-byte "ö".
-    parts = [TEXT_STREAM[i : i + size] for i in range(0, len(TEXT_STREAM), size)]
-    assert translate(parts) == translate([TEXT_STREAM])
-
-
-def test_crlf_line_endings() -> None:
-    crlf = TEXT_STREAM.replace(b"\n", b"\r\n")
-    parts = [crlf[i : i + 5] for i in range(0, len(crlf), 5)]
-    assert translate(parts) == translate([TEXT_STREAM])
-
-
 def test_tool_calls_stream_as_tool_use_blocks() -> None:
     def call(index: int, **fields: Any) -> dict[str, Any]:
         return {"tool_calls": [{"index": index, **fields}]}
@@ -115,7 +104,7 @@ def test_tool_calls_stream_as_tool_use_blocks() -> None:
             chunk(call(0, function={"arguments": 'ty": "Paris"}'})),
             chunk(call(1, id="call_b", type="function", function={"name": "g", "arguments": "{}"})),
             chunk({}, "tool_calls"),
-            DONE,
+            CLOSING,
         ]
     )
     summary = [(name, data.get("index")) for name, data in events]
@@ -151,19 +140,12 @@ def test_tool_calls_stream_as_tool_use_blocks() -> None:
 
 
 def test_in_band_error_ends_the_stream_as_an_anthropic_error() -> None:
-    error = {
-        "error": {
-            "message": "Every deployment is cooling down.",
-            "type": "server_error",
-            "code": "model_overloaded",
-        }
-    }
     events = translate(
         [
             chunk({"role": "assistant", "content": "Hel"}),
-            b"data: " + json.dumps(error).encode() + b"\n\n",
+            Failed(ModelOverloaded("Every deployment is cooling down.")),
             chunk({"content": "ignored"}),
-            DONE,
+            CLOSING,
         ]
     )
     assert [name for name, _ in events] == [
@@ -179,17 +161,7 @@ def test_in_band_error_ends_the_stream_as_an_anthropic_error() -> None:
 
 
 def test_keepalives_pass_through_and_an_error_may_come_first() -> None:
-    error = {
-        "error": {"message": "slow", "type": "rate_limit_error", "code": "rate_limit_exceeded"}
-    }
-    events = translate(
-        [
-            b": keepalive\n\n",
-            b": keep",
-            b"alive\n\n",
-            b"data: " + json.dumps(error).encode() + b"\n\n",
-        ]
-    )
+    events = translate([KEEPALIVE, KEEPALIVE, Failed(RateLimited("slow"))])
     assert events == [
         ("comment", ": keepalive"),
         ("comment", ": keepalive"),
@@ -203,23 +175,41 @@ def test_a_stream_cut_before_done_ends_with_an_error() -> None:
     assert events[-1][1]["error"]["type"] == "api_error"
 
 
-def test_unreadable_data_is_an_error() -> None:
-    events = translate([b"data: {not json\n\n", DONE])
-    assert [name for name, _ in events] == ["error"]
+def test_internal_errors_in_band_never_show_their_text() -> None:
+    events = translate([chunk({"content": "a"}), Failed(EdgeproxyError("secret sk-123"))])
+    name, data = events[-1]
+    assert (name, data["error"]["type"]) == ("error", "api_error")
+    assert "secret" not in data["error"]["message"]
 
 
 def test_routing_metadata_rides_on_message_delta() -> None:
-    routing = b'data: {"id":"chatcmpl-9","choices":[],"unified_routing":{"served_by":"a"}}\n\n'
-    events = translate([chunk({"content": "x"}, "length"), routing, DONE])
+    routing = Closing(routing={"served_by": "a"})
+    events = translate([chunk({"content": "x"}, "length"), routing])
     delta = dict(events)["message_delta"]
     assert delta["unified_routing"] == {"served_by": "a"}
     assert delta["delta"]["stop_reason"] == "max_tokens"
+    assert delta["usage"] == {"input_tokens": 0, "output_tokens": 0}  # none reported
+
+
+def test_an_inferred_finish_reason_fills_in_only_a_missing_one() -> None:
+    call = {"tool_calls": [{"index": 0, "id": "c", "function": {"name": "f"}}]}
+    inferred = Closing(finish_reasons={0: "tool_calls"})
+    assert dict(translate([chunk(call), inferred]))["message_delta"]["delta"]["stop_reason"] == (
+        "tool_use"
+    )
+    stated = translate([chunk({"content": "x"}, "length"), Closing(finish_reasons={1: "stop"})])
+    assert dict(stated)["message_delta"]["delta"]["stop_reason"] == "max_tokens"
+    assert [name for name, _ in translate([Closing()])] == [
+        "message_start",
+        "message_delta",
+        "message_stop",
+    ]
 
 
 async def test_message_stream_closes_its_source_when_the_client_leaves() -> None:
     closed: list[bool] = []
 
-    async def source() -> AsyncIterator[bytes]:
+    async def source() -> AsyncIterator[StreamItem]:
         try:
             yield chunk({"role": "assistant", "content": "a"})
             yield chunk({"content": "b"})

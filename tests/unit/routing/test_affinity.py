@@ -8,6 +8,7 @@ from edgeproxy.routing.affinity import (
     after_success,
     binding_valid,
     caller_id,
+    key_digest,
     new_binding,
     should_renew,
 )
@@ -18,10 +19,10 @@ KEY = BindingKey("key:abc", "gpt", "openai.chat")
 
 def test_key_hash_wins_and_the_raw_key_never_appears() -> None:
     secret = "sk-live-supersecret-0123"
-    cid = caller_id(secret, "g-1", "10.0.0.1")
+    cid = caller_id(key_digest(secret), "g-1", "10.0.0.1")
     assert cid == "key:" + hashlib.sha256(secret.encode()).hexdigest()
     assert secret not in cid
-    assert caller_id("sk-other", None, None) != cid
+    assert caller_id(key_digest("sk-other"), None, None) != cid
 
 
 def test_grant_before_ip() -> None:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from edgeproxy.routing.completeness import Complete, StreamTracker, TokenUsage, Truncated
+from edgeproxy.routing.completeness import Complete, StreamTracker, Truncated
 
 
 def chunk(
@@ -15,7 +15,9 @@ def run(chunks: list[dict[str, Any]], saw_done: bool) -> tuple[StreamTracker, Co
     tracker = StreamTracker()
     for c in chunks:
         tracker.feed(c)
-    return tracker, tracker.outcome(saw_done)
+    if saw_done:
+        tracker.end()
+    return tracker, tracker.outcome()
 
 
 def test_role_and_empty_content_do_not_commit_reasoning_content_and_tools_do() -> None:
@@ -27,7 +29,7 @@ def test_role_and_empty_content_do_not_commit_reasoning_content_and_tools_do() -
     ):
         tracker = StreamTracker()
         assert not tracker.feed(chunk({"role": "assistant", "content": ""}))
-        assert tracker.outcome(saw_done=False) == Truncated(committed=False)
+        assert tracker.outcome() == Truncated(committed=False)
         assert tracker.feed(chunk(delta))
         assert tracker.committed
         assert not tracker.feed(chunk({"content": "more"}))  # commits only once
@@ -35,7 +37,7 @@ def test_role_and_empty_content_do_not_commit_reasoning_content_and_tools_do() -
 
 def test_clean_stream_is_complete_without_anomalies() -> None:
     _, out = run([chunk({"content": "Hi"}), chunk(finish="stop")], saw_done=True)
-    assert out == Complete((), None, {0: "stop"}, None)
+    assert out == Complete((), None, {0: "stop"})
 
 
 def test_finished_without_done_is_complete() -> None:
@@ -88,14 +90,25 @@ def test_every_choice_must_finish() -> None:
     assert "missing_finish_reason" in done.anomalies
 
 
-def test_usage_from_the_final_usage_chunk() -> None:
+def test_a_usage_chunk_changes_nothing_and_only_unstated_reasons_count_as_inferred() -> None:
     chunks = [
-        chunk({"content": "Hi"}, usage=None),
-        chunk(finish="stop"),
+        chunk({"content": "a"}, index=0),
+        chunk({"content": "b"}, index=1),
+        chunk(finish="length", index=0),
         {"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}},
     ]
     tracker, out = run(chunks, saw_done=True)
-    assert tracker.usage == TokenUsage(12, 3)
     assert isinstance(out, Complete)
-    assert out.usage is not None
-    assert out.usage.total_tokens == 15
+    assert out.inferred(tracker.finish_reasons) == {1: "stop"}
+    assert Complete((), None, {0: "stop"}).inferred({0: "stop"}) == {}
+
+
+def test_complete_may_end_at_either_signal() -> None:
+    tracker = StreamTracker()
+    assert not tracker.complete
+    tracker.feed(chunk({"content": "a"}, finish="stop"))
+    assert (tracker.finished, tracker.complete, tracker.saw_done) == (True, True, False)
+    other = StreamTracker()
+    other.feed(chunk({"content": "a"}))
+    other.end()
+    assert (other.finished, other.complete, other.saw_done) == (False, True, True)

@@ -12,7 +12,7 @@ from edgeproxy.config.deployment import Deployment, ProviderKind
 from edgeproxy.config.policies import Operation
 from edgeproxy.errors import UpstreamFault
 from edgeproxy.routing.faults import FaultKind
-from edgeproxy.upstream.call import StreamEvent, UpstreamCall
+from edgeproxy.upstream.call import StreamEvent, UpstreamCall, Usage
 from edgeproxy.upstream.client import UpstreamClient
 
 DEPLOYMENT = Deployment(
@@ -132,9 +132,10 @@ async def test_stream_state() -> None:
             assert stream.rate_limits.remaining_requests == 5
             assert not stream.complete
             _ = [event async for event in stream]
-            assert (stream.saw_done, stream.finished, stream.complete) == (True, True, True)
-            assert stream.finish_reasons == {0: "length"}
-            assert not stream.saw_tool_calls
+            tracker = stream.tracker
+            assert (tracker.saw_done, tracker.finished, stream.complete) == (True, True, True)
+            assert tracker.finish_reasons == {0: "length"}
+            assert not tracker.tool_calls
 
 
 async def test_json_answer_to_a_stream_request_is_malformed() -> None:
@@ -145,3 +146,21 @@ async def test_json_answer_to_a_stream_request_is_malformed() -> None:
         with pytest.raises(UpstreamFault) as info:
             await UpstreamClient(http).open_stream(CALL)
     assert info.value.fault.kind is FaultKind.MALFORMED
+
+
+async def test_stream_usage_is_the_adapters_reading() -> None:
+    usage = {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}
+    final = f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n".encode()
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        parts = [chunk("Hi"), chunk(finish="stop"), final, b"data: [DONE]\n\n"]
+        return httpx.Response(
+            200, headers={"content-type": "text/event-stream"}, stream=Body(parts)
+        )
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as http:
+        stream = await UpstreamClient(http).open_stream(CALL)
+        async with stream:
+            _ = [event async for event in stream]
+            assert stream.usage == Usage(12, 3)
+            assert stream.usage.total_tokens == 15

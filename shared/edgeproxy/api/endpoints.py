@@ -1,0 +1,58 @@
+"""The routes' endpoints, as module-level functions over the app's gateway.
+
+Proxied requests go through ``pipeline.serve`` with their surface's codec;
+the two read-only views (model list, deployment status) use the same
+identification. Each endpoint is wrapped in its surface's error guard by
+``app.create_app``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from edgeproxy.api.messages import MESSAGES
+from edgeproxy.api.openai import CHAT, EMBEDDINGS
+from edgeproxy.api.pipeline import identified, serve
+from edgeproxy.errors import PermissionDenied
+
+
+async def chat(request: Request) -> Response:
+    """``POST /v1/chat/completions``."""
+    return await serve(request, CHAT)
+
+
+async def embeddings(request: Request) -> Response:
+    """``POST /v1/embeddings``."""
+    return await serve(request, EMBEDDINGS)
+
+
+async def messages(request: Request) -> Response:
+    """``POST /v1/messages`` (Anthropic Messages)."""
+    return await serve(request, MESSAGES)
+
+
+async def models(request: Request) -> Response:
+    """``GET /v1/models``: the public model names."""
+    _, config, _ = await identified(request)  # authenticates
+    data: list[dict[str, Any]] = [
+        {"id": model, "object": "model", "created": 0, "owned_by": "edgeproxy"}
+        for model in config.public_models()
+    ]
+    return JSONResponse({"object": "list", "data": data})
+
+
+async def deployments(request: Request) -> Response:
+    """``GET /v1/models/{model}/deployments``: each deployment's availability (admins only)."""
+    gateway, config, who = await identified(request)
+    if not who.admin:
+        raise PermissionDenied("The deployment status view requires an admin key.")
+    model = request.path_params["model"]
+    return JSONResponse(await gateway.deployment_status(model, config))
+
+
+async def health(request: Request) -> Response:
+    """``GET /health``: the process answers (touches neither the store nor upstreams)."""
+    return JSONResponse({"status": "ok"})

@@ -1,0 +1,119 @@
+"""The OpenAI surface: request checks and the relay's typed events as OpenAI SSE."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from starlette.requests import Request
+
+from edgeproxy.api.codec import request_id
+from edgeproxy.api.openai import CHAT, EMBEDDINGS, openai_sse
+from edgeproxy.errors import EdgeproxyError, ModelOverloaded, RequestError
+from edgeproxy.service.events import KEEPALIVE, Chunk, Closing, Failed, StreamItem
+from edgeproxy.upstream.call import Usage
+
+FIRST = {"id": "c-1", "object": "chat.completion.chunk", "created": 7, "model": "up-1"}
+
+
+def chunk(delta: dict[str, Any], finish: str | None = None) -> Chunk:
+    return Chunk({**FIRST, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+
+
+async def render(items: list[StreamItem]) -> list[bytes]:
+    async def source() -> AsyncIterator[StreamItem]:
+        for item in items:
+            yield item
+
+    return [data async for data in openai_sse(source())]
+
+
+def data(frame: bytes) -> Any:
+    assert frame.startswith(b"data: ")
+    assert frame.endswith(b"\n\n")
+    text = frame[6:-2].decode()
+    return text if text == "[DONE]" else json.loads(text)
+
+
+async def test_chunks_then_done() -> None:
+    frames = await render([chunk({"content": "Hi"}), chunk({}, "stop"), Closing()])
+    assert [data(f) for f in frames] == [
+        chunk({"content": "Hi"}).data,
+        chunk({}, "stop").data,
+        "[DONE]",
+    ]
+    assert frames[0] == b'data: {"id":"c-1","object":"chat.completion.chunk","created":7,' + (
+        b'"model":"up-1","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}\n\n'
+    )
+
+
+async def test_closing_states_inferred_reasons_and_routing_like_the_last_chunk() -> None:
+    closing = Closing(finish_reasons={1: "stop", 0: "tool_calls"}, routing={"deployment": "a"})
+    frames = await render([KEEPALIVE, chunk({"content": "Hi"}), closing])
+    assert frames[0] == b": keepalive\n\n"
+    inferred, routing, done = (data(f) for f in frames[2:])
+    assert inferred == {
+        **FIRST,
+        "choices": [
+            {"index": 0, "delta": {}, "finish_reason": "tool_calls"},
+            {"index": 1, "delta": {}, "finish_reason": "stop"},
+        ],
+    }
+    assert routing == {**FIRST, "choices": [], "unified_routing": {"deployment": "a"}}
+    assert done == "[DONE]"
+
+
+async def test_usage_rides_in_its_own_chunk_not_the_closing() -> None:
+    frames = await render([chunk({"content": "Hi"}, "stop"), Closing(usage=Usage(3, 1))])
+    assert len(frames) == 2
+
+
+async def test_failed_is_the_errors_public_body() -> None:
+    frames = await render([chunk({"content": "Hi"}), Failed(ModelOverloaded("busy"))])
+    assert data(frames[-1]) == {
+        "error": {
+            "message": "busy",
+            "type": "server_error",
+            "param": None,
+            "code": "model_overloaded",
+        }
+    }
+    hidden = await render([Failed(EdgeproxyError("secret sk-1"))])
+    assert b"secret" not in hidden[0]
+
+
+async def test_the_source_is_closed_when_the_client_leaves() -> None:
+    closed: list[bool] = []
+
+    async def source() -> AsyncIterator[StreamItem]:
+        try:
+            yield chunk({"content": "a"})
+            yield chunk({"content": "b"})
+        finally:
+            closed.append(True)
+
+    stream = openai_sse(source())
+    await anext(stream)
+    await stream.aclose()
+    assert closed == [True]
+
+
+def test_embeddings_never_stream_and_chat_checks_messages() -> None:
+    body = {"model": "e", "input": "hi", "stream": True}
+    assert EMBEDDINGS.parse(body).stream is False
+    with pytest.raises(RequestError):
+        EMBEDDINGS.parse({**body, "stream": "yes"})
+    parsed = CHAT.parse({"model": "m", "messages": [{"role": "user", "content": "x"}]})
+    assert (parsed.model, parsed.stream, parsed.modalities) == ("m", False, frozenset({"text"}))
+    with pytest.raises(RequestError):
+        CHAT.parse({"model": "m"})
+
+
+def test_a_request_keeps_one_id() -> None:
+    given = Request({"type": "http", "headers": [(b"x-request-id", b"r-1")]})
+    assert request_id(given) == "r-1"
+    fresh = Request({"type": "http", "headers": []})
+    assert request_id(fresh) == request_id(fresh)
+    assert len(request_id(fresh)) == 32
