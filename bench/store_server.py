@@ -20,8 +20,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from edgeproxy.state.schema import default_template_path
 from edgeproxy_dev.dynamo_server import EmbeddedDynamo, create_table
+from edgeproxy_dev.template import default_template_path
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 CONTROL_PATH = "/_bench/calls"

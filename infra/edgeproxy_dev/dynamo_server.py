@@ -30,8 +30,9 @@ import boto3
 from moto.moto_server.werkzeug_app import MotoRequestHandler, create_backend_app
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from edgeproxy.state.schema import TableSchema, create_table_kwargs
+from edgeproxy.state.schema import TableSchema
 from edgeproxy_dev.aws import DUMMY_CREDENTIALS, REGION, client_kwargs
+from edgeproxy_dev.template import create_table_kwargs, table_schema
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
@@ -146,7 +147,7 @@ def create_table(endpoint_url: str, table_name: str, template_path: Path) -> Tab
 
     Returns the table's schema, for building a ``DynamoStore`` on it.
     """
-    schema = TableSchema.from_template(template_path)
+    schema = table_schema(template_path)
     client = boto3.client("dynamodb", **client_kwargs(endpoint_url))
     try:
         client.create_table(**create_table_kwargs(template_path, table_name))

@@ -28,9 +28,9 @@ from edgeproxy.config.models import GatewayConfig
 from edgeproxy.runtime import build_gateway, open_store
 from edgeproxy.service.gateway import Gateway
 from edgeproxy.settings import Settings
-from edgeproxy.state.schema import default_template_path
 from edgeproxy_dev.aws import DUMMY_CREDENTIALS, REGION
 from edgeproxy_dev.clock import Clock, clock_control
+from edgeproxy_dev.template import default_template_path
 
 if TYPE_CHECKING:
     from edgeproxy_dev.mock_upstream import MockUpstream

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from edgeproxy.state.schema import default_template_path, load_template
+from edgeproxy_dev.template import default_template_path, load_template
 
 ROOT = default_template_path().parent
 # aws-lambda-builders' PythonPipWorkflow.EXCLUDED_FILES (matched against every name, at any depth).

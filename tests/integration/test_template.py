@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from edgeproxy.state.schema import default_template_path, load_template
+from edgeproxy_dev.template import default_template_path, load_template
 
 TEMPLATE = default_template_path()
 CFN_LINT = Path(sys.executable).with_name("cfn-lint")

@@ -11,9 +11,9 @@ import httpx
 
 from edgeproxy.routing.snapshot import Usage
 from edgeproxy.state.dynamo import DynamoStore
-from edgeproxy.state.schema import TableSchema, default_template_path
 from edgeproxy_dev.aws import client_kwargs
 from edgeproxy_dev.mock_upstream import MockUpstream
+from edgeproxy_dev.template import default_template_path, table_schema
 from tests.fixtures.clock import FleetClock
 from tests.fixtures.configs import config, deployment
 
@@ -25,7 +25,7 @@ def usage(endpoint: str, table: str, deployment_id: str, now: float) -> Usage:
 
     async def read() -> Usage:
         async with aioboto3.Session().client("dynamodb", **client_kwargs(endpoint)) as client:
-            store = DynamoStore(client, table, TableSchema.from_template(default_template_path()))
+            store = DynamoStore(client, table, table_schema(default_template_path()))
             minute = int(now // 60)
             buckets = await store.read_usage(deployment_id, minute - 1, minute)
         total: dict[str, Any] = {"deployment_id": deployment_id, "minute": minute}

@@ -1,11 +1,12 @@
-"""The state table's key schema, read from its one definition in ``template.yaml``.
+"""The state table's attribute names: partition key, sort key, TTL attribute.
 
 In Lambda the schema arrives as the ``EDGEPROXY_TABLE_SCHEMA`` environment
 value (``"pk,sk,expires_at"``) that the template passes to every function;
-tests and local runs read the ``AWS::DynamoDB::Table`` resource itself, so a
-table built for a test has exactly the keys the deployed one has.
+tests and local runs read the ``AWS::DynamoDB::Table`` resource of
+``template.yaml`` itself (``edgeproxy_dev.template``), so a table built for a
+test has exactly the keys the deployed one has.
 
-    >>> schema = TableSchema.from_template(default_template_path())
+    >>> schema = TableSchema.from_env_value("pk,sk,expires_at")
     >>> (schema.pk, schema.sk, schema.ttl)
     ('pk', 'sk', 'expires_at')
 """
@@ -13,67 +14,6 @@ table built for a test has exactly the keys the deployed one has.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
-
-import yaml
-
-TABLE_TYPE = "AWS::DynamoDB::Table"
-
-
-class TemplateLoader(yaml.SafeLoader):
-    """A safe YAML loader that understands CloudFormation short-form tags.
-
-    ``!Ref X`` becomes ``{"Ref": "X"}``, ``!GetAtt A.B`` becomes
-    ``{"Fn::GetAtt": ["A", "B"]}`` and every other ``!Name v`` becomes
-    ``{"Fn::Name": v}``: the long form CloudFormation itself accepts.
-    """
-
-
-def _construct_intrinsic(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
-    value: Any
-    if isinstance(node, yaml.ScalarNode):
-        value = loader.construct_scalar(node)
-    elif isinstance(node, yaml.SequenceNode):
-        value = loader.construct_sequence(node, deep=True)
-    else:
-        value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
-    if suffix == "Ref":
-        return {"Ref": value}
-    if suffix == "GetAtt" and isinstance(value, str):
-        value = value.split(".", 1)
-    return {f"Fn::{suffix}": value}
-
-
-TemplateLoader.add_multi_constructor("!", _construct_intrinsic)
-
-
-def load_template(path: Path) -> dict[str, Any]:
-    """Parse a CloudFormation/SAM template, keeping intrinsic functions as data."""
-    with path.open(encoding="utf-8") as stream:
-        document = yaml.load(stream, Loader=TemplateLoader)  # noqa: S506 - a SafeLoader subclass
-    if not isinstance(document, dict):
-        raise ValueError(f"{path} is not a template (top level is not a mapping)")
-    return document
-
-
-def table_resource(template: dict[str, Any]) -> dict[str, Any]:
-    """The properties of the template's only ``AWS::DynamoDB::Table``."""
-    tables = [
-        resource.get("Properties", {})
-        for resource in template.get("Resources", {}).values()
-        if isinstance(resource, dict) and resource.get("Type") == TABLE_TYPE
-    ]
-    if len(tables) != 1:
-        raise ValueError(f"expected exactly one {TABLE_TYPE} resource, found {len(tables)}")
-    properties: dict[str, Any] = tables[0]
-    return properties
-
-
-def default_template_path() -> Path:
-    """The repository's ``template.yaml`` (for tests and local runs; absent in Lambda)."""
-    # shared/edgeproxy/state/schema.py -> repository root
-    return Path(__file__).resolve().parents[3] / "template.yaml"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,22 +23,6 @@ class TableSchema:
     pk: str
     sk: str
     ttl: str
-
-    @classmethod
-    def from_template(cls, path: Path) -> TableSchema:
-        """Read the key schema and TTL attribute of the table defined in ``path``."""
-        return cls.from_table(table_resource(load_template(path)))
-
-    @classmethod
-    def from_table(cls, properties: dict[str, Any]) -> TableSchema:
-        """Read the schema from an ``AWS::DynamoDB::Table`` resource's properties."""
-        keys = {k["KeyType"]: k["AttributeName"] for k in properties.get("KeySchema", [])}
-        if set(keys) != {"HASH", "RANGE"}:
-            raise ValueError("the state table needs a HASH and a RANGE key")
-        ttl = properties.get("TimeToLiveSpecification") or {}
-        if not ttl.get("Enabled") or not ttl.get("AttributeName"):
-            raise ValueError("the state table needs TimeToLiveSpecification enabled")
-        return cls(pk=keys["HASH"], sk=keys["RANGE"], ttl=ttl["AttributeName"])
 
     @classmethod
     def from_env_value(cls, value: str) -> TableSchema:
@@ -111,22 +35,3 @@ class TableSchema:
     def env_value(self) -> str:
         """The inverse of ``from_env_value``."""
         return f"{self.pk},{self.sk},{self.ttl}"
-
-
-def create_table_kwargs(template_path: Path, table_name: str) -> dict[str, Any]:
-    """Keyword arguments for ``create_table`` that rebuild the template's table.
-
-    >>> kwargs = create_table_kwargs(default_template_path(), "test-table")
-    >>> kwargs["BillingMode"]
-    'PAY_PER_REQUEST'
-    """
-    properties = table_resource(load_template(template_path))
-    kwargs: dict[str, Any] = {
-        "TableName": table_name,
-        "KeySchema": properties["KeySchema"],
-        "AttributeDefinitions": properties["AttributeDefinitions"],
-        "BillingMode": properties.get("BillingMode", "PROVISIONED"),
-    }
-    if "ProvisionedThroughput" in properties:
-        kwargs["ProvisionedThroughput"] = properties["ProvisionedThroughput"]
-    return kwargs

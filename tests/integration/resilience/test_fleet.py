@@ -15,11 +15,11 @@ import httpx
 
 from edgeproxy.routing.snapshot import Circuit, CircuitState
 from edgeproxy.state.dynamo import DynamoStore
-from edgeproxy.state.schema import TableSchema, default_template_path
 from edgeproxy.state.store import SnapshotRequest
 from edgeproxy_dev.dynamo_server import client_kwargs
 from edgeproxy_dev.mock_upstream import MockUpstream
 from edgeproxy_dev.runner import local_session
+from edgeproxy_dev.template import default_template_path, table_schema
 from tests.fixtures.clock import FleetClock
 from tests.fixtures.configs import config, deployment
 from tests.integration.resilience.helpers import (
@@ -38,7 +38,7 @@ PROBE_LATENCY_S = 1.5
 
 def _read_circuit(endpoint: str, table: str, dep_id: str) -> Circuit:
     async def read() -> Circuit:
-        schema = TableSchema.from_template(default_template_path())
+        schema = table_schema(default_template_path())
         async with local_session().client("dynamodb", **client_kwargs(endpoint)) as dynamo:
             snapshot = await DynamoStore(dynamo, table, schema).read_pool(
                 SnapshotRequest(pool="fast-chat", deployment_ids=[dep_id], domains=[], minute=0)

@@ -8,28 +8,28 @@ from typing import Any
 import pytest
 import yaml
 
-from edgeproxy.state.schema import (
-    TableSchema,
+from edgeproxy.state.schema import TableSchema
+from edgeproxy_dev.template import (
     create_table_kwargs,
     default_template_path,
     load_template,
+    schema_of,
     table_resource,
+    table_schema,
 )
 
 TEMPLATE = default_template_path()
 
 
 def test_from_template_reads_keys_and_ttl() -> None:
-    assert TableSchema.from_template(TEMPLATE) == TableSchema("pk", "sk", "expires_at")
+    assert table_schema(TEMPLATE) == TableSchema("pk", "sk", "expires_at")
 
 
 def test_globals_env_value_agrees_with_table_resource() -> None:
     template = load_template(TEMPLATE)
     env = template["Globals"]["Function"]["Environment"]["Variables"]
 
-    assert TableSchema.from_env_value(env["EDGEPROXY_TABLE_SCHEMA"]) == TableSchema.from_template(
-        TEMPLATE
-    )
+    assert TableSchema.from_env_value(env["EDGEPROXY_TABLE_SCHEMA"]) == table_schema(TEMPLATE)
     assert env["EDGEPROXY_TABLE"] == {"Ref": _table_logical_id(template)}
 
 
@@ -87,7 +87,7 @@ def test_table_needs_ttl() -> None:
     properties = table_resource(load_template(TEMPLATE))
     without_ttl = {k: v for k, v in properties.items() if k != "TimeToLiveSpecification"}
     with pytest.raises(ValueError, match="TimeToLive"):
-        TableSchema.from_table(without_ttl)
+        schema_of(without_ttl)
 
 
 def test_exactly_one_table_is_required() -> None:
