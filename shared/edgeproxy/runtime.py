@@ -78,5 +78,6 @@ async def build_gateway(
         rng=rng,
         telemetry=telemetry,
         trust_forwarded_for=settings.trust_forwarded_for,
+        max_total_ms=settings.max_total_ms,
         aclose=stack.aclose,
     )

@@ -9,6 +9,7 @@
 | ``EDGEPROXY_CONFIG_TTL_SECONDS`` | ``10`` | how long a handler caches the configuration |
 | ``EDGEPROXY_TRUST_FORWARDED_FOR`` | ``false`` | take the caller IP from ``X-Forwarded-For`` (only behind a trusted proxy) |
 | ``EDGEPROXY_LOG_LEVEL`` | ``INFO`` | log level |
+| ``EDGEPROXY_MAX_TOTAL_MS`` | unset | ceiling on every request's total deadline, over the configuration (set by template.yaml: 27 s behind API Gateway's 30 s limit) |
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class Settings:
     config_ttl_seconds: float = 10.0
     trust_forwarded_for: bool = False
     log_level: str = "INFO"
+    max_total_ms: int | None = None
     environ: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -51,5 +53,8 @@ class Settings:
             config_ttl_seconds=float(env.get("EDGEPROXY_CONFIG_TTL_SECONDS", "10")),
             trust_forwarded_for=_bool(env.get("EDGEPROXY_TRUST_FORWARDED_FOR")),
             log_level=env.get("EDGEPROXY_LOG_LEVEL", "INFO").upper(),
+            max_total_ms=int(env["EDGEPROXY_MAX_TOTAL_MS"])
+            if env.get("EDGEPROXY_MAX_TOTAL_MS")
+            else None,
             environ=env,
         )

@@ -133,9 +133,11 @@ def check_health_job(response: dict[str, Any]) -> None:
 
 EXPECTED: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
     "chat.json": ("proxy", check_chat),
+    "chat_named_stage.json": ("proxy", check_chat),  # /dev/v1/...: the stage is stripped
     "chat_stream.json": ("proxy", check_chat_stream),
     "embeddings.json": ("proxy", check_embeddings),
     "models.json": ("proxy", check_models),
+    "models_named_stage.json": ("proxy", check_models),
     "chat_unknown_model.json": ("proxy", check_unknown_model),
     "health_job.json": ("health_job", check_health_job),
 }

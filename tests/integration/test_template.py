@@ -37,23 +37,34 @@ def test_cfn_lint_reports_nothing() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_http_api_requires_iam_authorization(template: dict[str, Any]) -> None:
+def test_auth_mode_switches_both_endpoints_between_client_keys_and_iam(
+    template: dict[str, Any],
+) -> None:
+    assert template["Parameters"]["AuthMode"]["Default"] == "keys"
     (api,) = _of_type(template, "AWS::Serverless::HttpApi").values()
-    assert api["Properties"]["Auth"] == {
-        "EnableIamAuthorizer": True,
-        "DefaultAuthorizer": "AWS_IAM",
-    }
+    condition, iam, keys = api["Properties"]["Auth"]["Fn::If"]
+    assert condition == "UseIam"
+    assert iam == {"EnableIamAuthorizer": True, "DefaultAuthorizer": "AWS_IAM"}
+    assert keys == {"Ref": "AWS::NoValue"}  # the gateway's own client keys
+    url = template["Resources"]["StreamFunction"]["Properties"]["FunctionUrlConfig"]
+    assert url["AuthType"] == {"Fn::If": ["UseIam", "AWS_IAM", "NONE"]}
 
 
-def test_functions_may_not_scan_or_manage_the_table(template: dict[str, Any]) -> None:
-    (policy,) = _of_type(template, "AWS::IAM::ManagedPolicy").values()
-    actions = {
+def _actions(role: dict[str, Any]) -> set[str]:
+    return {
         action
-        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
-        for action in statement["Action"]
-        if isinstance(statement["Action"], list)
+        for policy in role["Properties"]["Policies"]
+        for statement in policy["PolicyDocument"]["Statement"]
+        for action in (
+            statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        )
     }
-    assert {a for a in actions if a.startswith("dynamodb:")} == {
+
+
+def test_each_kind_of_function_has_its_own_least_privilege_role(template: dict[str, Any]) -> None:
+    resources = template["Resources"]
+    proxy, jobs = _actions(resources["ProxyRole"]), _actions(resources["JobRole"])
+    assert {a for a in proxy if a.startswith("dynamodb:")} == {
         "dynamodb:GetItem",
         "dynamodb:BatchGetItem",
         "dynamodb:PutItem",
@@ -61,8 +72,57 @@ def test_functions_may_not_scan_or_manage_the_table(template: dict[str, Any]) ->
         "dynamodb:DeleteItem",
         "dynamodb:Query",
     }
-    for function in _of_type(template, "AWS::Serverless::Function").values():
-        assert function["Properties"]["Policies"] == [{"Ref": "StateAccessPolicy"}]
+    assert {"ssm:GetParameter", "secretsmanager:GetSecretValue"} <= proxy
+    # The jobs read usage and configuration and write health scores; no secrets.
+    assert jobs == {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"}
+    roles = {
+        name: function["Properties"]["Role"]["Fn::GetAtt"][0]
+        for name, function in _of_type(template, "AWS::Serverless::Function").items()
+    }
+    assert roles == {
+        "ProxyFunction": "ProxyRole",
+        "StreamFunction": "ProxyRole",
+        "HealthJobFunction": "JobRole",
+    }
+
+
+def test_every_function_logs_with_retention(template: dict[str, Any]) -> None:
+    groups = _of_type(template, "AWS::Logs::LogGroup").values()
+    named = {g["Properties"]["LogGroupName"]["Fn::Sub"] for g in groups}
+    for function in _of_type(template, "AWS::Serverless::Function"):
+        assert f"/aws/lambda/${{{function}}}" in named
+    assert all(g["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"} for g in groups)
+
+
+def test_every_schedule_retries_and_dead_letters(template: dict[str, Any]) -> None:
+    schedules = [
+        event["Properties"]
+        for function in _of_type(template, "AWS::Serverless::Function").values()
+        for event in function["Properties"].get("Events", {}).values()
+        if event["Type"] == "Schedule"
+    ]
+    assert schedules
+    for schedule in schedules:
+        assert schedule["RetryPolicy"]["MaximumRetryAttempts"] >= 0
+        assert "Arn" in schedule["DeadLetterConfig"]
+
+
+def test_the_streaming_function_runs_the_app_under_the_web_adapter(
+    template: dict[str, Any],
+) -> None:
+    stream = template["Resources"]["StreamFunction"]["Properties"]
+    env = stream["Environment"]["Variables"]
+    assert stream["Handler"] == "run.sh"
+    assert stream["Timeout"] == 900
+    assert stream["FunctionUrlConfig"]["InvokeMode"] == "RESPONSE_STREAM"
+    assert env["AWS_LAMBDA_EXEC_WRAPPER"] == "/opt/bootstrap"
+    assert env["AWS_LWA_INVOKE_MODE"] == "response_stream"
+    assert env["AWS_LWA_READINESS_CHECK_PATH"] == "/health"
+    # Each endpoint's ceiling stays inside what its platform allows.
+    proxy = template["Resources"]["ProxyFunction"]["Properties"]
+    assert int(proxy["Environment"]["Variables"]["EDGEPROXY_MAX_TOTAL_MS"]) < 29_000
+    assert int(env["EDGEPROXY_MAX_TOTAL_MS"]) < stream["Timeout"] * 1000
+    assert {"ApiUrl", "StreamUrl", "StateTableName"} <= set(template["Outputs"])
 
 
 def test_every_function_uses_the_shared_layer(template: dict[str, Any]) -> None:

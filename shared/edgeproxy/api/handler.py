@@ -25,6 +25,37 @@ from edgeproxy.service.telemetry import PowertoolsTelemetry
 from edgeproxy.settings import Settings
 
 
+def without_stage(event: dict[str, Any]) -> dict[str, Any]:
+    """The event with its stage's base path (``/dev``) taken off the request path.
+
+    API Gateway HTTP APIs deliver ``/<stage>/v1/...`` for every stage but
+    ``$default``; the app's routes start at ``/v1``. The stage comes from the
+    event itself, so any stage name works without configuration.
+
+    >>> without_stage({"rawPath": "/dev/v1/models", "requestContext": {"stage": "dev",
+    ...     "http": {"path": "/dev/v1/models"}}})["rawPath"]
+    '/v1/models'
+    """
+    context = event.get("requestContext")
+    if not isinstance(context, dict):
+        return event
+    stage = context.get("stage")
+    if not isinstance(stage, str) or not stage or stage == "$default":
+        return event
+    prefix = f"/{stage}"
+
+    def strip(path: object) -> object:
+        if isinstance(path, str) and (path == prefix or path.startswith(prefix + "/")):
+            return path[len(prefix) :] or "/"
+        return path
+
+    stripped = {**event, "rawPath": strip(event.get("rawPath"))}
+    http = context.get("http")
+    if isinstance(http, dict):
+        stripped["requestContext"] = {**context, "http": {**http, "path": strip(http.get("path"))}}
+    return stripped
+
+
 def build_handler(settings: Settings | None = None) -> Entrypoint:
     """The Lambda ``handler`` for API Gateway HTTP API (payload 2.0) events.
 
@@ -46,7 +77,7 @@ def build_handler(settings: Settings | None = None) -> Entrypoint:
 
     def invoke(event: dict[str, Any], context: Any) -> dict[str, Any]:
         telemetry.count("Invocations")  # also keeps every EMF flush non-empty
-        response: dict[str, Any] = asgi(event, context)
+        response: dict[str, Any] = asgi(without_stage(event), context)
         return response
 
     def close() -> None:

@@ -35,9 +35,19 @@ class Budget:
     max_attempts: int
 
     @classmethod
-    def from_deadline(cls, deadline: Deadline, started_at: float) -> Budget:
-        """The budget of a request that started at ``started_at`` under ``deadline``."""
-        return cls(started_at, deadline.total_ms, deadline.max_attempts)
+    def from_deadline(
+        cls, deadline: Deadline, started_at: float, cap_ms: int | None = None
+    ) -> Budget:
+        """The budget of a request that started at ``started_at`` under ``deadline``.
+
+        ``cap_ms``: the platform's own ceiling (API Gateway ends an integration
+        after 30 s), applied over any configured ``total_ms``.
+
+        >>> Budget.from_deadline(Deadline(total_ms=600_000), 0.0, cap_ms=27_000).total_ms
+        27000
+        """
+        total = deadline.total_ms if cap_ms is None else min(deadline.total_ms, cap_ms)
+        return cls(started_at, total, deadline.max_attempts)
 
     @property
     def deadline_at(self) -> float:

@@ -63,6 +63,7 @@ class Gateway:
         rng: random.Random,
         telemetry: Telemetry,
         trust_forwarded_for: bool = False,
+        max_total_ms: int | None = None,
         aclose: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._store = store
@@ -77,6 +78,8 @@ class Gateway:
         self._relay = Relay(outcomes, clock, telemetry)
         self._aclose = aclose
         self.trust_forwarded_for = trust_forwarded_for
+        # The platform's ceiling on any request's total deadline (None: the configuration's).
+        self.max_total_ms = max_total_ms
 
     async def config(self) -> GatewayConfig:
         """The current configuration (cached in process for a short TTL)."""
@@ -93,7 +96,7 @@ class Gateway:
         return Run(
             req=req,
             config=config,
-            budget=Budget.from_deadline(deadline, self._clock()),
+            budget=Budget.from_deadline(deadline, self._clock(), self.max_total_ms),
             trace=Trace(requested_model=req.model),
             owner=f"{req.request_id}:{uuid.uuid4().hex[:8]}",
         )

@@ -1,0 +1,68 @@
+"""The streaming entry point: the same ASGI app under uvicorn, behind the Lambda Web Adapter.
+
+A Lambda Function URL with ``InvokeMode: RESPONSE_STREAM`` hands each
+invocation to the adapter, which forwards it as an HTTP request to uvicorn
+in the same execution environment and streams the answer back chunk by chunk
+(up to 15 minutes, no 30 s integration limit). Clients are built once per
+execution environment, on the first request.
+
+The invocation ends when the response does, and Lambda may freeze the
+environment right after, so an outcome write left for after the body (the
+response's background task) must land before the response ends:
+``HoldEnd`` holds back the final empty body frame until the app returned.
+The client has every byte, ``[DONE]`` included, before that write starts.
+
+    # functions/stream/app.py
+    app = build_streaming_app()
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from edgeproxy.api.app import create_app
+from edgeproxy.runtime import build_gateway
+from edgeproxy.service.gateway import Gateway
+from edgeproxy.settings import Settings
+
+
+class HoldEnd:
+    """ASGI middleware: the response's last frame waits for the app (and its background task)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        held: list[Message] = []
+
+        async def hold(message: Message) -> None:
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                if message.get("body"):
+                    # Send the last bytes now; only the end-of-body marker waits.
+                    await send({**message, "more_body": True})
+                held.append({"type": "http.response.body", "body": b"", "more_body": False})
+                return
+            await send(message)
+
+        try:
+            await self._app(scope, receive, hold)
+        finally:
+            for message in held:
+                await send(message)
+
+
+def build_streaming_app(settings: Settings | None = None) -> Any:
+    """The ASGI app the streaming function's uvicorn serves."""
+    settings = settings or Settings.from_env()
+    logging.basicConfig(level=settings.log_level, format="%(levelname)s %(name)s %(message)s")
+
+    async def gateway() -> Gateway:
+        return await build_gateway(settings)
+
+    return HoldEnd(create_app(gateway))
