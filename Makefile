@@ -3,8 +3,15 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+# The SAM CLI lives in a venv of its own (it pins botocore versions that the
+# project's aiobotocore may not accept), cached per user and version so fresh
+# clones on the same machine reuse it.
+SAM_VERSION := 1.170.0
+SAM_VENV    ?= $(HOME)/.cache/edgeproxy/sam-$(SAM_VERSION)
+SAM         := $(SAM_VENV)/bin/sam
+SAM_STAMP   := $(SAM_VENV)/.installed-$(SAM_VERSION)
 
-.PHONY: run test lint typecheck unit bench bench-smoke clean
+.PHONY: run test lint typecheck unit bench bench-smoke build validate clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,12 +24,20 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/python infra/run_local.py --port 8080 --config infra/config.example.yaml
 
-## Lint, type-check and run every test.
-test: $(STAMP)
+$(SAM_STAMP):
+	mkdir -p $(dir $(SAM_VENV))
+	test -x $(SAM_VENV)/bin/python || $(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(SAM_VENV)/bin/python -m pip install --quiet 'aws-sam-cli==$(SAM_VERSION)'
+	rm -f $(SAM_VENV)/.installed-*
+	touch $(SAM_STAMP)
+
+## Lint, type-check and run every test (the built-artifact tests run `sam build`).
+test: $(STAMP) $(SAM_STAMP)
 	$(BIN)/ruff check shared functions tests infra bench
 	$(BIN)/ruff format --check shared functions tests infra bench
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q
+	EDGEPROXY_SAM=$(SAM) $(BIN)/python -m pytest -q
 
 lint: $(STAMP)
 	$(BIN)/ruff check shared functions tests infra bench
@@ -40,5 +55,13 @@ bench: $(STAMP)
 bench-smoke: $(STAMP)
 	$(BIN)/python bench/run.py --smoke
 
+## Build the deployable artifact (.aws-sam/build) for the template's architecture (arm64).
+build: $(SAM_STAMP)
+	SAM_CLI_TELEMETRY=0 $(SAM) build
+
+## cfn-lint through SAM on the template as shipped.
+validate: $(SAM_STAMP)
+	SAM_CLI_TELEMETRY=0 $(SAM) validate --lint
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache

@@ -8,10 +8,10 @@ DynamoDB and a loopback mock upstream.
 from __future__ import annotations
 
 import asyncio
-import base64
 import importlib.util
 import json
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +24,8 @@ from edgeproxy_dev.dynamo_server import DUMMY_CREDENTIALS
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.configs import config, deployment
 from tests.fixtures.gateway import store
+from tests.fixtures.table import TableView
+from tests.handlers.expectations import EXPECTED, body_of
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"
@@ -87,62 +89,6 @@ def _close_loop() -> None:
     asyncio.get_event_loop().close()
 
 
-def body_of(response: dict[str, Any]) -> str:
-    raw = response.get("body") or ""
-    return base64.b64decode(raw).decode() if response.get("isBase64Encoded") else raw
-
-
-def check_chat(response: dict[str, Any]) -> None:
-    assert response["statusCode"] == 200
-    answer = json.loads(body_of(response))
-    assert (
-        answer["choices"][0]["message"]["content"] == "Hello from a! You said: Hello from Lambda!"
-    )
-
-
-def check_chat_stream(response: dict[str, Any]) -> None:
-    assert response["statusCode"] == 200
-    assert response["headers"]["content-type"].startswith("text/event-stream")
-    lines = [line for line in body_of(response).splitlines() if line.startswith("data: ")]
-    assert lines[-1] == "data: [DONE]"
-    text = "".join(
-        json.loads(line[6:])["choices"][0]["delta"].get("content") or "" for line in lines[:-1]
-    )
-    assert text == "Hello from a! You said: Hello from Lambda!"
-
-
-def check_embeddings(response: dict[str, Any]) -> None:
-    assert response["statusCode"] == 200
-    assert len(json.loads(body_of(response))["data"]) == 2
-
-
-def check_models(response: dict[str, Any]) -> None:
-    assert response["statusCode"] == 200
-    ids = sorted(m["id"] for m in json.loads(body_of(response))["data"])
-    assert ids == ["fast-chat", "text-embed"]
-
-
-def check_unknown_model(response: dict[str, Any]) -> None:
-    assert response["statusCode"] == 404
-    assert json.loads(body_of(response))["error"]["code"] == "model_not_found"
-
-
-def check_health_job(response: dict[str, Any]) -> None:
-    assert response == {"scored": 2}
-
-
-EXPECTED: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
-    "chat.json": ("proxy", check_chat),
-    "chat_named_stage.json": ("proxy", check_chat),  # /dev/v1/...: the stage is stripped
-    "chat_stream.json": ("proxy", check_chat_stream),
-    "embeddings.json": ("proxy", check_embeddings),
-    "models.json": ("proxy", check_models),
-    "models_named_stage.json": ("proxy", check_models),
-    "chat_unknown_model.json": ("proxy", check_unknown_model),
-    "health_job.json": ("health_job", check_health_job),
-}
-
-
 def test_every_event_has_an_expectation() -> None:
     assert sorted(p.name for p in EVENTS.glob("*.json")) == sorted(EXPECTED)
 
@@ -169,3 +115,27 @@ def test_events_through_their_handlers(
             for directive in json.loads(line)["_aws"]["CloudWatchMetrics"]:
                 metrics.update(m["Name"] for m in directive["Metrics"])
     assert {"Invocations", "Requests", "Attempts.success"} <= metrics
+
+
+def test_the_platform_ceiling_ends_a_stalled_call_with_the_gateways_own_504(
+    environment: ThreadPoolExecutor,
+    monkeypatch: pytest.MonkeyPatch,
+    upstream_a: MockUpstream,
+    table: TableView,
+) -> None:
+    # The configured deadlines allow minutes; behind API Gateway the template caps them.
+    monkeypatch.setenv("EDGEPROXY_MAX_TOTAL_MS", "1500")
+    upstream_a.set_faults([{"stall": True}] * 5)
+    module = environment.submit(load, "proxy", "lambda_proxy_capped").result()
+    try:
+        event = json.loads((EVENTS / "chat.json").read_text())
+        started = time.monotonic()
+        response = environment.submit(module.handler, event, Context()).result(timeout=20)
+        elapsed = time.monotonic() - started
+    finally:
+        environment.submit(module.handler.close).result()
+    assert response["statusCode"] == 504
+    assert json.loads(body_of(response))["error"]["code"] == "timeout"
+    assert elapsed < 10
+    # Its outcome was recorded inside the invocation: the attempt is no longer in flight.
+    assert table.inflight("a") == 0

@@ -1,0 +1,64 @@
+"""What each sample event in events/ must answer, whichever way its handler is run."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable
+from typing import Any
+
+
+def body_of(response: dict[str, Any]) -> str:
+    raw = response.get("body") or ""
+    return base64.b64decode(raw).decode() if response.get("isBase64Encoded") else raw
+
+
+def check_chat(response: dict[str, Any]) -> None:
+    assert response["statusCode"] == 200
+    answer = json.loads(body_of(response))
+    assert (
+        answer["choices"][0]["message"]["content"] == "Hello from a! You said: Hello from Lambda!"
+    )
+
+
+def check_chat_stream(response: dict[str, Any]) -> None:
+    assert response["statusCode"] == 200
+    assert response["headers"]["content-type"].startswith("text/event-stream")
+    lines = [line for line in body_of(response).splitlines() if line.startswith("data: ")]
+    assert lines[-1] == "data: [DONE]"
+    text = "".join(
+        json.loads(line[6:])["choices"][0]["delta"].get("content") or "" for line in lines[:-1]
+    )
+    assert text == "Hello from a! You said: Hello from Lambda!"
+
+
+def check_embeddings(response: dict[str, Any]) -> None:
+    assert response["statusCode"] == 200
+    assert len(json.loads(body_of(response))["data"]) == 2
+
+
+def check_models(response: dict[str, Any]) -> None:
+    assert response["statusCode"] == 200
+    ids = sorted(m["id"] for m in json.loads(body_of(response))["data"])
+    assert ids == ["fast-chat", "text-embed"]
+
+
+def check_unknown_model(response: dict[str, Any]) -> None:
+    assert response["statusCode"] == 404
+    assert json.loads(body_of(response))["error"]["code"] == "model_not_found"
+
+
+def check_health_job(response: dict[str, Any]) -> None:
+    assert response == {"scored": 2}
+
+
+EXPECTED: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
+    "chat.json": ("proxy", check_chat),
+    "chat_named_stage.json": ("proxy", check_chat),  # /dev/v1/...: the stage is stripped
+    "chat_stream.json": ("proxy", check_chat_stream),
+    "embeddings.json": ("proxy", check_embeddings),
+    "models.json": ("proxy", check_models),
+    "models_named_stage.json": ("proxy", check_models),
+    "chat_unknown_model.json": ("proxy", check_unknown_model),
+    "health_job.json": ("health_job", check_health_job),
+}

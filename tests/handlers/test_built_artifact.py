@@ -1,0 +1,188 @@
+"""The artifact ``sam build`` produces, run the way Lambda runs it.
+
+One build per module (about a minute): every event in ``events/`` against the
+built proxy and job functions with only the built function and layer on
+``sys.path`` (a bare python3.12 that sees no project and no venv), and the
+streaming function's own ``run.sh`` (what the Lambda Web Adapter starts)
+serving a stream that must arrive chunk by chunk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from edgeproxy_dev.dynamo_server import DUMMY_CREDENTIALS
+from edgeproxy_dev.mock_upstream import MockUpstream
+from tests.fixtures.configs import config, deployment
+from tests.fixtures.gateway import store
+from tests.fixtures.table import TableView
+from tests.handlers import artifact
+from tests.handlers.expectations import EXPECTED
+
+pytestmark = pytest.mark.slow
+
+EVENTS = artifact.ROOT / "events"
+INVOKER = Path(__file__).with_name("invoke_built.py")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return artifact.build(tmp_path_factory.mktemp("sam"))
+
+
+@pytest.fixture
+def lambda_env(
+    dynamo_endpoint: str, gateway_table: str, upstream_a: MockUpstream
+) -> dict[str, str]:
+    """A stored configuration and the environment a deployed function would have."""
+    store(
+        dynamo_endpoint,
+        gateway_table,
+        config(
+            deployment("a", upstream_a),
+            deployment("emb", upstream_a, model="text-embed", operations=["embeddings"]),
+        ),
+    )
+    return {
+        "PATH": os.environ.get("PATH", ""),
+        "EDGEPROXY_DYNAMODB_ENDPOINT": dynamo_endpoint,
+        "EDGEPROXY_TABLE": gateway_table,
+        "EDGEPROXY_TABLE_SCHEMA": "pk,sk,expires_at",
+        "EDGEPROXY_MOCK_KEY": "sk-mock",
+        "AWS_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": DUMMY_CREDENTIALS["aws_access_key_id"],
+        "AWS_SECRET_ACCESS_KEY": DUMMY_CREDENTIALS["aws_secret_access_key"],
+        "POWERTOOLS_METRICS_NAMESPACE": "edgeproxy-test",
+        "POWERTOOLS_SERVICE_NAME": "edgeproxy",
+    }
+
+
+def _invoke(built: Path, function: str, events: list[Path], env: dict[str, str]) -> dict[str, Any]:
+    result = subprocess.run(  # noqa: S603 - fixed arguments
+        [
+            str(artifact.lambda_python()),
+            "-I",
+            "-S",
+            str(INVOKER),
+            str(built / function),
+            str(built / "SharedLayer" / "python"),
+            *map(str, events),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    (line,) = [line for line in result.stdout.splitlines() if line.startswith("ANSWERS ")]
+    answers: dict[str, Any] = json.loads(line.removeprefix("ANSWERS "))
+    return answers
+
+
+FUNCTIONS = {"proxy": "ProxyFunction", "health_job": "HealthJobFunction"}
+
+
+def test_every_event_answers_from_the_built_functions(
+    built: Path, lambda_env: dict[str, str]
+) -> None:
+    by_function: dict[str, list[str]] = {}
+    for name, (function, _) in EXPECTED.items():
+        by_function.setdefault(function, []).append(name)
+    assert sorted(p.name for p in EVENTS.glob("*.json")) == sorted(EXPECTED)
+    for function, names in by_function.items():
+        out = _invoke(built, FUNCTIONS[function], [EVENTS / n for n in names], lambda_env)
+        for name in names:
+            EXPECTED[name][1](out["answers"][name])
+        # What ran came from the build output and the standard library only.
+        outside = [
+            m for m in out["modules"] if not m.startswith((str(built), "/usr", "/root/.pyenv"))
+        ]
+        assert outside == []
+        assert not any("edgeproxy_dev" in m or "/tests/" in m for m in out["modules"])
+
+
+def test_the_template_passes_sam_validate_lint() -> None:
+    result = artifact.validate_lint()
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def stream_server(built: Path, lambda_env: dict[str, str]) -> Iterator[str]:
+    """The built streaming function's run.sh, as the Web Adapter starts it."""
+    port = _free_port()
+    function = built / "StreamFunction"
+    python = artifact.lambda_python()
+    env = {
+        **lambda_env,
+        # run.sh calls `python`: the Lambda runtime's, here python3.12's directory.
+        "PATH": f"{python.parent}{os.pathsep}{lambda_env['PATH']}",
+        "LAMBDA_TASK_ROOT": str(function),
+        "PYTHONPATH": str(built / "SharedLayer" / "python"),
+        "PYTHONNOUSERSITE": "1",
+        "AWS_LWA_PORT": str(port),
+    }
+    process = subprocess.Popen(  # noqa: S603 - fixed arguments
+        ["/bin/sh", str(function / "run.sh")], cwd=function, env=env
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:  # the adapter's readiness check: GET /health answers 200
+            assert process.poll() is None, "run.sh exited"
+            assert time.monotonic() < deadline, "the streaming server never became ready"
+            try:
+                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        yield base
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_the_streaming_entry_streams_chunk_by_chunk_and_records_before_it_ends(
+    stream_server: str,
+    upstream_a: MockUpstream,
+    dynamo_endpoint: str,
+    gateway_table: str,
+    table: TableView,
+) -> None:
+    delay_ms = 150
+    upstream_a.set_faults([{"chunk_delay_ms": delay_ms}])
+    arrivals: list[float] = []
+    body = {"model": "fast-chat", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    with httpx.stream(
+        "POST",
+        f"{stream_server}/v1/chat/completions",
+        json=body,
+        headers={"authorization": "Bearer sk-event-client"},
+        timeout=30,
+    ) as response:
+        assert response.status_code == 200
+        for line in response.iter_lines():
+            if line.startswith("data: ") and line != "data: [DONE]":
+                arrivals.append(time.monotonic())
+    chunks = len(arrivals)
+    assert chunks >= 3
+    # Relayed as they came: the spread between first and last chunk is the upstream's pacing.
+    assert arrivals[-1] - arrivals[0] >= 0.5 * (chunks - 2) * delay_ms / 1000
+    # The response ended only after the outcome write landed (no polling needed).
+    assert table.successes("a") == 1
