@@ -11,7 +11,7 @@ SAM_VENV    ?= $(HOME)/.cache/edgeproxy/sam-$(SAM_VERSION)
 SAM         := $(SAM_VENV)/bin/sam
 SAM_STAMP   := $(SAM_VENV)/.installed-$(SAM_VERSION)
 
-.PHONY: run test lint typecheck unit bench bench-smoke build validate clean
+.PHONY: run test lint typecheck unit bench bench-smoke build deploy validate clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -58,6 +58,10 @@ bench-smoke: $(STAMP)
 ## Build the deployable artifact (.aws-sam/build) for the template's architecture (arm64).
 build: $(SAM_STAMP)
 	SAM_CLI_TELEMETRY=0 $(SAM) build
+
+## Deploy the built stack (asks for what samconfig.toml leaves open).
+deploy: build
+	SAM_CLI_TELEMETRY=0 $(SAM) deploy --guided
 
 ## cfn-lint through SAM on the template as shipped.
 validate: $(SAM_STAMP)
