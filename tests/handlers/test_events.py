@@ -108,13 +108,21 @@ def test_events_through_their_handlers(
     finally:
         for handler in handlers.values():
             environment.submit(handler.close).result()
-    # Each invocation flushed its metrics as CloudWatch EMF documents on stdout.
-    metrics = set()
+    # Each invocation flushed its metrics as CloudWatch EMF documents on stdout,
+    # one per dimension set.
+    metrics: set[tuple[str, tuple[str, ...], str]] = set()
     for line in capsys.readouterr().out.splitlines():
         if line.startswith("{") and '"_aws"' in line:
-            for directive in json.loads(line)["_aws"]["CloudWatchMetrics"]:
-                metrics.update(m["Name"] for m in directive["Metrics"])
-    assert {"Invocations", "Requests", "Attempts.success"} <= metrics
+            document = json.loads(line)
+            for directive in document["_aws"]["CloudWatchMetrics"]:
+                (dimensions,) = directive["Dimensions"]
+                for metric in directive["Metrics"]:
+                    where = document.get("deployment", "")
+                    metrics.add((metric["Name"], tuple(sorted(dimensions)), where))
+    assert ("Invocations", ("service",), "") in metrics
+    assert ("Requests", ("service",), "") in metrics
+    assert ("Attempts", ("deployment", "model", "outcome", "service"), "a") in metrics
+    assert ("Attempts", ("deployment", "model", "outcome", "service"), "emb") in metrics
 
 
 def test_the_platform_ceiling_ends_a_stalled_call_with_the_gateways_own_504(

@@ -73,15 +73,17 @@ def build_handler(settings: Settings | None = None) -> Entrypoint:
 
     app = create_app(gateway)
     asgi = Mangum(app, lifespan="off")
-    metrics: Any = telemetry.metrics
 
     def invoke(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        telemetry.count("Invocations")  # also keeps every EMF flush non-empty
-        response: dict[str, Any] = asgi(without_stage(event), context)
+        telemetry.count("Invocations")
+        try:
+            response: dict[str, Any] = asgi(without_stage(event), context)
+        finally:
+            telemetry.flush()  # the invocation's metrics, before Lambda may freeze it
         return response
 
     def close() -> None:
         asyncio.get_event_loop().run_until_complete(app.state.gateway.aclose())
 
     inject = logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
-    return Entrypoint(inject(metrics.log_metrics(invoke)), close)
+    return Entrypoint(inject(invoke), close)

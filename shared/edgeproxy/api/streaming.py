@@ -26,6 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from edgeproxy.api.app import create_app
 from edgeproxy.runtime import build_gateway
 from edgeproxy.service.gateway import Gateway
+from edgeproxy.service.telemetry import PowertoolsTelemetry
 from edgeproxy.settings import Settings
 
 
@@ -57,12 +58,30 @@ class HoldEnd:
                 await send(message)
 
 
+class FlushMetrics:
+    """ASGI middleware: each request's metrics are written when it ends (EMF on stdout)."""
+
+    def __init__(self, app: ASGIApp, telemetry: PowertoolsTelemetry) -> None:
+        self._app = app
+        self._telemetry = telemetry
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await self._app(scope, receive, send)
+        finally:
+            if scope["type"] == "http":
+                self._telemetry.flush()
+
+
 def build_streaming_app(settings: Settings | None = None) -> Any:
     """The ASGI app the streaming function's uvicorn serves."""
     settings = settings or Settings.from_env()
     logging.basicConfig(level=settings.log_level, format="%(levelname)s %(name)s %(message)s")
+    telemetry = PowertoolsTelemetry(namespace="edgeproxy", service="edgeproxy")
 
     async def gateway() -> Gateway:
-        return await build_gateway(settings)
+        return await build_gateway(settings, telemetry)
 
-    return HoldEnd(create_app(gateway))
+    # HoldEnd innermost: the end of the body waits for the outcome write, the
+    # metrics flush after both.
+    return FlushMetrics(HoldEnd(create_app(gateway)), telemetry)

@@ -83,7 +83,9 @@ class Outcomes:
         latency_s: float,
     ) -> Standing:
         """Count a success; close a probed circuit; create or renew the binding."""
-        self._telemetry.count("Attempts", outcome="success")
+        self._telemetry.count(
+            "Attempts", outcome="success", deployment=attempt.deployment.id, model=ctx.model
+        )
         await attempt.admitted()
         now = self._clock()
         dep = attempt.deployment
@@ -139,9 +141,11 @@ class Outcomes:
             self._expiry(attempt.minute),
         )
         writes: list[Coroutine[Any, Any, Standing]] = [_nothing(usage)]
-        self._telemetry.count("Attempts", outcome="failure")
+        self._telemetry.count("Attempts", outcome="failure", deployment=dep.id, model=ctx.model)
         await attempt.admitted()
-        self._telemetry.count("AttemptFailures", failure_class=verdict.cls.value)
+        self._telemetry.count(
+            "AttemptFailures", deployment=dep.id, model=ctx.model, **{"class": verdict.cls.value}
+        )
 
         def fail(c: Circuit) -> Circuit | None:
             changed = circuit.on_failure(
@@ -203,7 +207,7 @@ class Outcomes:
 
     async def abandon(self, attempt: Attempt) -> None:
         """An attempt that ended with no verdict (client went away): release its in-flight count."""
-        self._telemetry.count("Attempts", outcome="abandoned")
+        self._telemetry.count("Attempts", outcome="abandoned", deployment=attempt.deployment.id)
         await attempt.admitted()
         await self._store.record(
             UsageDelta(attempt.deployment.id, attempt.minute, inflight=-1),
@@ -218,7 +222,9 @@ class Outcomes:
             winner = await self._store.write_circuit(new, current.version)
             if winner is None:
                 if new.state != current.state:
-                    self._telemetry.count("CircuitTransitions", to_state=new.state.value)
+                    self._telemetry.count(
+                        "CircuitTransitions", deployment=new.deployment_id, to_state=new.state.value
+                    )
                     logger.info(
                         "circuit %s: %s -> %s",
                         new.deployment_id,

@@ -8,7 +8,7 @@ from typing import Protocol
 class Telemetry(Protocol):
     """Counts named events with a few low-cardinality dimensions."""
 
-    def count(self, name: str, value: float = 1, **dimensions: str) -> None:
+    def count(self, name: str, value: float = 1, /, **dimensions: str) -> None:
         """Add ``value`` to the metric ``name`` (dimensions: e.g. failure_class)."""
         ...
 
@@ -16,31 +16,39 @@ class Telemetry(Protocol):
 class NoTelemetry:
     """Discards every metric (tests, tools)."""
 
-    def count(self, name: str, value: float = 1, **dimensions: str) -> None:
+    def count(self, name: str, value: float = 1, /, **dimensions: str) -> None:
         return None
 
 
 class PowertoolsTelemetry:
-    """Embedded Metric Format through aws-lambda-powertools.
+    """CloudWatch metrics in Embedded Metric Format, through aws-lambda-powertools.
 
-    Dimensions are folded into the metric name (``AttemptFailures.transient``)
-    so one flush never mixes dimension sets, which EMF forbids per document.
+    Counts are added up in memory and written by ``flush()`` (the Lambda
+    handler calls it once per invocation, the streaming entry once per
+    request): one EMF document per dimension set, since one document carries
+    one set. Dimensions are low-cardinality by construction: the deployment
+    id and public model come from the configuration, ``class`` and
+    ``outcome`` from fixed enums; never a caller or a request id.
     """
 
     def __init__(self, namespace: str, service: str) -> None:
-        from aws_lambda_powertools import Metrics
-        from aws_lambda_powertools.metrics import MetricUnit
+        self._namespace = namespace
+        self._service = service
+        self._pending: dict[tuple[tuple[str, str], ...], dict[str, float]] = {}
 
-        self._metrics = Metrics(namespace=namespace, service=service)
-        self._unit = MetricUnit.Count
+    def count(self, name: str, value: float = 1, /, **dimensions: str) -> None:
+        counts = self._pending.setdefault(tuple(sorted(dimensions.items())), {})
+        counts[name] = counts.get(name, 0.0) + value
 
-    @property
-    def metrics(self) -> object:
-        """The Powertools ``Metrics`` object (for ``log_metrics`` on the Lambda handler)."""
-        return self._metrics
+    def flush(self) -> None:
+        """Write every pending count to stdout as EMF and start afresh."""
+        from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
-    def count(self, name: str, value: float = 1, **dimensions: str) -> None:
-        suffix = ".".join(dimensions[k] for k in sorted(dimensions))
-        self._metrics.add_metric(
-            name=f"{name}.{suffix}" if suffix else name, unit=self._unit, value=value
-        )
+        pending, self._pending = self._pending, {}
+        for dimensions, counts in pending.items():
+            metrics = EphemeralMetrics(namespace=self._namespace, service=self._service)
+            for key, value in dimensions:
+                metrics.add_dimension(name=key, value=value)
+            for name, total in counts.items():
+                metrics.add_metric(name=name, unit=MetricUnit.Count, value=total)
+            metrics.flush_metrics()

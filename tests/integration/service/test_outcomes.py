@@ -76,10 +76,13 @@ class Recorded:
     """A Telemetry that remembers what was counted."""
 
     def __init__(self) -> None:
-        self.names: list[str] = []
+        self.counted: list[tuple[str, dict[str, str]]] = []
 
-    def count(self, name: str, value: float = 1, **dimensions: str) -> None:
-        self.names.append(".".join([name, *(dimensions[k] for k in sorted(dimensions))]))
+    def count(self, name: str, value: float = 1, /, **dimensions: str) -> None:
+        self.counted.append((name, dimensions))
+
+    def times(self, name: str, **dimensions: str) -> int:
+        return sum(n == name and d == dimensions for n, d in self.counted)
 
 
 async def test_failures_and_transitions_are_counted(store: DynamoStore) -> None:
@@ -94,9 +97,14 @@ async def test_failures_and_transitions_are_counted(store: DynamoStore) -> None:
         # What the write left is handed back: one failure counted, then the circuit open.
         expected = CircuitState.OPEN if n else CircuitState.CLOSED
         assert [(c.state, c.version) for c in standing.circuits] == [(expected, n + 1)]
-    assert telemetry.names.count("Attempts.failure") == 2
-    assert telemetry.names.count("AttemptFailures.transient") == 2
-    assert telemetry.names.count("CircuitTransitions.open") == 1  # the second failure opened it
+    # Dimensions name the deployment and pool (bounded by configuration), never a caller.
+    assert telemetry.times("Attempts", outcome="failure", deployment="d1", model="m") == 2
+    assert (
+        telemetry.times("AttemptFailures", deployment="d1", model="m", **{"class": "transient"})
+        == 2
+    )
+    # The second failure opened it.
+    assert telemetry.times("CircuitTransitions", deployment="d1", to_state="open") == 1
     assert (await _context(store)).snapshot.circuit("d1").state is CircuitState.OPEN
 
 
