@@ -23,9 +23,10 @@ import aioboto3
 import uvicorn
 
 from edgeproxy.api.app import create_app
-from edgeproxy.config.loader import load_config_file, to_document
+from edgeproxy.config.loader import load_config_file
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.runtime import build_gateway, open_store
+from edgeproxy.service.config_edit import ConfigEditor
 from edgeproxy.service.gateway import Gateway
 from edgeproxy.settings import Settings
 from edgeproxy_dev.aws import DUMMY_CREDENTIALS, REGION
@@ -55,10 +56,10 @@ def local_settings(endpoint_url: str, table: str = TABLE) -> Settings:
 
 
 async def store_config(settings: Settings, config: GatewayConfig) -> int:
-    """Write ``config`` to the table; returns its version."""
+    """Write ``config`` to the table (over whatever is stored, audited); returns its version."""
     async with contextlib.AsyncExitStack() as stack:
         store = await open_store(settings, stack, local_session())
-        return await store.save_config(to_document(config))
+        return await ConfigEditor(store, time.time).replace(config, actor="dev", source="runner")
 
 
 @contextlib.contextmanager

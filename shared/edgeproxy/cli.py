@@ -33,7 +33,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TextIO
 
-from edgeproxy.config.loader import from_document, load_config_file, to_document
+from edgeproxy.config.loader import from_document, load_config_file
 from edgeproxy.errors import ConfigError, EdgeproxyError, UsageError
 from edgeproxy.routing.affinity import caller_id, key_digest
 from edgeproxy.runtime import open_store
@@ -46,6 +46,7 @@ from edgeproxy.service.bindings import (
     resolve_caller,
     unbind,
 )
+from edgeproxy.service.config_edit import ConfigEditor
 from edgeproxy.settings import Settings
 from edgeproxy.state.dynamo import DynamoStore
 
@@ -153,7 +154,8 @@ def _print_share(report: PoolShare, minutes: int, out: TextIO) -> None:
 
 async def _load(args: argparse.Namespace, store: DynamoStore) -> int:
     config = load_config_file(args.file)
-    version = await store.save_config(to_document(config))
+    editor = ConfigEditor(store, time.time)
+    version = await editor.replace(config, actor=f"cli:{getpass.getuser()}", source=args.file)
     print(f"stored configuration version {version} ({len(config.deployments)} deployments)")
     return 0
 
