@@ -63,7 +63,9 @@ async def test_an_audited_circuit_write_is_conditional_on_the_version(
     assert await store.write_circuit_audited(opened, 0, _entry(1))
 
     closed = circuit.force_close(opened, NOW + 1)
-    assert not await store.write_circuit_audited(circuit.force_close(Circuit("d1"), NOW), 0, _entry(2))
+    assert not await store.write_circuit_audited(
+        circuit.force_close(Circuit("d1"), NOW), 0, _entry(2)
+    )
     assert await store.write_circuit_audited(closed, opened.version, _entry(3))
 
     stored = await store.read_circuit("d1")

@@ -19,14 +19,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from edgeproxy.api.identity import Identity
 from edgeproxy.api.parsing import read_json_object
 from edgeproxy.api.pipeline import identified
-from edgeproxy.config.loader import location
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import AuthenticationError, PermissionDenied, RequestError, VersionRequired
 from edgeproxy.service.gateway import Gateway
@@ -91,16 +90,6 @@ async def admin_call(request: Request) -> AdminCall:
 async def json_body(call: AdminCall) -> dict[str, Any]:
     """The request's JSON object body (at most 1 MiB)."""
     return await read_json_object(call.request, ADMIN_BODY_BYTES)
-
-
-def checked(model: type[BaseModel], body: dict[str, Any]) -> BaseModel:
-    """``body`` validated by ``model``; a 400 naming each bad field otherwise."""
-    try:
-        return model.model_validate(body)
-    except ValidationError as exc:
-        errors = exc.errors(include_url=False, include_input=False)
-        text = "; ".join(f"{location(e['loc'])}: {e['msg']}" for e in errors)
-        raise RequestError(text, param=location(errors[0]["loc"])) from None
 
 
 def _header_version(request: Request) -> int | None:

@@ -12,12 +12,12 @@ from typing import Any
 
 from starlette.responses import Response
 
-from edgeproxy.api.admin import AdminCall, AdminRoute, checked, json_body, version_of, versioned
+from edgeproxy.api.admin import AdminCall, AdminRoute, json_body, version_of, versioned
 from edgeproxy.api.admin_settings import edit, editor
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.errors import NotFound
 from edgeproxy.service import config_changes as changes
-from edgeproxy.service.config_edit import Versioned
+from edgeproxy.service.config_edit import Versioned, checked
 
 
 def _one(current: Versioned, deployment_id: str) -> dict[str, Any]:

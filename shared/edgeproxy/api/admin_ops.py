@@ -16,13 +16,14 @@ from typing import Annotated, Any, Self
 from pydantic import Field, model_validator
 from starlette.responses import JSONResponse, Response
 
-from edgeproxy.api.admin import AdminCall, AdminRoute, checked, json_body, version_of, versioned
+from edgeproxy.api.admin import AdminCall, AdminRoute, json_body, version_of, versioned
 from edgeproxy.api.admin_settings import editor
 from edgeproxy.config.base import Strict
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import NotFound, RequestError
 from edgeproxy.routing.affinity import caller_id, key_digest
 from edgeproxy.service import audit, bindings, circuit_admin
+from edgeproxy.service.config_edit import checked
 from edgeproxy.service.deep_health import deep_health
 
 Text = Annotated[str, Field(min_length=1, max_length=500)]

@@ -14,13 +14,13 @@ from typing import Annotated, Any
 from pydantic import Field
 from starlette.responses import Response
 
-from edgeproxy.api.admin import AdminCall, AdminRoute, checked, json_body, version_of, versioned
+from edgeproxy.api.admin import AdminCall, AdminRoute, json_body, version_of, versioned
 from edgeproxy.config.base import Strict
 from edgeproxy.config.models import FallbackReason
 from edgeproxy.config.router import PoolSettings, RouterSettings
 from edgeproxy.errors import NotFound, RequestError
 from edgeproxy.service import config_changes as changes
-from edgeproxy.service.config_edit import Change, ConfigEditor, Versioned
+from edgeproxy.service.config_edit import Change, ConfigEditor, Versioned, checked
 
 
 class FallbackTargets(Strict):
@@ -53,7 +53,6 @@ async def put_router_settings(call: AdminCall) -> Response:
     """Partial update: omitted fields keep their value; ``execution_policies`` whole."""
     body = await json_body(call)
     version = version_of(call, body)
-    checked(RouterSettings, body)  # errors named by the body's own paths
     done = await edit(
         call, version, changes.router_settings(body), "router-settings.update", "router"
     )

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from edgeproxy.config.router import RouterSettings
 from edgeproxy.errors import AlreadyExists, NotFound, RequestError
-from edgeproxy.service.config_edit import Change, Document
+from edgeproxy.service.config_edit import Change, Document, checked
 
 # Sent whole by design (000): a new operation cannot ship without an explicit policy.
 WHOLE = frozenset({"execution_policies"})
@@ -34,7 +35,13 @@ def merged(current: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
 
 
 def router_settings(patch: dict[str, Any]) -> Change:
-    """Partial update of ``router:`` (``PUT /admin/router-settings``)."""
+    """Partial update of ``router:`` (``PUT /admin/router-settings``).
+
+    The patch itself is validated first (every field of ``RouterSettings``
+    has a default, so a partial body is a valid one), so errors name the
+    patch's own paths; the merged document is validated again as a whole.
+    """
+    checked(RouterSettings, patch)
 
     def change(doc: Document) -> None:
         doc["router"] = merged(doc.get("router", {}), patch)

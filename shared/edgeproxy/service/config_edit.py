@@ -18,7 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from edgeproxy.config.loader import from_document, parse_config, to_document
+from pydantic import BaseModel, ValidationError
+
+from edgeproxy.config.loader import from_document, location, parse_config, to_document
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import ConfigError, RequestError, VersionConflict
 from edgeproxy.service import audit
@@ -52,6 +54,16 @@ def validated(document: Document) -> GatewayConfig:
         return parse_config(document, "configuration")
     except ConfigError as exc:
         raise RequestError(str(exc).replace("\n", "; ")) from None
+
+
+def checked(model: type[BaseModel], body: dict[str, Any]) -> BaseModel:
+    """``body`` validated by ``model``; a 400 naming each bad field otherwise."""
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False, include_input=False)
+        text = "; ".join(f"{location(e['loc'])}: {e['msg']}" for e in errors)
+        raise RequestError(text, param=location(errors[0]["loc"])) from None
 
 
 class ConfigEditor:
