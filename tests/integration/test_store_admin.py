@@ -69,7 +69,8 @@ async def test_an_audited_circuit_write_is_conditional_on_the_version(
     assert await store.write_circuit_audited(closed, opened.version, _entry(3))
 
     stored = await store.read_circuit("d1")
-    assert stored.state is CircuitState.CLOSED and stored.version == 2
+    assert stored.state is CircuitState.CLOSED
+    assert stored.version == 2
     assert [e.id for e in (await store.read_audit(10))[0]] == ["e003", "e001"]
 
 

@@ -371,4 +371,5 @@ async def test_concurrent_config_saves_of_one_version_commit_exactly_once(
 
     assert sorted(results, key=str) == [2, *[None] * 7]
     stored = await any_store.load_config()
-    assert stored is not None and stored.version == 2
+    assert stored is not None
+    assert stored.version == 2

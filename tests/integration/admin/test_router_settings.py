@@ -86,7 +86,8 @@ def test_an_incomplete_execution_policy_matrix_is_refused_naming_the_operation(
     assert answer.status_code == 400
     error = answer.json()["error"]
     assert error["type"] == "invalid_request_error"
-    assert "images" in error["message"] and "chat" not in error["message"]
+    assert "images" in error["message"]
+    assert "chat" not in error["message"]
     assert ok(admin(gw.base_url, "GET", SETTINGS))["version"] == current["version"]
 
 
