@@ -173,6 +173,11 @@ def print_status(report: dict[str, Any], out: TextIO) -> None:
             )
 
 
+def _short(value: Any, width: int = 80) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 def print_audit(entries: list[dict[str, Any]], out: TextIO) -> None:
     """One line per entry: time, who, what, target, version, then the changed paths."""
     for e in entries:
@@ -181,8 +186,8 @@ def print_audit(entries: list[dict[str, Any]], out: TextIO) -> None:
         print(f"{when}Z  {e['actor']}  {e['action']}  {e['target']}  {version}", file=out)
         for change in e["changes"]:
             if "path" in change:
-                old = json.dumps(change["old"]) if "old" in change else "(none)"
-                new = json.dumps(change["new"]) if "new" in change else "(removed)"
+                old = _short(change["old"]) if "old" in change else "(none)"
+                new = _short(change["new"]) if "new" in change else "(removed)"
                 print(f"    {change['path']}: {old} -> {new}", file=out)
             else:
                 print(f"    {json.dumps(change)}", file=out)

@@ -43,9 +43,20 @@ class Versioned:
         return as_document(self.config)
 
 
+SET_FIELDS = ("modalities", "operations")  # frozensets: their JSON order is the hash order
+
+
 def as_document(config: GatewayConfig) -> Document:
-    """The JSON form of a configuration (aliases, e.g. ``json`` in policies)."""
-    return config.model_dump(mode="json", by_alias=True)
+    """The JSON form of a configuration (aliases, e.g. ``json`` in policies).
+
+    Set-valued fields are sorted, so two processes dump one configuration
+    identically and an unchanged set never shows up in a diff.
+    """
+    doc = config.model_dump(mode="json", by_alias=True)
+    for dep in doc["deployments"]:
+        for name in SET_FIELDS:
+            dep[name] = sorted(dep[name])
+    return doc
 
 
 def validated(document: Document) -> GatewayConfig:

@@ -87,3 +87,22 @@ def test_a_huge_diff_is_truncated() -> None:
     out = diff(old, {k: v + 1 for k, v in old.items()})
     assert len(out) == MAX_CHANGES + 1
     assert out[-1] == {"truncated": 5}
+
+
+def test_documents_list_set_fields_in_sorted_order() -> None:
+    from edgeproxy.config.loader import parse_config
+    from edgeproxy.service.config_edit import as_document
+
+    dep = {
+        "id": "a",
+        "model": "m",
+        "provider": "openai",
+        "base_url": "http://x/v1",
+        "upstream_model": "u",
+        "operations": ["embeddings", "chat", "images"],
+        "modalities": ["text", "image"],
+    }
+    doc = as_document(parse_config({"deployments": [dep]}, "t"))
+
+    assert doc["deployments"][0]["operations"] == ["chat", "embeddings", "images"]
+    assert doc["deployments"][0]["modalities"] == ["image", "text"]
