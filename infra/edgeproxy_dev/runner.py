@@ -126,6 +126,7 @@ def serve(settings: Settings, port: int, banner: bool = False, clock: Clock | No
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
+    sock.listen(128)  # before the banner: whoever reads it may connect at once
     bound = sock.getsockname()[1]
     print(
         _banner(bound) if banner else f"edgeproxy is serving on http://127.0.0.1:{bound}",

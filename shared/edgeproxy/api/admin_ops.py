@@ -148,6 +148,9 @@ async def unbind(call: AdminCall) -> Response:
         if order.api_key is not None
         else bindings.resolve_caller(order.caller or "")
     )
+    if order.protocol is not None and order.protocol not in bindings.PROTOCOLS:
+        known = ", ".join(bindings.PROTOCOLS)
+        raise RequestError(f"Unknown protocol; one of {known}.", param="protocol")
     protocols = bindings.PROTOCOLS if order.protocol is None else (order.protocol,)
     removed = []
     for protocol in protocols:
@@ -178,6 +181,8 @@ async def share(call: AdminCall) -> Response:
     """Binding share versus configured weight (``?pool=...&minutes=60``)."""
     params = call.request.query_params
     pool = params.get("pool") or ""
+    if not pool:
+        raise RequestError("Name the pool: `?pool=<model>`.", param="pool")
     minutes = params.get("minutes", "60")
     if not minutes.isdigit() or not 0 < int(minutes) <= 1440:
         raise RequestError("`minutes` must be an integer from 1 to 1440.", param="minutes")

@@ -60,10 +60,12 @@ def test_binding_requests_are_checked(
         ("unbind", {"pool": "fast-chat"}, 400),
         ("unbind", {"pool": "fast-chat", "caller": "sk-raw-key"}, 400),
         ("unbind", {"pool": "fast-chat", "caller": CALLER, "api_key": "x"}, 400),
+        ("unbind", {"pool": "fast-chat", "caller": CALLER, "protocol": "smtp"}, 400),
         ("invalidate", {"pool": "nope"}, 404),
         ("invalidate", {}, 400),
     ):
         answer = admin(base, "POST", f"/admin/bindings/{path}", json=body)
         assert answer.status_code == status, (path, body, answer.text)
     assert admin(base, "GET", "/admin/bindings/share?pool=nope").status_code == 404
+    assert admin(base, "GET", "/admin/bindings/share").status_code == 400
     assert admin(base, "GET", "/admin/bindings/share?pool=fast-chat&minutes=0").status_code == 400
