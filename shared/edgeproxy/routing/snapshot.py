@@ -21,6 +21,7 @@ class CircuitState(StrEnum):
 class OpenCause(StrEnum):
     TRANSIENT = "transient"
     CONFIGURATION = "configuration"
+    MAINTENANCE = "maintenance"  # forced open by an operator until ``open_until``
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +34,8 @@ class Circuit:
     lease (``probe_owner`` until ``probe_until``). ``level`` is the exponent of
     the exponential cooldown after failed probes. ``opened_at`` is when the
     circuit last opened (kept after it closes): a failure of an attempt that
-    started before then is late and must not count again.
+    started before then is late and must not count again. ``reason`` is the
+    operator's note when the circuit was forced open for maintenance.
     """
 
     deployment_id: str
@@ -47,6 +49,7 @@ class Circuit:
     cause: OpenCause | None = None
     version: int = 0
     opened_at: float = 0.0
+    reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,13 +89,18 @@ class Usage:
 
 @dataclass(frozen=True, slots=True)
 class Health:
-    """Scores written by the scheduled health job; absent means neutral 0.5 / no data."""
+    """Scores written by the scheduled health job; absent means neutral 0.5 / no data.
+
+    ``credential_rejections``: consecutive upstream 401/403 answers (configuration
+    class), counted by the outcome writes and reset by the next success.
+    """
 
     deployment_id: str
     score: float = 0.5
     ewma_latency_ms: float | None = None
     ewma_tokens_per_s: float | None = None
     updated_at: float = 0.0
+    credential_rejections: int = 0
 
 
 @dataclass(frozen=True, slots=True)

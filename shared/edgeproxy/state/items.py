@@ -86,6 +86,8 @@ def circuit_item(circuit: Circuit) -> Item:
         item["probe_owner"] = text(circuit.probe_owner)
     if circuit.cause is not None:
         item["cause"] = text(circuit.cause.value)
+    if circuit.reason is not None:
+        item["reason"] = text(circuit.reason)
     return item
 
 
@@ -106,6 +108,7 @@ def circuit_from(deployment_id: str, item: Item) -> Circuit:
         cause=None if cause is None else OpenCause(cause),
         version=get_int(item, "version"),
         opened_at=get_float(item, "opened_at"),
+        reason=get_text(item, "reason"),
     )
 
 
@@ -124,7 +127,7 @@ def usage_from(deployment_id: str, minute: int, item: Item) -> Usage:
 
 
 def health_item(health: Health) -> Item:
-    """The attributes of a health item."""
+    """The attributes of a health item the health job sets (not the rejection counter)."""
     item: Item = {"score": number(health.score), "updated_at": number(health.updated_at)}
     if health.ewma_latency_ms is not None:
         item["ewma_latency_ms"] = number(health.ewma_latency_ms)
@@ -141,6 +144,7 @@ def health_from(deployment_id: str, item: Item) -> Health:
         ewma_latency_ms=get_optional_float(item, "ewma_latency_ms"),
         ewma_tokens_per_s=get_optional_float(item, "ewma_tokens_per_s"),
         updated_at=get_float(item, "updated_at"),
+        credential_rejections=get_int(item, "credential_rejections"),
     )
 
 
