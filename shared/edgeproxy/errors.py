@@ -4,10 +4,12 @@
     ├── EdgeproxyError                  500 api_error (generic; message never leaked)
     │   ├── RequestError                400 invalid_request_error
     │   │   ├── BodyTooLarge            413
-    │   │   └── ModelNotFound           404 model_not_found
+    │   │   ├── ModelNotFound           404 model_not_found
+    │   │   └── NotFound                404 not_found (an admin resource)
     │   ├── AuthenticationError         401 invalid_api_key
     │   ├── PermissionDenied            403
     │   ├── RateLimited                 429 rate_limit_exceeded (shared capacity / limits)
+    │   │   └── QuotaExceeded           429 insufficient_quota (a key's spend budget)
     │   ├── ModelOverloaded             503 model_overloaded (every circuit open, Retry-After)
     │   ├── ModelUnavailable            503 model_unavailable (misconfiguration opened all)
     │   ├── UpstreamError               the upstream's own status and sanitized message
@@ -91,6 +93,11 @@ class ModelNotFound(RequestError):
     code = "model_not_found"
 
 
+class NotFound(RequestError):
+    status = 404
+    code = "not_found"
+
+
 class AuthenticationError(EdgeproxyError):
     status = 401
     type = "invalid_request_error"
@@ -110,6 +117,11 @@ class RateLimited(EdgeproxyError):
     type = "rate_limit_error"
     code = "rate_limit_exceeded"
     public = True
+
+
+class QuotaExceeded(RateLimited):
+    type = "insufficient_quota"
+    code = "insufficient_quota"
 
 
 class ModelOverloaded(EdgeproxyError):

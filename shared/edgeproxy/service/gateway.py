@@ -22,6 +22,7 @@ from edgeproxy.routing.refusal import final_error
 from edgeproxy.service.attempts import JsonCaller, StreamCaller
 from edgeproxy.service.config_cache import ConfigCache
 from edgeproxy.service.events import StreamItem
+from edgeproxy.service.keys import KeyRing
 from edgeproxy.service.outcomes import Outcomes, settle
 from edgeproxy.service.relay import Deferred, Relay
 from edgeproxy.service.request import ProxyRequest
@@ -64,6 +65,7 @@ class Gateway:
         telemetry: Telemetry,
         trust_forwarded_for: bool = False,
         aclose: Callable[[], Awaitable[None]] | None = None,
+        keys: KeyRing | None = None,
     ) -> None:
         self._store = store
         self._configs = configs
@@ -77,6 +79,9 @@ class Gateway:
         self._relay = Relay(outcomes, clock, telemetry)
         self._aclose = aclose
         self.trust_forwarded_for = trust_forwarded_for
+        # The client keys (lookup cache, bootstrap admin key, admission).
+        self.keys = keys or KeyRing(store, clock)
+        self.store = store
 
     async def config(self) -> GatewayConfig:
         """The current configuration (cached in process for a short TTL)."""
