@@ -43,7 +43,8 @@ def pick(
 
 def test_roles_are_ordered() -> None:
     assert [r.rank for r in (Role.FREE, Role.PRO, Role.INTERNAL, Role.ADMIN)] == [0, 1, 2, 3]
-    assert Role.INTERNAL.at_least(Role.PRO) and not Role.FREE.at_least(Role.PRO)
+    assert Role.INTERNAL.at_least(Role.PRO)
+    assert not Role.FREE.at_least(Role.PRO)
 
 
 def test_an_entitled_caller_spends_the_reserved_capacity_first() -> None:
