@@ -7,6 +7,7 @@
     edgeproxy bindings invalidate --pool gpt-4o
     edgeproxy bindings share --pool gpt-4o --minutes 60 [--json]
     printf %s "$KEY" | edgeproxy hash-key      # the sha256 for gateway.api_keys
+    edgeproxy keys create|list|show|revoke|import   # client keys (see edgeproxy keys --help)
 
 The table comes from the environment (``EDGEPROXY_TABLE``,
 ``EDGEPROXY_DYNAMODB_ENDPOINT``, ``AWS_REGION``; see ``edgeproxy.settings``)
@@ -33,6 +34,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TextIO
 
+from edgeproxy import cli_keys
 from edgeproxy.config.loader import from_document, load_config_file, to_document
 from edgeproxy.errors import ConfigError, EdgeproxyError, UsageError
 from edgeproxy.routing.affinity import caller_id, key_digest
@@ -82,6 +84,7 @@ def _parser() -> argparse.ArgumentParser:
     share.add_argument("--json", action="store_true", help="machine-readable output")
 
     commands.add_parser("hash-key", help="print the sha256 of a key read from standard input")
+    cli_keys.register(commands)
     return parser
 
 
@@ -195,6 +198,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "hash-key":
             return _hash_key(sys.stdin)
+        if args.command == "keys":
+            return cli_keys.run(args)
         if (args.command, args.action) == ("config", "check"):
             return _check(args.file)
         command = STORE_COMMANDS[(args.command, args.action)]

@@ -45,15 +45,23 @@ def test_http_api_requires_iam_authorization(template: dict[str, Any]) -> None:
     }
 
 
+def _statements(template: dict[str, Any], policy: str) -> list[dict[str, Any]]:
+    statements: list[dict[str, Any]] = template["Resources"][policy]["Properties"][
+        "PolicyDocument"
+    ]["Statement"]
+    return statements
+
+
+def _actions(statements: list[dict[str, Any]]) -> set[str]:
+    found: set[str] = set()
+    for statement in statements:
+        action = statement["Action"]
+        found.update(action if isinstance(action, list) else [action])
+    return found
+
+
 def test_functions_may_not_scan_or_manage_the_table(template: dict[str, Any]) -> None:
-    (policy,) = _of_type(template, "AWS::IAM::ManagedPolicy").values()
-    actions = {
-        action
-        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
-        for action in statement["Action"]
-        if isinstance(statement["Action"], list)
-    }
-    assert {a for a in actions if a.startswith("dynamodb:")} == {
+    assert _actions(_statements(template, "StateAccessPolicy")) == {
         "dynamodb:GetItem",
         "dynamodb:BatchGetItem",
         "dynamodb:PutItem",
@@ -61,8 +69,32 @@ def test_functions_may_not_scan_or_manage_the_table(template: dict[str, Any]) ->
         "dynamodb:DeleteItem",
         "dynamodb:Query",
     }
-    for function in _of_type(template, "AWS::Serverless::Function").values():
-        assert function["Properties"]["Policies"] == [{"Ref": "StateAccessPolicy"}]
+    policies = {
+        name: f["Properties"]["Policies"]
+        for name, f in _of_type(template, "AWS::Serverless::Function").items()
+    }
+    assert policies == {
+        "ProxyFunction": [{"Ref": "StateAccessPolicy"}, {"Ref": "ProxySecretsPolicy"}],
+        "HealthJobFunction": [{"Ref": "StateAccessPolicy"}],
+    }
+
+
+def test_only_the_proxy_reads_secrets_and_the_admin_key_is_a_reference(
+    template: dict[str, Any],
+) -> None:
+    secrets = _statements(template, "ProxySecretsPolicy")
+    assert _actions(secrets) == {"ssm:GetParameter", "secretsmanager:GetSecretValue"}
+    admin = next(s for s in secrets if s["Sid"] == "AdminKeyParameter")
+    assert "${AdminKeyParameter}" in admin["Resource"]["Fn::Sub"]
+    # The health job's only policy holds table actions and nothing else.
+    assert all(
+        a.startswith("dynamodb:") for a in _actions(_statements(template, "StateAccessPolicy"))
+    )
+    proxy = template["Resources"]["ProxyFunction"]["Properties"]["Environment"]["Variables"]
+    assert proxy["EDGEPROXY_ADMIN_KEY_REF"] == {"Fn::Sub": "ssm:${AdminKeyParameter}"}
+    parameter = template["Parameters"]["AdminKeyParameter"]
+    assert parameter["Type"] == "String"
+    assert parameter["AllowedPattern"].startswith("^/edgeproxy/")
 
 
 def test_every_function_uses_the_shared_layer(template: dict[str, Any]) -> None:

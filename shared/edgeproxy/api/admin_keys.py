@@ -100,7 +100,8 @@ def _parsed(body: dict[str, Any]) -> CreateKey:
         raise RequestError(f"{where or 'body'}: {first['msg']}", param=where) from None
 
 
-def _epoch(moment: datetime | None) -> float | None:
+def epoch_seconds(moment: datetime | None) -> float | None:
+    """``moment`` as epoch seconds (a naive time is UTC)."""
     if moment is None:
         return None
     return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
@@ -111,7 +112,7 @@ async def create(request: Request) -> Response:
     gateway = await _admin(request)
     body = _parsed(await read_json_object(request, MAX_BODY_BYTES))
     now = gateway.keys.now()
-    expires_at = _epoch(body.expires_at)
+    expires_at = epoch_seconds(body.expires_at)
     if expires_at is not None and expires_at <= now:
         raise RequestError("expires_at: must be in the future", param="expires_at")
     new = mint_key(
