@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 import importlib.util
 import json
 from collections.abc import Callable, Iterator
@@ -26,6 +27,7 @@ from tests.fixtures.configs import config, deployment
 from tests.fixtures.gateway import store
 
 ROOT = Path(__file__).resolve().parents[2]
+EVENT_KEY_SHA256 = hashlib.sha256(b"sk-event-client").hexdigest()
 EVENTS = ROOT / "events"
 
 
@@ -62,6 +64,8 @@ def environment(
         config(
             deployment("a", upstream_a),
             deployment("emb", upstream_a, model="text-embed", operations=["embeddings"]),
+            # The events' client key (every request needs one).
+            gateway={"api_keys": [{"name": "events", "sha256": EVENT_KEY_SHA256}]},
         ),
     )
     for name, value in {
