@@ -83,7 +83,12 @@ def _yaml_key(keys: Sequence[ApiKey], digest: str) -> ApiKey | None:
 async def identify(
     request: Request, config: GatewayConfig, ring: KeyRing, trust_forwarded_for: bool
 ) -> Identity:
-    """Authenticate the request: 401 for a missing, malformed, unknown, revoked or expired key."""
+    """Authenticate the request: 401 for a missing, malformed, unknown, revoked or expired key.
+
+    With authentication off (``KeyRing.auth_off``, local only) a missing or
+    unknown key is an anonymous ``free`` caller instead; known keys keep
+    their role and limits, and revoked or expired ones are still refused.
+    """
     key = _bearer(request)
     grant = request.headers.get("x-grant-id") or None
     ip = client_ip(request, trust_forwarded_for)
@@ -103,6 +108,8 @@ async def identify(
         return Identity(caller, admin=role is Role.ADMIN, role=role, name=legacy.name)
     stored = await ring.lookup(digest)
     if stored is None:
+        if ring.auth_off:  # no authentication: an unknown key only names the caller
+            return Identity(caller, admin=False, anonymous=True)
         raise AuthenticationError("Incorrect API key provided.")
     refused = refusal(stored, ring.now())
     if refused is not None:

@@ -145,8 +145,11 @@ def test_without_auth_keyless_callers_are_anonymous_free_callers() -> None:
     assert (anyone.anonymous, anyone.admin, anyone.role) == (True, False, Role.FREE)
     assert anyone.caller == "ip:198.51.100.9"
     assert who(keys, x_grant_id="g-1").caller == "grant:g-1"
-    # A presented key is still checked.
-    refused(keys, authorization="Bearer ep-wrong")
+    # An unknown key only names the caller; a revoked one stays refused.
+    unknown = who(keys, authorization="Bearer ep-unknown")
+    assert (unknown.anonymous, unknown.caller) == (True, "key:" + digest("ep-unknown"))
+    keys = ring(Keys(ClientKey(digest("ep-gone"), "old", revoked=True)), auth_off=True)
+    refused(keys, authorization="Bearer ep-gone")
 
 
 def test_auth_can_be_switched_off_only_off_lambda() -> None:
