@@ -7,6 +7,7 @@ the key's own minute bucket; usage and spend are commutative ``ADD``s.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from edgeproxy.routing.access import ClientKey, KeyUsage
@@ -16,6 +17,7 @@ from edgeproxy.state.key_items import client_key_from, client_key_item, key_usag
 from edgeproxy.state.schema import TableSchema
 from edgeproxy.state.table import Table
 
+KEY_ID = re.compile(r"[0-9a-f]{16}")
 # Two requests admitted at once must not push a key's minute past its limit.
 KEY_UNDER_LIMIT = "attribute_not_exists(#requests) OR #requests < :limit"
 # Creating a key must never overwrite another key with the same digest.
@@ -129,8 +131,8 @@ class DynamoKeys:
 
     async def find_client_key(self, key_id: str) -> ClientKey | None:
         """The key whose public id is ``key_id`` (ids are 16 hex characters), or None."""
-        if len(key_id) != len(key_id.strip()) or not key_id:
-            return None
+        if not KEY_ID.fullmatch(key_id):
+            return None  # not an id: no query (and never a prefix match on the empty string)
         found = [k for k in await self._query_keys(key_id) if k.id == key_id]
         return found[0] if found else None
 
