@@ -48,7 +48,7 @@ def register(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     actions = keys.add_subparsers(dest="action", required=True)
-    create = actions.add_parser("create", help="create a key (printed once)")
+    create = actions.add_parser("create", help="create a key (printed once)", allow_abbrev=False)
     create.add_argument("--name", required=True)
     create.add_argument("--role", default="free", help="free | pro | internal | admin")
     create.add_argument("--model", action="append", dest="models", help="allowed model (repeat)")
@@ -56,10 +56,12 @@ def register(commands: Any) -> None:
     create.add_argument("--tpm", type=int, help="tokens per minute")
     create.add_argument("--budget", type=float, help="spend budget in USD")
     create.add_argument("--expires", help="expiry, ISO 8601 (e.g. 2027-01-01T00:00:00Z)")
-    listing = actions.add_parser("list", help="every key (prefixes only)")
-    show = actions.add_parser("show", help="one key, with its spend")
+    listing = actions.add_parser("list", help="every key (prefixes only)", allow_abbrev=False)
+    show = actions.add_parser("show", help="one key, with its spend", allow_abbrev=False)
     show.add_argument("id")
-    revoke = actions.add_parser("revoke", help="revoke a key (takes effect within the key TTL)")
+    revoke = actions.add_parser(
+        "revoke", help="revoke a key (takes effect within the key TTL)", allow_abbrev=False
+    )
     revoke.add_argument("id")
     for sub in (create, listing, show, revoke):
         sub.add_argument("--url", help="a running gateway (default: the table directly)")

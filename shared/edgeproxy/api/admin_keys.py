@@ -169,6 +169,48 @@ async def revoke(request: Request) -> Response:
     return JSONResponse(key_view(revoked))
 
 
+def openapi_paths() -> dict[str, Any]:
+    """The ``/admin/keys`` part of the admin API's OpenAPI document (``paths`` entries)."""
+    error = {"description": "OpenAI error JSON", "content": {"application/json": {}}}
+    refused = {"401": error, "403": error}
+    body = {
+        "required": True,
+        "content": {"application/json": {"schema": CreateKey.model_json_schema()}},
+    }
+    key_id = [{"name": "key_id", "in": "path", "required": True, "schema": {"type": "string"}}]
+    return {
+        "/admin/keys": {
+            "post": {
+                "summary": "Create a client key (the key is in this answer only)",
+                "requestBody": body,
+                "responses": {"201": {"description": "the new key"}, "400": error, **refused},
+            },
+            "get": {
+                "summary": "List client keys",
+                "responses": {"200": {"description": "keys"}, **refused},
+            },
+        },
+        "/admin/keys/{key_id}": {
+            "parameters": key_id,
+            "get": {
+                "summary": "One key, with its spend",
+                "responses": {"200": {"description": "the key"}, "404": error, **refused},
+            },
+            "delete": {
+                "summary": "Revoke a key",
+                "responses": {"200": {"description": "revoked"}, "404": error, **refused},
+            },
+        },
+        "/admin/keys/{key_id}/revoke": {
+            "parameters": key_id,
+            "post": {
+                "summary": "Revoke a key",
+                "responses": {"200": {"description": "revoked"}, "404": error, **refused},
+            },
+        },
+    }
+
+
 ROUTES: list[BaseRoute] = [
     Route("/admin/keys", guarded(collection), methods=["GET", "POST"]),
     Route("/admin/keys/{key_id}", guarded(item), methods=["GET", "DELETE"]),

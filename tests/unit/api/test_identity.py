@@ -12,6 +12,7 @@ import pytest
 from mangum.handlers.api_gateway import HTTPGateway
 from starlette.requests import Request
 
+from edgeproxy.api.admin_keys import ROUTES, openapi_paths
 from edgeproxy.api.identity import Identity, admit, client_ip, identify
 from edgeproxy.config.models import ApiKey, GatewayConfig, GatewaySettings
 from edgeproxy.config.roles import Role
@@ -175,3 +176,12 @@ def test_a_model_the_key_may_not_use_is_not_found() -> None:
     with pytest.raises(ModelNotFound) as caught:
         asyncio.run(admit(caller, "gpt-4o", keys))
     assert caught.value.code == "model_not_found"
+
+
+def test_the_keys_openapi_paths_describe_every_route() -> None:
+    paths = openapi_paths()
+    routes = {route.path for route in ROUTES}  # type: ignore[attr-defined]
+    assert set(paths) == routes
+    schema = paths["/admin/keys"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert schema["required"] == ["name"]
+    assert set(schema["properties"]) >= {"name", "role", "models", "rpm_limit", "budget_usd"}
