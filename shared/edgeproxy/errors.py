@@ -12,6 +12,7 @@
     │   ├── AuthenticationError         401 invalid_api_key
     │   ├── PermissionDenied            403
     │   ├── RateLimited                 429 rate_limit_exceeded (shared capacity / limits)
+    │   │   └── QuotaExceeded           429 insufficient_quota (a key's spend budget)
     │   ├── ModelOverloaded             503 model_overloaded (every circuit open, Retry-After)
     │   ├── ModelUnavailable            503 model_unavailable (misconfiguration opened all)
     │   ├── UpstreamError               the upstream's own status and sanitized message
@@ -136,6 +137,11 @@ class RateLimited(EdgeproxyError):
     type = "rate_limit_error"
     code = "rate_limit_exceeded"
     public = True
+
+
+class QuotaExceeded(RateLimited):
+    type = "insufficient_quota"
+    code = "insufficient_quota"
 
 
 class ModelOverloaded(EdgeproxyError):

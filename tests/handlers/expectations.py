@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from collections.abc import Callable
 from typing import Any
+
+# The key every sample event sends (Authorization: Bearer sk-event-client).
+EVENT_KEY_SHA256 = hashlib.sha256(b"sk-event-client").hexdigest()
 
 
 def body_of(response: dict[str, Any]) -> str:

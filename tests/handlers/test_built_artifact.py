@@ -27,7 +27,7 @@ from tests.fixtures.configs import config, deployment
 from tests.fixtures.gateway import store
 from tests.fixtures.table import TableView
 from tests.handlers import artifact
-from tests.handlers.expectations import EXPECTED
+from tests.handlers.expectations import EVENT_KEY_SHA256, EXPECTED
 
 pytestmark = pytest.mark.slow
 
@@ -51,6 +51,8 @@ def lambda_env(
         config(
             deployment("a", upstream_a),
             deployment("emb", upstream_a, model="text-embed", operations=["embeddings"]),
+            # The events' key: a deployed gateway refuses every request without one.
+            gateway={"api_keys": [{"name": "events", "sha256": EVENT_KEY_SHA256}]},
         ),
     )
     return {

@@ -25,7 +25,7 @@ from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.configs import config, deployment
 from tests.fixtures.gateway import store
 from tests.fixtures.table import TableView
-from tests.handlers.expectations import EXPECTED, body_of
+from tests.handlers.expectations import EVENT_KEY_SHA256, EXPECTED, body_of
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"
@@ -64,6 +64,8 @@ def environment(
         config(
             deployment("a", upstream_a),
             deployment("emb", upstream_a, model="text-embed", operations=["embeddings"]),
+            # The events' client key (every request needs one).
+            gateway={"api_keys": [{"name": "events", "sha256": EVENT_KEY_SHA256}]},
         ),
     )
     for name, value in {

@@ -1,6 +1,7 @@
 """The one request pipeline at the edge, whatever the surface.
 
-    identify -> read body -> codec.parse -> ProxyRequest -> gateway -> codec.answer / codec.stream
+    identify -> read body -> codec.parse -> admit (key's models, rpm) -> ProxyRequest
+             -> gateway -> codec.answer / codec.stream
 
 The configuration is read once here and handed to the service, so the key
 check, the body limit and routing see the same version; the client key is
@@ -15,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from edgeproxy.api.codec import Codec, request_id
-from edgeproxy.api.identity import Identity, identify
+from edgeproxy.api.identity import Identity, admit, identify
 from edgeproxy.api.parsing import read_json_object
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.service.gateway import Gateway
@@ -34,13 +35,15 @@ async def identified(request: Request) -> tuple[Gateway, GatewayConfig, Identity
     """The gateway, this request's one read of the configuration, and the authenticated caller."""
     gateway = await gateway_of(request)
     config = await gateway.config()
-    return gateway, config, identify(request, config.gateway, gateway.trust_forwarded_for)
+    who = await identify(request, config, gateway.keys, gateway.trust_forwarded_for)
+    return gateway, config, who
 
 
 async def serve(request: Request, codec: Codec) -> Response:
     """Serve one proxied request on ``codec``'s surface; errors raise to the route's guard."""
     gateway, config, who = await identified(request)
     parsed = codec.parse(await read_json_object(request, config.gateway.max_body_bytes))
+    await admit(who, parsed.model, gateway.keys)
     pin = request.headers.get("x-route-pin") if who.admin else None
     req = ProxyRequest(
         operation=codec.operation,
@@ -53,6 +56,8 @@ async def serve(request: Request, codec: Codec) -> Response:
         want_routing=request.headers.get("x-unified-routing-metadata", "").lower() == "true",
         modalities=parsed.modalities,
         surface=codec.surface,
+        role=who.role,
+        key=who.key,
     )
     headers = codec.headers(req.request_id)
     if req.stream:

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from edgeproxy.config.base import Positive, Strict
 from edgeproxy.config.policies import Operation, OperationPolicyOverride
+from edgeproxy.config.roles import Role
 
 
 class ProviderKind(StrEnum):
@@ -40,6 +41,8 @@ class Deployment(Strict):
         default_factory=dict
     )
     stream_usage: bool | None = None
+    # Key reservation: callers below this role never select this deployment.
+    min_role: Role = Role.FREE
 
     @property
     def asks_stream_usage(self) -> bool:

@@ -15,6 +15,7 @@ from pydantic import Field, model_validator
 from edgeproxy.config.base import Positive, Strict
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.policies import Deadline, Operation
+from edgeproxy.config.roles import Role
 from edgeproxy.config.router import PoolSettings, RouterSettings, StickySettings, Strategy
 
 
@@ -31,20 +32,30 @@ class FallbackChain(Strict):
 
 
 class ApiKey(Strict):
-    """A client key, stored only as the SHA-256 hex digest of the key."""
+    """A client key in the YAML (legacy; keys now live in the table, see ``edgeproxy keys``).
+
+    Stored only as the SHA-256 hex digest of the key. ``admin: true`` is the
+    ``admin`` role; otherwise ``role`` (default ``free``).
+    """
 
     name: str
     sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
     admin: bool = False
+    role: Role = Role.FREE
+
+    @property
+    def effective_role(self) -> Role:
+        """The caller role this key grants."""
+        return Role.ADMIN if self.admin else self.role
 
 
 class GatewaySettings(Strict):
     """Request-surface settings.
 
-    ``api_keys``: when non-empty, every request must present one of these keys
-    (``Authorization: Bearer ...``); admin keys may also pin a deployment and
-    read the deployment status view. When empty, the gateway relies on the
-    platform (IAM authorization on AWS, loopback locally).
+    ``api_keys``: legacy client keys kept in the YAML, accepted beside the
+    table's keys (``edgeproxy keys import`` moves them into the table). Every
+    request needs a key either way, unless authentication is switched off
+    (``EDGEPROXY_AUTH=off``, local only).
     """
 
     max_body_bytes: Positive = 4 * 1024 * 1024

@@ -3,8 +3,8 @@
 The last upstream answer wins (its status and sanitized message); without
 one, what blocked the pool decides: every circuit open is 503
 ``model_overloaded`` with Retry-After, misconfiguration everywhere is 503
-``model_unavailable``, capacity or rpm/tpm limits are 429
-``rate_limit_exceeded``.
+``model_unavailable``, capacity or rpm/tpm limits (or capacity reserved for
+higher roles) are 429 ``rate_limit_exceeded``.
 """
 
 from __future__ import annotations
@@ -89,6 +89,9 @@ def final_error(failure: RouteFailure) -> EdgeproxyError:
             "Rate limit reached for this model; retry after the indicated time.",
             retry_after=blocked.retry_after,
         )
+    if blocked.reason is BlockReason.RESERVED:
+        # The capacity exists only for higher roles: this caller sees a pool with none.
+        return RateLimited("No capacity of this model is available to this API key right now.")
     if blocked.reason is BlockReason.INCOMPATIBLE:
         return ModelUnavailable(
             "No deployment of this model accepts this kind of request.", code="model_unavailable"

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from edgeproxy.routing.access import KeyUsage
+
 
 class CircuitState(StrEnum):
     CLOSED = "closed"
@@ -131,6 +133,7 @@ class PoolSnapshot:
     health: dict[str, Health] = field(default_factory=dict)
     binding: Binding | None = None
     pool_generation: int = 0
+    key_usage: KeyUsage | None = None  # the caller's key counters, when it has tpm/budget
 
     def circuit(self, deployment_id: str) -> Circuit:
         return self.circuits.get(deployment_id) or Circuit(deployment_id)

@@ -22,6 +22,7 @@ from edgeproxy.routing.refusal import final_error
 from edgeproxy.service.attempts import JsonCaller, StreamCaller
 from edgeproxy.service.config_cache import ConfigCache
 from edgeproxy.service.events import StreamItem
+from edgeproxy.service.keys import KeyRing
 from edgeproxy.service.outcomes import Outcomes, settle
 from edgeproxy.service.relay import Deferred, Relay
 from edgeproxy.service.request import ProxyRequest
@@ -65,6 +66,7 @@ class Gateway:
         trust_forwarded_for: bool = False,
         max_total_ms: int | None = None,
         aclose: Callable[[], Awaitable[None]] | None = None,
+        keys: KeyRing | None = None,
     ) -> None:
         self._store = store
         self._configs = configs
@@ -80,6 +82,8 @@ class Gateway:
         self.trust_forwarded_for = trust_forwarded_for
         # The platform's ceiling on any request's total deadline (None: the configuration's).
         self.max_total_ms = max_total_ms
+        # The client keys (lookup cache, bootstrap admin key, admission).
+        self.keys = keys or KeyRing(store, clock)
 
     async def config(self) -> GatewayConfig:
         """The current configuration (cached in process for a short TTL)."""

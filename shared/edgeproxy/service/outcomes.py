@@ -22,6 +22,7 @@ from edgeproxy.routing import affinity, circuit
 from edgeproxy.routing.faults import FailureClass
 from edgeproxy.routing.snapshot import Capacity, Circuit
 from edgeproxy.routing.verdict import Verdict
+from edgeproxy.service.key_usage import record_key_usage
 from edgeproxy.service.pool import NOTHING, PoolContext, Standing
 from edgeproxy.service.telemetry import Telemetry
 from edgeproxy.state.store import RequestStore, UsageDelta
@@ -83,7 +84,7 @@ class Outcomes:
         completion_tokens: int,
         latency_s: float,
     ) -> Standing:
-        """Count a success; close a probed circuit; create or renew the binding."""
+        """Count a success; close a probed circuit; renew the binding; add the key's spend."""
         self._telemetry.count(
             "Attempts", outcome="success", deployment=attempt.deployment.id, model=ctx.model
         )
@@ -105,6 +106,12 @@ class Outcomes:
             self._expiry(attempt.minute),
         )
         writes: list[Coroutine[Any, Any, Standing]] = [_nothing(usage)]
+        if ctx.key is not None:
+            # The key's tokens and spend (at this deployment's prices), alongside.
+            spent = record_key_usage(
+                self._store, ctx.key, dep, attempt.minute, prompt_tokens, completion_tokens
+            )
+            writes.append(_nothing(spent))
 
         def close(c: Circuit) -> Circuit | None:
             return circuit.on_success(c, now, was_probe=attempt.probe, owner=attempt.owner)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.router import CircuitSettings, StickySettings
+from edgeproxy.routing.access import ClientKey
 from edgeproxy.routing.snapshot import BindingKey, Capacity, Circuit, PoolSnapshot
 
 
@@ -49,6 +50,7 @@ class PoolContext:
     binding_key: BindingKey | None
     sticky: StickySettings
     circuit: CircuitSettings
+    key: ClientKey | None = None  # the caller's table key: its usage and spend are recorded
 
     def applied(self, standing: Standing) -> PoolContext:
         """This view with ``standing`` applied to its snapshot."""

@@ -30,6 +30,7 @@ from edgeproxy.routing.step import AttemptLog, PoolFailure, Stop, Try, Wait, cha
 from edgeproxy.routing.verdict import CREDENTIAL_UNAVAILABLE, Verdict, judge
 from edgeproxy.service.attempts import Answer, Caller, with_stream_usage
 from edgeproxy.service.credentials import CredentialResolver
+from edgeproxy.service.key_usage import enforce_key_usage
 from edgeproxy.service.outcomes import Attempt, Outcomes
 from edgeproxy.service.pool import PoolContext, Standing
 from edgeproxy.service.request import ProxyRequest
@@ -124,6 +125,7 @@ class Router:
             caller=run.req.caller,
             strategy=functools.partial(run.config.strategy_for, model),
             sticky=ctx.binding_key is not None,
+            role=run.req.role,
         )
         log = AttemptLog()
         while True:
@@ -171,10 +173,16 @@ class Router:
             if sticky.enabled and req.pin is None
             else None
         )
+        client_key = req.key if req.key is not None and req.key.tracks_usage else None
         snapshot = await self._store.read_pool(
-            SnapshotRequest.of(model, deployments, self._clock(), key)
+            SnapshotRequest.of(
+                model, deployments, self._clock(), key, client_key.id if client_key else None
+            )
         )
-        return PoolContext(model, deployments, snapshot, key, sticky, config.router.circuit)
+        enforce_key_usage(client_key, snapshot.key_usage, self._clock())
+        return PoolContext(
+            model, deployments, snapshot, key, sticky, config.router.circuit, req.key
+        )
 
     async def _try(
         self, run: Run, ctx: PoolContext, step: Try, log: AttemptLog, caller: Caller
