@@ -48,6 +48,9 @@ class CircuitSettings(Strict):
     retry_after_seconds: NonNegative = 0
     failure_window_seconds: Positive = 60
     max_cooldown_seconds: Positive = 300
+    # Prompt recovery: a failed probe doubles the cooldown (000), but never
+    # past this while requests keep probing; None lets it grow to max_cooldown.
+    max_probe_interval_seconds: Positive | None = 20
     half_open_probe_seconds: Positive = 30
     configuration_cooldown_seconds: Positive = 300
     throttle_cooldown_seconds: NonNegative = 5

@@ -105,7 +105,7 @@ class Gateway:
         result = await self._router.route(run, self._json)
         self._log(run)
         if not isinstance(result, Served):
-            raise final_error(result)
+            raise final_error(result, now=self._clock())
         response = result.answer.response
         assert response is not None
         body = response.body
@@ -139,7 +139,7 @@ class Gateway:
             result = await self._router.route(run, self._stream)
             self._log(run)
             if not isinstance(result, Served):
-                raise final_error(result)
+                raise final_error(result, now=self._clock())
             return result
 
         after = Deferred()

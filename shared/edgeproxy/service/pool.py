@@ -8,9 +8,11 @@ the request then routes on its own writes without another read.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 from edgeproxy.config.deployment import Deployment
+from edgeproxy.config.policies import Deadline
 from edgeproxy.config.router import CircuitSettings, StickySettings
 from edgeproxy.routing.snapshot import BindingKey, Capacity, Circuit, PoolSnapshot
 
@@ -49,6 +51,7 @@ class PoolContext:
     binding_key: BindingKey | None
     sticky: StickySettings
     circuit: CircuitSettings
+    limits: Mapping[str, Deadline] = field(default_factory=dict)  # each deployment's policy
 
     def applied(self, standing: Standing) -> PoolContext:
         """This view with ``standing`` applied to its snapshot."""

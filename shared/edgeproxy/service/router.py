@@ -90,7 +90,12 @@ class Router:
         result = await self._pool(run, req.model, caller)
         if isinstance(result, Served):
             return result
-        failure = RouteFailure(primary=result, last_fault=result.fault, failures=[result])
+        failure = RouteFailure(
+            primary=result,
+            last_fault=result.fault,
+            failures=[result],
+            last_deployment=result.deployment,
+        )
         if req.pin is not None:
             return failure  # a pinned request never falls back
         visited = {req.model}
@@ -106,7 +111,8 @@ class Router:
             if isinstance(result, Served):
                 return result
             failure.failures.append(result)
-            failure.last_fault = result.fault or failure.last_fault
+            if result.fault is not None:
+                failure.last_fault, failure.last_deployment = result.fault, result.deployment
             if depth < config.router.max_fallback_depth:
                 queue.extend((m, depth + 1) for m in self._chain(config, model, result))
         return failure
@@ -137,6 +143,7 @@ class Router:
                 now=self._clock(),
                 rng=self._rng,
                 pinned=pinned,
+                limits=ctx.limits,
             )
             if isinstance(step, Stop):
                 if step.failure.blocked is not None:
@@ -174,7 +181,10 @@ class Router:
         snapshot = await self._store.read_pool(
             SnapshotRequest.of(model, deployments, self._clock(), key)
         )
-        return PoolContext(model, deployments, snapshot, key, sticky, config.router.circuit)
+        limits = {d.id: config.policy_for(d, req.operation, req.stream) for d in deployments}
+        return PoolContext(
+            model, deployments, snapshot, key, sticky, config.router.circuit, limits
+        )
 
     async def _try(
         self, run: Run, ctx: PoolContext, step: Try, log: AttemptLog, caller: Caller
@@ -235,11 +245,17 @@ class Router:
             answer = await caller(call, timeouts)
             answer.hide_usage = hide_usage
         except CredentialError as exc:
+            # The gateway's failure, not the provider's: neutral for the deployment.
             logger.error("deployment %s: %s", dep.id, exc)
             return await self._failed(ctx, attempt, record, judge(CREDENTIAL_UNAVAILABLE), log)
         except UpstreamFault as exc:
             return await self._failed(ctx, attempt, record, judge(exc.fault), log)
-        except BaseException:
+        except BaseException as exc:
+            # The client left (cancelled) or the gateway itself broke: no verdict on
+            # the upstream, so its circuit, health and binding stay as they are.
+            record.error_kind = "abandoned"
+            if not isinstance(exc, asyncio.CancelledError):
+                record.error_class = "gateway"
             await asyncio.shield(self._outcomes.abandon(attempt))
             raise
         record.latency_ms = int((self._clock() - attempt.started_at) * 1000)
