@@ -40,6 +40,9 @@ class Deployment(Strict):
         default_factory=dict
     )
     stream_usage: bool | None = None
+    # Continues a trailing assistant message (prefill) instead of rejecting it;
+    # only such deployments receive the continuation of a cut stream.
+    supports_prefill: bool = False
 
     @property
     def asks_stream_usage(self) -> bool:

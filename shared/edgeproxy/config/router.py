@@ -28,6 +28,13 @@ class Strategy(StrEnum):
     WEIGHTED_ROUND_ROBIN = "weighted_round_robin"
 
 
+class Continuation(StrEnum):
+    """What a stream cut after its commit point may do (``pools.*`` and ``fallbacks[*]``)."""
+
+    OFF = "off"  # end it with the in-band error (the default)
+    PREFILL = "prefill"  # continue it on a ``supports_prefill`` deployment
+
+
 class StickySettings(Strict):
     """Sticky bindings: on by default, idle TTL renewed on success."""
 
@@ -84,3 +91,4 @@ class PoolSettings(Strict):
     strategy: Strategy | None = None
     tier_strategies: dict[int, Strategy] = Field(default_factory=dict)
     sticky: StickyOverride = StickyOverride()
+    continuation: Continuation = Continuation.OFF

@@ -129,9 +129,9 @@ class AttemptLog:
             policy = limits.get(dep.id)
             if policy is None:
                 continue
-            if self.tried.get(dep.id, 0) >= policy.max_attempts or budget.tightened(
-                policy
-            ).expired(now):
+            if self.tried.get(dep.id, 0) >= policy.max_attempts or budget.tightened(policy).expired(
+                now
+            ):
                 out.add(dep.id)
         return frozenset(out)
 

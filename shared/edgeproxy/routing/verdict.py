@@ -17,8 +17,9 @@ from edgeproxy.config.models import FallbackReason
 from edgeproxy.routing.failures import classify, fallback_reason
 from edgeproxy.routing.faults import FailureClass, Fault, FaultKind
 
-
-_RULED_OUT = frozenset({FailureClass.CONFIGURATION, FailureClass.INCOMPATIBLE, FailureClass.GATEWAY})
+_RULED_OUT = frozenset(
+    {FailureClass.CONFIGURATION, FailureClass.INCOMPATIBLE, FailureClass.GATEWAY}
+)
 # A route that accepted the request and went silent: the mature behaviour is to
 # fail over after the first expiry, not to wait it out again on the same route.
 _SILENT = frozenset({FaultKind.TIMEOUT, FaultKind.IDLE})

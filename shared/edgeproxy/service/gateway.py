@@ -25,7 +25,8 @@ from edgeproxy.service.events import StreamItem
 from edgeproxy.service.outcomes import Outcomes, settle
 from edgeproxy.service.relay import Deferred, Relay
 from edgeproxy.service.request import ProxyRequest
-from edgeproxy.service.router import Router, Run, Served
+from edgeproxy.service.router import Router
+from edgeproxy.service.run import Run, Served
 from edgeproxy.service.telemetry import Telemetry
 from edgeproxy.service.trace import Trace
 from edgeproxy.state.store import SnapshotRequest, Store
@@ -74,7 +75,12 @@ class Gateway:
         self._telemetry = telemetry
         self._json = JsonCaller(upstream)
         self._stream = StreamCaller(upstream)
-        self._relay = Relay(outcomes, clock, telemetry)
+        self._relay = Relay(
+            outcomes,
+            clock,
+            telemetry,
+            resume=lambda run, models, cut: router.resume(run, models, cut, self._stream),
+        )
         self._aclose = aclose
         self.trust_forwarded_for = trust_forwarded_for
 

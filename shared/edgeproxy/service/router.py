@@ -17,49 +17,25 @@ import functools
 import logging
 import random
 from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import CredentialError, ModelNotFound, RequestError, UpstreamFault
-from edgeproxy.routing.deadlines import Budget
 from edgeproxy.routing.refusal import RouteFailure
 from edgeproxy.routing.selection import RouteRequest
 from edgeproxy.routing.snapshot import BindingKey
 from edgeproxy.routing.step import AttemptLog, PoolFailure, Stop, Try, Wait, chain_reason, next_step
 from edgeproxy.routing.verdict import CREDENTIAL_UNAVAILABLE, Verdict, judge
-from edgeproxy.service.attempts import Answer, Caller, with_stream_usage
+from edgeproxy.service.attempts import Caller, with_stream_usage
 from edgeproxy.service.credentials import CredentialResolver
 from edgeproxy.service.outcomes import Attempt, Outcomes
 from edgeproxy.service.pool import PoolContext, Standing
-from edgeproxy.service.request import ProxyRequest
-from edgeproxy.service.trace import AttemptRecord, Trace
+from edgeproxy.service.run import Run, Served
+from edgeproxy.service.trace import AttemptRecord
 from edgeproxy.state.store import RequestStore, SnapshotRequest
 from edgeproxy.upstream.call import UpstreamCall
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(slots=True)
-class Served:
-    """The attempt that answered, with what its outcome write needs."""
-
-    answer: Answer
-    ctx: PoolContext
-    attempt: Attempt
-    model: str
-    counted: bool = False  # this request already counted a failure of this deployment
-
-
-@dataclass(slots=True)
-class Run:
-    """One request's routing state across pools."""
-
-    req: ProxyRequest
-    config: GatewayConfig
-    budget: Budget
-    trace: Trace
-    owner: str
 
 
 class Router:
@@ -117,12 +93,29 @@ class Router:
                 queue.extend((m, depth + 1) for m in self._chain(config, model, result))
         return failure
 
+    async def resume(
+        self, run: Run, models: Sequence[str], exclude: frozenset[str], caller: Caller
+    ) -> Served | None:
+        """Route a continuation (``run.resume``) like a fallback attempt: ``models`` in order,
+        prefill-capable deployments only, never ``exclude`` (the deployments that were cut)."""
+        for model in models:
+            if run.budget.expired(self._clock()):
+                break
+            result = await self._pool(run, model, caller, exclude)
+            if isinstance(result, Served):
+                return result
+        return None
+
     def _chain(self, config: GatewayConfig, model: str, failure: PoolFailure) -> list[str]:
         reason = chain_reason(failure)
         return [] if reason is None else config.fallback_chain(model, reason)
 
-    async def _pool(self, run: Run, model: str, caller: Caller) -> Served | PoolFailure:
+    async def _pool(
+        self, run: Run, model: str, caller: Caller, skip: frozenset[str] = frozenset()
+    ) -> Served | PoolFailure:
         ctx = await self._read(run, model)
+        if not ctx.deployments:
+            return PoolFailure()  # a continuation with no prefill-capable deployment here
         pinned = run.req.pin is not None
         route = RouteRequest(
             operation=run.req.operation,
@@ -131,7 +124,7 @@ class Router:
             strategy=functools.partial(run.config.strategy_for, model),
             sticky=ctx.binding_key is not None,
         )
-        log = AttemptLog()
+        log = AttemptLog(skip=skip)
         while True:
             step = next_step(
                 ctx.deployments,
@@ -164,6 +157,10 @@ class Router:
         """The pool's state, read once for the whole hop (one BatchGetItem)."""
         req, config = run.req, run.config
         deployments = config.pool(model)
+        if run.resume:
+            # Only a deployment that continues an assistant prefill may take it: any
+            # other would reject it (400) or answer from scratch.
+            deployments = [d for d in deployments if d.supports_prefill]
         if req.pin is not None:
             deployments = [d for d in deployments if d.id == req.pin]
             if not deployments:
@@ -175,16 +172,14 @@ class Router:
         sticky = config.sticky_for(model)
         key = (
             BindingKey(req.caller, model, req.protocol)
-            if sticky.enabled and req.pin is None
+            if sticky.enabled and req.pin is None and not run.resume
             else None
         )
         snapshot = await self._store.read_pool(
             SnapshotRequest.of(model, deployments, self._clock(), key)
         )
         limits = {d.id: config.policy_for(d, req.operation, req.stream) for d in deployments}
-        return PoolContext(
-            model, deployments, snapshot, key, sticky, config.router.circuit, limits
-        )
+        return PoolContext(model, deployments, snapshot, key, sticky, config.router.circuit, limits)
 
     async def _try(
         self, run: Run, ctx: PoolContext, step: Try, log: AttemptLog, caller: Caller
@@ -228,7 +223,14 @@ class Router:
         config = run.config
         policy = config.policy_for(dep, run.req.operation, run.req.stream)
         timeouts = run.budget.tightened(policy).timeouts(self._clock(), policy)
-        record = AttemptRecord(ctx.model, dep.id, 0, sticky=attempt.sticky, probe=attempt.probe)
+        record = AttemptRecord(
+            ctx.model,
+            dep.id,
+            0,
+            sticky=attempt.sticky,
+            probe=attempt.probe,
+            continuation=run.resume,
+        )
         run.trace.attempts.append(record)
         try:
             credential = await self._credentials.resolve(dep.credential)
@@ -263,7 +265,7 @@ class Router:
         run.trace.served_by = dep.id
         run.trace.served_model = ctx.model
         counted = not log.counts_failure(dep.id)
-        return Served(answer, ctx, attempt, ctx.model, counted=counted)
+        return Served(answer, ctx, attempt, ctx.model, counted=counted, record=record)
 
     async def _failed(
         self,

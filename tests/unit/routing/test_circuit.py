@@ -200,7 +200,7 @@ def test_probe_interval_bounds_the_exponential_growth() -> None:
     rng = random.Random(3)
     cooldowns = [reopen_cooldown(level, S, rng) for level in range(1, 8)]
     assert 10.0 <= cooldowns[0] <= 12.5
-    assert 20.0 == max(cooldowns)
+    assert max(cooldowns) == 20.0
     assert cooldowns[2:] == [20.0] * 5
     assert reopen_cooldown(6, UNBOUNDED, rng) == 300.0
 

@@ -68,10 +68,13 @@ def test_a_gateway_failure_says_the_gateway_failed() -> None:
 
     error = fault_error(CREDENTIAL_UNAVAILABLE, "a")
     assert (error.status, error.code) == (500, "credential_unavailable")
-    assert error.public and "gateway" in error.message and "credential" in error.message
+    assert error.public
+    assert "gateway" in error.message
+    assert "credential" in error.message
 
 
 def test_a_malformed_answer_is_named_as_such() -> None:
     error = fault_error(Fault(FaultKind.MALFORMED, "bad"))
     assert error.code == "upstream_malformed"
-    assert "malformed" in error.message and "reached" not in error.message
+    assert "malformed" in error.message
+    assert "reached" not in error.message

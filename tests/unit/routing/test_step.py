@@ -233,9 +233,7 @@ def test_a_deployments_own_total_ms_bounds_its_attempts() -> None:
     assert isinstance(step(AttemptLog(), pool=[A], now=NOW + 2.5, limits={"a": short}), Stop)
     assert tried(step(AttemptLog(), pool=[A], now=NOW + 1.5, limits={"a": short})) == "a"
     # A pin obeys the deployment's own limits too.
-    assert isinstance(
-        step(log, pool=[A], now=NOW + 2.5, limits={"a": short}, pinned=True), Stop
-    )
+    assert isinstance(step(log, pool=[A], now=NOW + 2.5, limits={"a": short}, pinned=True), Stop)
 
 
 def test_a_gateway_failure_moves_on_without_counting_against_the_deployment() -> None:
@@ -243,8 +241,10 @@ def test_a_gateway_failure_moves_on_without_counting_against_the_deployment() ->
 
     verdict = judge(CREDENTIAL_UNAVAILABLE)
     assert verdict.cls.value == "gateway"
-    assert verdict.tries_another and verdict.rules_out
-    assert not verdict.lowers_health and not verdict.clears_binding
+    assert verdict.tries_another
+    assert verdict.rules_out
+    assert not verdict.lowers_health
+    assert not verdict.clears_binding
     assert verdict.fallback is FallbackReason.GENERAL
     log = AttemptLog().started("a").failed("a", verdict, NOW)
     assert tried(step(log)) == "b"
