@@ -91,7 +91,7 @@ class Progress:
                 reported["completion_tokens"] = total.completion_tokens
                 reported["total_tokens"] = total.total_tokens
                 chunk = {**chunk, "usage": reported}
-            return chunk
+            return {**chunk, **self.identity} if self.resumed else chunk
         if not self.identity:
             self.identity = {k: chunk[k] for k in _IDENTITY if k in chunk}
         if self.resumed:
