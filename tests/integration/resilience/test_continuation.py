@@ -88,7 +88,9 @@ def test_a_cut_stream_is_completed_seamlessly_on_a_prefill_capable_deployment(
     # a was cut before its usage chunk: the total is what each attempt reported.
     assert usage["completion_tokens"] == len(pieces(rest))
     assert usage["prompt_tokens"] == prompt_tokens(request["body"])
-    [routing] = [e["unified_routing"] for e in events if isinstance(e, dict) and "unified_routing" in e]
+    [routing] = [
+        e["unified_routing"] for e in events if isinstance(e, dict) and "unified_routing" in e
+    ]
     attempts = routing["attempts"]
     assert [(x["deployment"], x["continuation"]) for x in attempts] == [("a", False), ("b", True)]
     assert attempts[0]["error_kind"] == ("truncated" if fault is CUT else "idle")
