@@ -102,7 +102,7 @@ def test_a_cut_stream_is_completed_seamlessly_on_a_prefill_capable_deployment(
 
 @pytest.mark.parametrize("fault", [CUT, STALL], ids=["cut", "stall"])
 def test_without_a_capable_target_the_client_gets_the_original_error(
-    start_gateway, pair, fault: dict[str, Any]
+    start_gateway, pair, fault: dict[str, Any], caplog: pytest.LogCaptureFixture
 ) -> None:
     a, b = pair
     gw = gateway(start_gateway, a, b)  # b cannot continue a prefill (and would say 400)
@@ -116,6 +116,9 @@ def test_without_a_capable_target_the_client_gets_the_original_error(
     assert error["error"]["code"] == expected
     assert [x["deployment"] for x in error["unified_routing"]["attempts"]] == ["a"]
     assert model_requests(b) == []  # a prefill-rejecting target is never tried
+    # The failure after the commit is logged with the routing trace.
+    [logged] = [r for r in caplog.records if "stream failed after commit" in r.getMessage()]
+    assert logged.unified_routing["attempts"][0]["deployment"] == "a"  # type: ignore[attr-defined]
 
 
 def test_a_target_that_rejects_the_prefill_never_becomes_the_final_error(
