@@ -127,6 +127,7 @@ class Relay:
         self, run: Run, served: Served, after: Deferred, settlement: Settlement
     ) -> AsyncIterator[StreamItem]:
         progress = Progress()
+        writes: list[asyncio.Future[None]] = []  # failure writes of cut attempts, in flight
         try:
             while True:
                 answer = served.answer
@@ -148,15 +149,17 @@ class Relay:
                                 if owed is not None:
                                     yield Chunk(owed)
                 except (UpstreamFault, TimeoutError) as exc:
-                    resumed = await self._failed(run, served, settlement, progress, exc)
+                    resumed = await self._failed(run, served, settlement, progress, exc, writes)
                     if resumed is None:
                         assert progress.first_fault is not None
                         error = fault_error(progress.first_fault, progress.first_deployment)
                         yield Failed(error, self._routing(run))
+                        await _written(writes)
                         return
                     served = resumed
                     continue
                 yield self._closing(run, served, progress, after, settlement)
+                await _written(writes)
                 return
         finally:
             if not settlement.settled:
@@ -208,8 +211,13 @@ class Relay:
         settlement: Settlement,
         progress: Progress,
         exc: UpstreamFault | TimeoutError,
+        writes: list[asyncio.Future[None]],
     ) -> Served | None:
-        """Record a failure after the commit; the continuation that takes over, if any."""
+        """Record a failure after the commit; the continuation that takes over, if any.
+
+        The failure write runs alongside (added to ``writes``): the client's
+        error event or the continuation need not wait for a store round trip.
+        """
         spent = isinstance(exc, TimeoutError)
         fault = (
             exc.fault
@@ -222,9 +230,10 @@ class Relay:
         assert stream is not None
         settlement.settled = True
         await stream.aclose()
-        await _shielded(
-            self._outcomes.failure(served.ctx, served.attempt, verdict, first=not served.counted)
+        failure = self._outcomes.failure(
+            served.ctx, served.attempt, verdict, first=not served.counted
         )
+        writes.append(asyncio.ensure_future(settle(failure)))
         if served.record is not None:
             served.record.error_class = verdict.cls.value
             served.record.error_kind = fault.kind.value
@@ -279,6 +288,7 @@ class Relay:
             logger.log(level, message, *args, extra=extra)
 
 
-async def _shielded(write: Coroutine[Any, Any, object]) -> None:
-    # Shielded so a client disconnect cannot cancel the state write half-way.
-    await asyncio.shield(settle(write))
+async def _written(writes: list[asyncio.Future[None]]) -> None:
+    # Shielded so a client disconnect cannot cancel the state writes half-way.
+    if writes:
+        await asyncio.shield(asyncio.gather(*writes))
