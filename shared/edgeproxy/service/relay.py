@@ -249,6 +249,7 @@ class Relay:
         targets = run.config.continuation_targets(served.model)
         if (
             self._resume is None
+            or run.req.pin is not None  # a pinned request never leaves its deployment
             or spent
             or not targets
             or progress.continuations >= MAX_CONTINUATIONS
