@@ -17,6 +17,7 @@
     │   ├── ModelUnavailable            503 model_unavailable (misconfiguration opened all)
     │   ├── UpstreamError               the upstream's own status and sanitized message
     │   ├── DeadlineExceeded            504 timeout
+    │   ├── GatewayFailure              500 gateway_error (the gateway failed, not a provider)
     │   └── StoreError                  500 (state backend failed)
     │       └── StoreUnavailable        503
     ├── UpstreamFault                   one attempt failed; ``.fault`` says how, as plain data
@@ -182,6 +183,15 @@ class DeadlineExceeded(EdgeproxyError):
     status = 504
     type = "api_error"
     code = "timeout"
+    public = True
+
+
+class GatewayFailure(EdgeproxyError):
+    """The gateway itself failed for this request (e.g. fetching an upstream credential)."""
+
+    status = 500
+    type = "api_error"
+    code = "gateway_error"
     public = True
 
 

@@ -7,13 +7,26 @@ The configuration is read once here and handed to the service, so the key
 check, the body limit and routing see the same version; the client key is
 hashed once (``identify``) and only the caller id travels on. Errors are
 answered by the surface's handler (``errors.guarded`` with ``codec.error``).
+
+A client that hangs up cancels its request: the gateway call (routing, a
+JSON upstream call, the header hold of a stream) runs against a watch on
+the connection and is cancelled when the client leaves, which cancels the
+upstream request and releases its in-flight count. A relayed stream is
+closed after the response ends, however it ended, so its upstream and its
+count are released even if the body was never iterated.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
 from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from edgeproxy.api.codec import Codec, request_id
 from edgeproxy.api.identity import Identity, admit, identify
@@ -23,6 +36,60 @@ from edgeproxy.service.gateway import Gateway
 from edgeproxy.service.request import ProxyRequest
 
 _STREAM_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+CLIENT_CLOSED = 499  # nginx's code for "the client closed the request"; never reaches it
+T = TypeVar("T")
+
+
+class Gone:
+    """The client hung up before the answer was ready (``unless_client_leaves``)."""
+
+
+GONE = Gone()
+
+
+class RelayedResponse(StreamingResponse):
+    """A streamed answer that closes the relay once the response is over, however it ended."""
+
+    def __init__(self, events: Any, content: Any, **kwargs: Any) -> None:
+        super().__init__(content, **kwargs)
+        self._events = events
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            aclose = getattr(self._events, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+
+async def _disconnected(request: Request) -> None:
+    """Return once the client has gone (its body was read; only a disconnect follows)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+async def unless_client_leaves(request: Request, work: Awaitable[T]) -> T | Gone:
+    """``work``'s result; cancels it and returns ``GONE`` if the client hangs up first.
+
+    Under Mangum the next receive only returns after the response, so on
+    Lambda this never fires early.
+    """
+    task = asyncio.ensure_future(work)
+    watch = asyncio.ensure_future(_disconnected(request))
+    try:
+        await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:
+        task.cancel()
+        raise
+    finally:
+        watch.cancel()
+    if not task.done():
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task  # let the cancelled work release what it holds first
+        return GONE
+    return task.result()
 
 
 async def gateway_of(request: Request) -> Gateway:
@@ -60,15 +127,21 @@ async def serve(request: Request, codec: Codec) -> Response:
         key=who.key,
     )
     headers = codec.headers(req.request_id)
+    gone = Response(status_code=CLIENT_CLOSED, headers=headers)  # nobody is listening
     if req.stream:
-        answer = await gateway.open_stream(req, config)
-        return StreamingResponse(
+        answer = await unless_client_leaves(request, gateway.open_stream(req, config))
+        if isinstance(answer, Gone):
+            return gone
+        return RelayedResponse(
+            answer.body,
             codec.stream(answer.body),
             media_type="text/event-stream",
             headers={**headers, **answer.headers, **_STREAM_HEADERS},
             background=BackgroundTask(answer.after) if answer.after else None,
         )
-    result = await gateway.complete(req, config)
+    result = await unless_client_leaves(request, gateway.complete(req, config))
+    if isinstance(result, Gone):
+        return gone
     return JSONResponse(
         codec.answer(result.body),
         headers={**headers, **result.headers},

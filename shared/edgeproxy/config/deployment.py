@@ -43,6 +43,9 @@ class Deployment(Strict):
     stream_usage: bool | None = None
     # Key reservation: callers below this role never select this deployment.
     min_role: Role = Role.FREE
+    # Continues a trailing assistant message (prefill) instead of rejecting it;
+    # only such deployments receive the continuation of a cut stream.
+    supports_prefill: bool = False
 
     @property
     def asks_stream_usage(self) -> bool:

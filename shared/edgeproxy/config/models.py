@@ -16,7 +16,13 @@ from edgeproxy.config.base import Positive, Strict
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.policies import Deadline, Operation
 from edgeproxy.config.roles import Role
-from edgeproxy.config.router import PoolSettings, RouterSettings, StickySettings, Strategy
+from edgeproxy.config.router import (
+    Continuation,
+    PoolSettings,
+    RouterSettings,
+    StickySettings,
+    Strategy,
+)
 
 
 class FallbackReason(StrEnum):
@@ -29,6 +35,7 @@ class FallbackChain(Strict):
     model: str
     reason: FallbackReason = FallbackReason.GENERAL
     to: Annotated[list[str], Field(min_length=1)]
+    continuation: Continuation = Continuation.OFF  # may a cut stream continue on ``to``?
 
 
 class ApiKey(Strict):
@@ -137,6 +144,22 @@ class GatewayConfig(Strict):
         override = dep.execution_policy_overrides.get(op)
         part = (override.stream if stream else override.json_) if override else None
         return deadline.tightened_by(part) if part else deadline
+
+    def continuation_targets(self, model: str) -> list[str]:
+        """The pools a stream served by ``model`` and cut after its commit may continue on.
+
+        ``model`` itself when its pool opted in (``pools.<model>.continuation``),
+        then the targets of its ``general`` chain when that chain opted in.
+        """
+        out = [model] if self.pool_settings(model).continuation is Continuation.PREFILL else []
+        for chain in self.fallbacks:
+            if (
+                chain.model == model
+                and chain.reason is FallbackReason.GENERAL
+                and chain.continuation is Continuation.PREFILL
+            ):
+                out.extend(m for m in chain.to if m not in out)
+        return out
 
     def fallback_chain(self, model: str, reason: FallbackReason) -> list[str]:
         for chain in self.fallbacks:

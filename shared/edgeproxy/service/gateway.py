@@ -26,7 +26,8 @@ from edgeproxy.service.keys import KeyRing
 from edgeproxy.service.outcomes import Outcomes, settle
 from edgeproxy.service.relay import Deferred, Relay
 from edgeproxy.service.request import ProxyRequest
-from edgeproxy.service.router import Router, Run, Served
+from edgeproxy.service.router import Router
+from edgeproxy.service.run import Run, Served
 from edgeproxy.service.telemetry import Telemetry
 from edgeproxy.service.trace import Trace
 from edgeproxy.state.store import SnapshotRequest, Store
@@ -77,7 +78,12 @@ class Gateway:
         self._telemetry = telemetry
         self._json = JsonCaller(upstream)
         self._stream = StreamCaller(upstream)
-        self._relay = Relay(outcomes, clock, telemetry)
+        self._relay = Relay(
+            outcomes,
+            clock,
+            telemetry,
+            resume=lambda run, models, cut: router.resume(run, models, cut, self._stream),
+        )
         self._aclose = aclose
         self.trust_forwarded_for = trust_forwarded_for
         # The platform's ceiling on any request's total deadline (None: the configuration's).
@@ -128,7 +134,7 @@ class Gateway:
         result = await self._router.route(run, self._json)
         self._log(run)
         if not isinstance(result, Served):
-            raise final_error(result)
+            raise final_error(result, now=self._clock())
         response = result.answer.response
         assert response is not None
         body = response.body
@@ -162,7 +168,7 @@ class Gateway:
             result = await self._router.route(run, self._stream)
             self._log(run)
             if not isinstance(result, Served):
-                raise final_error(result)
+                raise final_error(result, now=self._clock())
             return result
 
         after = Deferred()

@@ -74,7 +74,7 @@ def test_a_pool_reserved_entirely_is_a_429_and_leads_to_the_fallback_chain() -> 
     assert blocked.reason is BlockReason.RESERVED
     failure = PoolFailure(blocked=blocked)
     assert chain_reason(failure) is not None  # a fallback model may still serve it
-    error = final_error(RouteFailure(primary=failure, last_fault=None, failures=[failure]))
+    error = final_error(RouteFailure(primary=failure, last_fault=None, failures=[failure]), now=0.0)
     assert isinstance(error, RateLimited)
     assert (error.status, error.code) == (429, "rate_limit_exceeded")
 
