@@ -16,6 +16,8 @@ rejected (a typo in a test must not silently mean "no fault"):
     {"no_done": true}                                  omit [DONE] / message_stop
     {"finish_reason": null}                            no finish reason anywhere
     {"content": ""}                                    an empty answer
+
+Hostile answers (huge, endless, NaN, echoing the request's headers): ``mock_hostile``.
 """
 
 from __future__ import annotations
@@ -50,6 +52,13 @@ class MockFault:
     no_done: bool = False
     content: str | None = None
     finish_reason: str | None = "stop"
+    huge_json_bytes: int | None = None
+    endless_json: bool = False
+    long_line_bytes: int | None = None
+    data_lines_bytes: int | None = None
+    endless_stream: bool = False
+    nan: bool = False
+    echo_headers: bool = False
 
     @classmethod
     def parse(cls, value: MockFault | Mapping[str, Any]) -> MockFault:

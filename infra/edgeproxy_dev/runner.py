@@ -30,6 +30,7 @@ from edgeproxy.service.gateway import Gateway
 from edgeproxy.settings import Settings
 from edgeproxy_dev.aws import DUMMY_CREDENTIALS, REGION
 from edgeproxy_dev.clock import Clock, clock_control
+from edgeproxy_dev.serving import server_config
 from edgeproxy_dev.template import default_template_path
 
 if TYPE_CHECKING:
@@ -131,7 +132,7 @@ def serve(settings: Settings, port: int, banner: bool = False, clock: Clock | No
         flush=True,
     )
     app = create_app(gateway)
-    config = uvicorn.Config(
+    config = server_config(
         clock_control(app, clock) if clock else app, log_level="info" if banner else "warning"
     )
     uvicorn.Server(config).run(sockets=[sock])

@@ -4,7 +4,10 @@
     ├── EdgeproxyError                  500 api_error (generic; message never leaked)
     │   ├── RequestError                400 invalid_request_error
     │   │   ├── BodyTooLarge            413
-    │   │   └── ModelNotFound           404 model_not_found
+    │   │   ├── RequestTimeout          408 (the body arrived too slowly)
+    │   │   ├── ModelNotFound           404 model_not_found
+    │   │   ├── RouteNotFound           404 not_found (no such path)
+    │   │   └── MethodNotAllowed        405 method_not_allowed
     │   ├── AuthenticationError         401 invalid_api_key
     │   ├── PermissionDenied            403
     │   ├── RateLimited                 429 rate_limit_exceeded (shared capacity / limits)
@@ -86,9 +89,24 @@ class BodyTooLarge(RequestError):
     code = "request_too_large"
 
 
+class RequestTimeout(RequestError):
+    status = 408
+    code = "request_timeout"
+
+
 class ModelNotFound(RequestError):
     status = 404
     code = "model_not_found"
+
+
+class RouteNotFound(RequestError):
+    status = 404
+    code = "not_found"
+
+
+class MethodNotAllowed(RequestError):
+    status = 405
+    code = "method_not_allowed"
 
 
 class AuthenticationError(EdgeproxyError):

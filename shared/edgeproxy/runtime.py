@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import aioboto3
+from botocore.config import Config
 
 from edgeproxy.service.config_cache import ConfigCache
 from edgeproxy.service.credentials import CredentialResolver
@@ -28,12 +29,28 @@ from edgeproxy.state.secrets import AwsSecrets
 from edgeproxy.upstream.client import UpstreamClient, make_http_client
 
 
+def store_client_config() -> Config:
+    """The DynamoDB client's timeouts and retries: a store outage must fail fast.
+
+    botocore's defaults (60 s connect and read timeouts; legacy mode, up to
+    10 attempts) made a request wait over a minute for a black-holed store.
+    Standard retry mode backs off with jitter; two attempts, each bounded by
+    short socket timeouts, fit in ``state.table.CALL_BUDGET_S`` (2 s).
+    """
+    return Config(
+        connect_timeout=0.5,
+        read_timeout=1.5,
+        retries={"mode": "standard", "max_attempts": 2},
+        tcp_keepalive=True,
+    )
+
+
 async def open_store(
     settings: Settings, stack: contextlib.AsyncExitStack, session: Any | None = None
 ) -> DynamoStore:
     """A ``DynamoStore`` on the configured endpoint (AWS by default credentials otherwise)."""
     session = session or aioboto3.Session()
-    kwargs: dict[str, Any] = {"region_name": settings.region}
+    kwargs: dict[str, Any] = {"region_name": settings.region, "config": store_client_config()}
     if settings.dynamodb_endpoint:
         kwargs["endpoint_url"] = settings.dynamodb_endpoint
     client = await stack.enter_async_context(session.client("dynamodb", **kwargs))

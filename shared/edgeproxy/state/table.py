@@ -4,6 +4,11 @@ This is the one place where DynamoDB's botocore errors enter the project's
 exception tree (``translated_errors``; SSM's and Secrets Manager's: ``secrets.py``).
 A failed condition is not an error: ``write_if`` returns it as an outcome
 together with the item that blocked the write.
+
+Every call is bounded: the client has short socket timeouts and a small retry
+budget (``runtime.store_client_config``), and ``CALL_BUDGET_S`` caps a call,
+retries included, so a black-holed store costs a request at most that long
+before it is answered 503 with ``Retry-After: STORE_RETRY_AFTER_S``.
 """
 
 from __future__ import annotations
@@ -35,20 +40,27 @@ UNAVAILABLE_CODES = frozenset(
 BATCH_LIMIT = 100  # keys per BatchGetItem request
 BATCH_ATTEMPTS = 5  # UnprocessedKeys rounds before giving up
 BATCH_BACKOFF_S = 0.05
+CALL_BUDGET_S = 2.0
+STORE_RETRY_AFTER_S = 1.0
 
 
 @asynccontextmanager
 async def translated_errors(operation: str) -> AsyncIterator[None]:
     """Translate botocore errors into ``StoreError``/``StoreUnavailable``, most specific first."""
+    retry = STORE_RETRY_AFTER_S
     try:
-        yield
+        async with asyncio.timeout(CALL_BUDGET_S):
+            yield
+    except TimeoutError as exc:
+        raise StoreUnavailable(f"DynamoDB {operation}: no answer", retry_after=retry) from exc
     except ClientError as exc:
         code = str(exc.response.get("Error", {}).get("Code", "Unknown"))
         if code in UNAVAILABLE_CODES:
-            raise StoreUnavailable(f"DynamoDB {operation}: {code}") from exc
+            raise StoreUnavailable(f"DynamoDB {operation}: {code}", retry_after=retry) from exc
         raise StoreError(f"DynamoDB {operation}: {code}") from exc
     except (BotoConnectionError, HTTPClientError) as exc:
-        raise StoreUnavailable(f"DynamoDB {operation}: {type(exc).__name__}") from exc
+        name = type(exc).__name__
+        raise StoreUnavailable(f"DynamoDB {operation}: {name}", retry_after=retry) from exc
     except BotoCoreError as exc:
         raise StoreError(f"DynamoDB {operation}: {type(exc).__name__}") from exc
 
@@ -117,4 +129,7 @@ class Table:
                 return found
             # DynamoDB leaves keys unprocessed when it is throttling: back off.
             await asyncio.sleep(BATCH_BACKOFF_S * 2**attempt)
-        raise StoreUnavailable("DynamoDB BatchGetItem: keys still unprocessed after retries")
+        raise StoreUnavailable(
+            "DynamoDB BatchGetItem: keys still unprocessed after retries",
+            retry_after=STORE_RETRY_AFTER_S,
+        )
