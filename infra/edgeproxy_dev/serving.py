@@ -49,6 +49,7 @@ _BAD_REQUEST = json.dumps(
 class GuardedH11Protocol(H11Protocol):
     """uvicorn's h11 protocol with a request-head deadline and a JSON 400."""
 
+    head_timeout_s = HEAD_TIMEOUT_S
     _head_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -94,7 +95,7 @@ class GuardedH11Protocol(H11Protocol):
 
     def _arm_head_timer(self) -> None:
         self._cancel_head_timer()
-        self._head_timer = self.loop.call_later(HEAD_TIMEOUT_S, self._head_timeout)
+        self._head_timer = self.loop.call_later(self.head_timeout_s, self._head_timeout)
 
     def _cancel_head_timer(self) -> None:
         if self._head_timer is not None:
@@ -108,10 +109,13 @@ class GuardedH11Protocol(H11Protocol):
             self.transport.close()
 
 
-def server_config(app: Any, **overrides: Any) -> uvicorn.Config:
+def server_config(
+    app: Any, *, head_timeout_s: float = HEAD_TIMEOUT_S, **overrides: Any
+) -> uvicorn.Config:
     """A ``uvicorn.Config`` for ``app`` with the limits above (``overrides`` win)."""
+    protocol = type("GuardedH11Protocol", (GuardedH11Protocol,), {"head_timeout_s": head_timeout_s})
     settings: dict[str, Any] = {
-        "http": GuardedH11Protocol,
+        "http": protocol,
         "timeout_keep_alive": KEEP_ALIVE_S,
         "limit_concurrency": MAX_CONNECTIONS,
         "h11_max_incomplete_event_size": MAX_HEAD_BYTES,
