@@ -94,22 +94,22 @@ class BlackHole:
                     upstream = socket.create_connection(self._target, timeout=5)
                 peers = [client] if upstream is None else [client, upstream]
                 readable, _, _ = select.select(peers, [], [], _POLL_S)
-                for sock in readable:
-                    data = sock.recv(65536)
+                for ready in readable:
+                    data = ready.recv(65536)
                     if not data:
                         return
                     if swallowing:
                         continue  # read and dropped: the caller waits for an answer forever
-                    other = upstream if sock is client else client
+                    other = upstream if ready is client else client
                     assert other is not None
                     other.sendall(data)
         except OSError:
             return
         finally:
-            for sock in (client, upstream):
-                if sock is not None:
+            for end in (client, upstream):
+                if end is not None:
                     with contextlib.suppress(OSError):
-                        sock.close()
+                        end.close()
 
     def __enter__(self) -> BlackHole:
         return self.start()

@@ -54,7 +54,8 @@ def anthropic_error(response: httpx.Response) -> dict[str, Any]:
     body = response.json()
     assert body.get("type") == "error", body
     error: dict[str, Any] = body["error"]
-    assert isinstance(error.get("type"), str) and isinstance(error.get("message"), str), body
+    assert isinstance(error.get("type"), str), body
+    assert isinstance(error.get("message"), str), body
     return error
 
 
