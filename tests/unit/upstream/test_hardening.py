@@ -58,7 +58,7 @@ def test_a_line_longer_than_the_event_cap_is_an_oversize_transient_failure() -> 
 def test_data_lines_without_a_blank_line_are_capped_as_one_event() -> None:
     parser = SSEParser(max_event_bytes=10_000)
     line = b"data: " + b"y" * 99 + b"\n"
-    exc = oversize(parser, *([line] * 200))
+    exc = oversize(parser, *([line] * 100))  # the 100th line passes 10,000 bytes
     assert exc.fault.kind is FaultKind.OVERSIZE
     # Separate events of the same total size are fine.
     ok = SSEParser(max_event_bytes=10_000)
