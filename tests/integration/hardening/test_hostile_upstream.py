@@ -194,3 +194,19 @@ def test_an_upstream_echoing_its_request_headers_does_not_hand_out_its_key(
             assert upstream_a.requests()[-1]["headers"]["authorization"] == f"Bearer {MOCK_KEY}"
             assert MOCK_KEY not in answer.text
             assert "[redacted]" in answer.text
+
+
+def test_an_answer_the_surface_cannot_render_is_a_clean_502_and_releases_in_flight(
+    pair: GatewayServer, upstream_a: MockUpstream, table: TableView
+) -> None:
+    odd = {
+        "id": "x",
+        "object": "chat.completion",
+        "choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": "many", "completion_tokens": []},
+    }
+    upstream_a.set_faults([{"body": odd}])
+    answer = httpx.post(pair.base_url + "/v1/messages", json=MESSAGES, timeout=30)
+    assert answer.status_code == 502
+    assert anthropic_error(answer)["type"] == "api_error"
+    wait_idle(table, "a", "b")
