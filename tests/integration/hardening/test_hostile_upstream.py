@@ -160,6 +160,7 @@ def test_other_requests_are_served_while_a_hostile_stream_is_read(
     cfg = hostile_pair(upstream_a, upstream_b)
     cfg["gateway"]["upstream_limits"] = {**LIMITS, "event_bytes": 8 * MiB, "stream_bytes": 16 * MiB}
     pair = start_gateway(cfg)
+    assert httpx.get(pair.base_url + "/v1/models").status_code == 200  # built, warm
     slow: list[float] = []
     hostile_done = threading.Event()
 

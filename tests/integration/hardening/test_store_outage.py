@@ -15,7 +15,6 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from edgeproxy.state.table import CALL_BUDGET_S
 from edgeproxy_dev.blackhole import BlackHole
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.clock import FleetClock
@@ -23,8 +22,9 @@ from tests.fixtures.gateway import GatewayServer, store
 from tests.fixtures.table import wait_for
 from tests.integration.hardening.helpers import CHAT, config, deployment, fast_router
 
+BUDGET_S = 2.0  # EDGEPROXY_STORE_TIMEOUT_SECONDS's default
 # The documented bound: one store call's budget, plus the cache's short wait and slack.
-PROMPT_S = CALL_BUDGET_S + 1.0
+PROMPT_S = BUDGET_S + 1.0
 
 
 @pytest.fixture
@@ -55,7 +55,8 @@ def test_a_black_holed_store_gives_prompt_503s_and_the_gateway_recovers_alone(
         gateway_table,
         config(deployment("a", upstream_a), router=fast_router()),
     )
-    gateway = GatewayServer(relay.endpoint, gateway_table, clock.now).start()
+    env = {"EDGEPROXY_STORE_TIMEOUT_SECONDS": str(BUDGET_S)}
+    gateway = GatewayServer(relay.endpoint, gateway_table, clock.now, env=env).start()
     try:
         with httpx.Client(base_url=gateway.base_url, timeout=30) as client:
             assert client.post("/v1/chat/completions", json=CHAT).status_code == 200
