@@ -31,6 +31,11 @@ def pytest_configure(config: pytest.Config) -> None:
     leaks.install()
 
 
+@pytest.fixture(autouse=True)
+def _secrets_watch() -> None:
+    leaks.install()  # again: a test may have rebuilt the package's logging (Lambda handler)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     watch = leaks.WATCH
