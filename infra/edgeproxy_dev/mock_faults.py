@@ -21,6 +21,8 @@ rejected (a typo in a test must not silently mean "no fault"):
 A request whose last message is the assistant's (a prefill) is answered with
 the rest of the canonical answer when that answer starts with the prefill,
 as a model continuing its own text would.
+
+Hostile answers (huge, endless, NaN, echoing the request's headers): ``mock_hostile``.
 """
 
 from __future__ import annotations
@@ -56,6 +58,13 @@ class MockFault:
     content: str | None = None
     finish_reason: str | None = "stop"
     reject_prefill: bool = False
+    huge_json_bytes: int | None = None
+    endless_json: bool = False
+    long_line_bytes: int | None = None
+    data_lines_bytes: int | None = None
+    endless_stream: bool = False
+    nan: bool = False
+    echo_headers: bool = False
 
     @classmethod
     def parse(cls, value: MockFault | Mapping[str, Any]) -> MockFault:

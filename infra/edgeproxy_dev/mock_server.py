@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from edgeproxy_dev import mock_answers as answers
+from edgeproxy_dev import mock_hostile as hostile
 from edgeproxy_dev import mock_http as http
 from edgeproxy_dev.mock_faults import MockFault, anthropic_error, openai_error
 
@@ -160,6 +161,7 @@ class MockServer:
             await http.write_json(writer, 401, error, {})
         else:
             fault, seq = self._next()
+            fault = hostile.echoing(fault, request.headers)
             if not isinstance(body, dict):
                 body = {}
             return await self._answer(route, body, fault, seq, reader, writer) and (
@@ -184,6 +186,8 @@ class MockServer:
             await http.wait_for_close(reader)
             return False
         await asyncio.sleep(fault.latency_ms / 1000)
+        if hostile.is_hostile(fault):
+            return await hostile.answer(fault, writer, reader)
         headers = self._headers(anthropic, fault, seq)
         if fault.reject_prefill and answers.prefill(body) is not None:
             error = {"message": "This model does not support assistant message prefill."}
@@ -196,7 +200,7 @@ class MockServer:
             await http.write_json(writer, fault.status, error, headers)
             return True
         model = str(body.get("model") or "mock-model")
-        malformed = b"{not json" if fault.malformed_after_chunks is not None else None
+        malformed = hostile.nan_json(fault, anthropic, (self.name, seq, model, "n", "stop", 1))
         if route == "embeddings":
             payload = (
                 answers.embeddings(model, body.get("input", ""))
@@ -215,6 +219,8 @@ class MockServer:
             await http.write_json(writer, fault.status, payload, headers, raw=malformed)
             return True
         frames = answers.sse_frames(anthropic, args, body)
+        if fault.nan:
+            frames = hostile.nan_frames(frames)
         if not fault.no_done:
             frames.append(_ANTHROPIC_STOP if anthropic else b"data: [DONE]\n\n")
         return await self._stream(writer, reader, fault, headers, frames)

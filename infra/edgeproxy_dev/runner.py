@@ -36,6 +36,7 @@ from edgeproxy.service.keys import mint_key
 from edgeproxy.settings import Settings
 from edgeproxy_dev.aws import DUMMY_CREDENTIALS, REGION
 from edgeproxy_dev.clock import Clock, clock_control
+from edgeproxy_dev.serving import server_config
 from edgeproxy_dev.template import default_template_path
 
 if TYPE_CHECKING:
@@ -176,7 +177,7 @@ def serve(
         flush=True,
     )
     app = create_app(gateway)
-    config = uvicorn.Config(
+    config = server_config(
         clock_control(app, clock) if clock else app, log_level="info" if banner else "warning"
     )
     uvicorn.Server(config).run(sockets=[sock])

@@ -4,7 +4,10 @@
     ├── EdgeproxyError                  500 api_error (generic; message never leaked)
     │   ├── RequestError                400 invalid_request_error
     │   │   ├── BodyTooLarge            413
+    │   │   ├── RequestTimeout          408 (the body arrived too slowly)
     │   │   ├── ModelNotFound           404 model_not_found
+    │   │   ├── RouteNotFound           404 not_found (no such path)
+    │   │   ├── MethodNotAllowed        405 method_not_allowed
     │   │   ├── NotFound                404 not_found (an admin resource id)
     │   │   ├── VersionConflict         409 version_conflict (a stale admin write)
     │   │   ├── AlreadyExists           409 already_exists (an admin create of a taken id)
@@ -92,12 +95,22 @@ class BodyTooLarge(RequestError):
     code = "request_too_large"
 
 
+class RequestTimeout(RequestError):
+    status = 408
+    code = "request_timeout"
+
+
 class ModelNotFound(RequestError):
     status = 404
     code = "model_not_found"
 
 
 class NotFound(RequestError):
+    status = 404
+    code = "not_found"
+
+
+class RouteNotFound(RequestError):
     status = 404
     code = "not_found"
 
@@ -117,6 +130,11 @@ class AlreadyExists(RequestError):
 class VersionRequired(RequestError):
     status = 428
     code = "version_required"
+
+
+class MethodNotAllowed(RequestError):
+    status = 405
+    code = "method_not_allowed"
 
 
 class AuthenticationError(EdgeproxyError):

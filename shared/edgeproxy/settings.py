@@ -7,6 +7,7 @@
 | ``EDGEPROXY_DYNAMODB_ENDPOINT`` | unset (AWS) | any DynamoDB-protocol endpoint, e.g. the embedded one |
 | ``AWS_REGION`` / ``AWS_DEFAULT_REGION`` | ``us-east-1`` | region of the table and of SSM / Secrets Manager |
 | ``EDGEPROXY_CONFIG_TTL_SECONDS`` | ``10`` | how long a handler caches the configuration |
+| ``EDGEPROXY_STORE_TIMEOUT_SECONDS`` | ``2`` | longest one DynamoDB call may take, retries included |
 | ``EDGEPROXY_TRUST_FORWARDED_FOR`` | ``false`` | take the caller IP from ``X-Forwarded-For`` (only behind a trusted proxy) |
 | ``EDGEPROXY_LOG_LEVEL`` | ``INFO`` | log level |
 | ``EDGEPROXY_MAX_TOTAL_MS`` | unset | ceiling on every request's total deadline, over the configuration (set by template.yaml: 27 s behind API Gateway's 30 s limit) |
@@ -35,6 +36,7 @@ class Settings:
     dynamodb_endpoint: str | None = None
     region: str = "us-east-1"
     config_ttl_seconds: float = 10.0
+    store_timeout_seconds: float = 2.0
     trust_forwarded_for: bool = False
     log_level: str = "INFO"
     max_total_ms: int | None = None
@@ -58,6 +60,7 @@ class Settings:
             dynamodb_endpoint=env.get("EDGEPROXY_DYNAMODB_ENDPOINT") or None,
             region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
             config_ttl_seconds=float(env.get("EDGEPROXY_CONFIG_TTL_SECONDS", "10")),
+            store_timeout_seconds=float(env.get("EDGEPROXY_STORE_TIMEOUT_SECONDS", "2")),
             trust_forwarded_for=_bool(env.get("EDGEPROXY_TRUST_FORWARDED_FOR")),
             log_level=env.get("EDGEPROXY_LOG_LEVEL", "INFO").upper(),
             max_total_ms=int(env["EDGEPROXY_MAX_TOTAL_MS"])

@@ -75,7 +75,8 @@ def create_app(runtime: RuntimeFactory) -> Starlette:
         finally:
             await lazy.aclose()
 
-    app = Starlette(routes=routes, exception_handlers=exception_handlers(), lifespan=lifespan)
+    handlers = exception_handlers({"/v1/messages": MESSAGES.error})
+    app = Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan)
     # Endpoints reach the gateway here; hosts without lifespan (Lambda) close it here too.
     app.state.gateway = lazy
     return app

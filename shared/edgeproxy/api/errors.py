@@ -3,8 +3,11 @@
 Every endpoint runs inside ``guarded``: an ``EdgeproxyError`` is answered by
 the route's surface (``error_response`` here for OpenAI's JSON,
 ``messages_answer.error_response`` for Anthropic's); anything else is logged
-and answered as a generic 500, never with its text. Starlette's own 404/405
-for unknown routes come back in OpenAI's shape.
+and answered as a generic 500, never with its text. A client that hung up
+mid-request is an INFO line, not an error: nobody is left to answer.
+Starlette's own 404/405 for unknown routes and methods come back in the
+shape of the surface the path belongs to (``exception_handlers``: Anthropic's
+under ``/v1/messages``, OpenAI's elsewhere).
 
 Every answer names its request (``x-request-id``), errors included. Errors
 that a retry cannot fix carry ``x-should-retry: false``, the header the
@@ -21,11 +24,11 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
 from edgeproxy.api.codec import request_id
-from edgeproxy.errors import EdgeproxyError
+from edgeproxy.errors import EdgeproxyError, MethodNotAllowed, RequestError, RouteNotFound
 
 logger = logging.getLogger(__name__)
 
@@ -84,6 +87,9 @@ def guarded(endpoint: Endpoint, handler: ErrorHandler = openai_error) -> Endpoin
             raise
         except EdgeproxyError as exc:
             response = handler(exc, request)
+        except ClientDisconnect:
+            logger.info("client disconnected while sending %s", request.url.path)
+            return Response(status_code=499)  # never delivered; uvicorn needs an answer
         except Exception:
             logger.exception("unhandled error while serving %s", request.url.path)
             response = handler(EdgeproxyError("internal error"), request)
@@ -93,17 +99,36 @@ def guarded(endpoint: Endpoint, handler: ErrorHandler = openai_error) -> Endpoin
     return wrapper
 
 
-async def _http(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, HTTPException)
-    kind = "invalid_request_error"
-    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code)
-    body = {"error": {"message": str(exc.detail), "type": kind, "param": None, "code": code}}
-    headers = {"x-request-id": request_id(request)}
-    if 400 <= exc.status_code < 500:
-        headers["x-should-retry"] = "false"  # an unknown route stays unknown
-    return JSONResponse(body, status_code=exc.status_code, headers=headers)
+def exception_handlers(
+    surfaces: Mapping[str, ErrorHandler] | None = None,
+) -> Mapping[Any, Callable[[Request, Exception], Any]]:
+    """Starlette's handlers: its routing errors (404, 405) in the path's surface's error shape.
 
+    ``surfaces`` maps a path (and everything under it) to its surface's error
+    handler; other paths answer in OpenAI's shape.
+    """
+    by_path = dict(surfaces or {})
 
-def exception_handlers() -> Mapping[Any, Callable[[Request, Exception], Any]]:
-    """Starlette's handlers: its routing errors (404, 405) in OpenAI's error shape."""
-    return {HTTPException: _http}
+    async def routing_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        error: EdgeproxyError
+        if exc.status_code == 404:
+            error = RouteNotFound(
+                f"Unknown request URL: {request.method} {request.url.path[:200]}."
+            )
+        elif exc.status_code == 405:
+            error = MethodNotAllowed(f"Method {request.method} is not allowed on this path.")
+        else:
+            error = RequestError(str(exc.detail))
+            error.status = exc.status_code
+        path = request.url.path
+        handler = next(
+            (h for p, h in by_path.items() if path == p or path.startswith(p.rstrip("/") + "/")),
+            openai_error,
+        )
+        response = handler(error, request)
+        response.headers.update(exc.headers or {})  # 405 names the allowed methods
+        response.headers.setdefault("x-request-id", request_id(request))
+        return response
+
+    return {HTTPException: routing_error}

@@ -14,13 +14,13 @@ comes from the error's code when it is specific, else from the status
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
 from starlette.responses import JSONResponse
 
+from edgeproxy import strict_json
 from edgeproxy.anthropic_errors import STATUS_BY_TYPE, type_of
 from edgeproxy.api.errors import error_headers
 from edgeproxy.errors import EdgeproxyError
@@ -142,7 +142,7 @@ def tool_input(arguments: Any) -> dict[str, Any]:
     if isinstance(arguments, Mapping):
         return dict(arguments)
     try:
-        value = json.loads(arguments) if isinstance(arguments, str) and arguments else {}
+        value = strict_json.loads(arguments) if isinstance(arguments, str) and arguments else {}
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}

@@ -7,19 +7,53 @@ everything else unchanged, so new provider fields keep working.
 
 from __future__ import annotations
 
-import json
+import asyncio
 from typing import Any
 
 from starlette.requests import Request
 
-from edgeproxy.errors import BodyTooLarge, RequestError
+from edgeproxy import strict_json
+from edgeproxy.errors import BodyTooLarge, RequestError, RequestTimeout
+
+BODY_READ_TIMEOUT_S = 30.0
 
 
-async def read_json_object(request: Request, max_bytes: int) -> dict[str, Any]:
-    """Read the body (at most ``max_bytes``) and parse it as a JSON object."""
+async def read_json_object(
+    request: Request, max_bytes: int, timeout_s: float = BODY_READ_TIMEOUT_S
+) -> dict[str, Any]:
+    """Read the body (at most ``max_bytes``, within ``timeout_s``) and parse it as a JSON object.
+
+    The JSON must be re-encodable (``strict_json``): no NaN / Infinity, no
+    number overflowing a double, no lone surrogate, at most
+    ``strict_json.MAX_DEPTH`` levels of nesting; anything else is a 400, so a
+    hostile body can never fail later, when it is encoded for the upstream.
+    A client that sends its body slower than ``timeout_s`` gets a 408.
+    """
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > max_bytes:
         raise BodyTooLarge(f"Request body is larger than the limit of {max_bytes} bytes.")
+    try:
+        async with asyncio.timeout(timeout_s):
+            raw = await _read(request, max_bytes)
+    except TimeoutError:
+        raise RequestTimeout(
+            f"The request body did not arrive within {timeout_s:g} seconds."
+        ) from None
+    if not raw.strip():
+        raise RequestError("The request body is empty; expected a JSON object.")
+    try:
+        data = strict_json.loads(raw)
+    except ValueError as exc:
+        raise RequestError(
+            f"We could not parse the JSON body of your request ({exc}). "
+            "The body must be valid JSON."
+        ) from None
+    if not isinstance(data, dict):
+        raise RequestError("The request body must be a JSON object.")
+    return data
+
+
+async def _read(request: Request, max_bytes: int) -> bytes:
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
@@ -27,18 +61,7 @@ async def read_json_object(request: Request, max_bytes: int) -> dict[str, Any]:
         if size > max_bytes:
             raise BodyTooLarge(f"Request body is larger than the limit of {max_bytes} bytes.")
         chunks.append(chunk)
-    raw = b"".join(chunks)
-    if not raw.strip():
-        raise RequestError("The request body is empty; expected a JSON object.")
-    try:
-        data = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise RequestError(
-            "We could not parse the JSON body of your request. The body must be valid JSON."
-        ) from None
-    if not isinstance(data, dict):
-        raise RequestError("The request body must be a JSON object.")
-    return data
+    return b"".join(chunks)
 
 
 def require_model(body: dict[str, Any]) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
@@ -32,9 +33,11 @@ from edgeproxy.api.codec import Codec, request_id
 from edgeproxy.api.identity import Identity, admit, identify
 from edgeproxy.api.parsing import read_json_object
 from edgeproxy.config.models import GatewayConfig
+from edgeproxy.errors import UpstreamError
 from edgeproxy.service.gateway import Gateway
 from edgeproxy.service.request import ProxyRequest
 
+logger = logging.getLogger(__name__)
 _STREAM_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 CLIENT_CLOSED = 499  # nginx's code for "the client closed the request"; never reaches it
 T = TypeVar("T")
@@ -109,7 +112,9 @@ async def identified(request: Request) -> tuple[Gateway, GatewayConfig, Identity
 async def serve(request: Request, codec: Codec) -> Response:
     """Serve one proxied request on ``codec``'s surface; errors raise to the route's guard."""
     gateway, config, who = await identified(request)
-    parsed = codec.parse(await read_json_object(request, config.gateway.max_body_bytes))
+    limits = config.gateway
+    body = await read_json_object(request, limits.max_body_bytes, limits.body_read_timeout_seconds)
+    parsed = codec.parse(body)
     await admit(who, parsed.model, gateway.keys)
     pin = request.headers.get("x-route-pin") if who.admin else None
     req = ProxyRequest(
@@ -142,8 +147,18 @@ async def serve(request: Request, codec: Codec) -> Response:
     result = await unless_client_leaves(request, gateway.complete(req, config))
     if isinstance(result, Gone):
         return gone
-    return JSONResponse(
-        codec.answer(result.body),
-        headers={**headers, **result.headers},
-        background=BackgroundTask(result.after) if result.after else None,
-    )
+    try:
+        return JSONResponse(
+            codec.answer(result.body),
+            headers={**headers, **result.headers},
+            background=BackgroundTask(result.after) if result.after else None,
+        )
+    except Exception as exc:
+        # An answer this surface cannot render: the attempt's outcome must still be
+        # written (it releases the in-flight count), and the client gets a clean 502.
+        if result.after:
+            await result.after()
+        logger.warning("could not render an upstream answer: %s", type(exc).__name__)
+        raise UpstreamError(
+            "The upstream's answer could not be translated.", status=502, type="api_error"
+        ) from None

@@ -56,6 +56,20 @@ class ApiKey(Strict):
         return Role.ADMIN if self.admin else self.role
 
 
+class UpstreamLimits(Strict):
+    """Caps on what one upstream attempt may send back; exceeding one is a transient failure.
+
+    They bound the gateway's memory per attempt: a JSON answer is buffered
+    whole (``answer_bytes``), a stream only one event at a time
+    (``event_bytes``, also the cap on one SSE line), and ``stream_bytes``
+    ends an attempt whose stream never stops.
+    """
+
+    answer_bytes: Positive = 32 * 1024 * 1024
+    event_bytes: Positive = 1024 * 1024
+    stream_bytes: Positive = 256 * 1024 * 1024
+
+
 class GatewaySettings(Strict):
     """Request-surface settings.
 
@@ -66,6 +80,8 @@ class GatewaySettings(Strict):
     """
 
     max_body_bytes: Positive = 4 * 1024 * 1024
+    body_read_timeout_seconds: Annotated[float, Field(gt=0)] = 30.0
+    upstream_limits: UpstreamLimits = UpstreamLimits()
     api_keys: list[ApiKey] = Field(default_factory=list)
 
 

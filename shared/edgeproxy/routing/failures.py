@@ -99,7 +99,7 @@ def classify(fault: Fault) -> FailureClass:
     if fault.kind is FaultKind.GATEWAY:
         return FailureClass.GATEWAY
     if fault.kind is not FaultKind.HTTP:
-        return FailureClass.TRANSIENT  # network, timeouts, truncation, malformed protocol
+        return FailureClass.TRANSIENT  # network, timeouts, truncation, malformed or oversize
     status = fault.status
     if status is None:
         return FailureClass.TRANSIENT

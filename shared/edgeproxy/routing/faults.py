@@ -20,6 +20,7 @@ class FaultKind(StrEnum):
     IDLE = "idle"  # stream silent for longer than idleMs
     TRUNCATED = "truncated"  # stream ended (EOF or drop) before it was complete
     MALFORMED = "malformed"  # unparseable body or SSE chunk
+    OVERSIZE = "oversize"  # answer, SSE event or stream beyond gateway.upstream_limits
     INCOMPATIBLE = "incompatible"  # the deployment cannot serve this request shape
     GATEWAY = "gateway"  # the gateway itself failed (credential fetch): no upstream was called
 

@@ -81,6 +81,12 @@ def fault_error(fault: Fault, deployment: str | None = None) -> EdgeproxyError:
             status=502,
             code="upstream_stream_truncated",
         )
+    if fault.kind is FaultKind.OVERSIZE:
+        return UpstreamError(
+            f"The upstream's answer was too large: {fault.message}.",
+            status=502,
+            code="upstream_answer_too_large",
+        )
     if fault.kind is FaultKind.INCOMPATIBLE:
         # No candidate can take this request's shape: the request is what must change.
         return UpstreamError(

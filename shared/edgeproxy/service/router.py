@@ -215,6 +215,7 @@ class Router:
                 credential=credential.get_secret_value() if credential else None,
                 response_timeout_s=timeouts.response,
                 idle_timeout_s=timeouts.idle,
+                limits=config.gateway.upstream_limits,
             )
             answer = await caller(call, timeouts)
             answer.hide_usage = hide_usage

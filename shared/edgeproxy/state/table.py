@@ -4,12 +4,18 @@ This is the one place where DynamoDB's botocore errors enter the project's
 exception tree (``translated_errors``; SSM's and Secrets Manager's: ``secrets.py``).
 A failed condition is not an error: ``write_if`` returns it as an outcome
 together with the item that blocked the write.
+
+Calls are bounded where the client is built (``runtime.open_store``): short
+socket timeouts and a small retry budget, and ``BoundedClient`` caps each
+call, retries included (``EDGEPROXY_STORE_TIMEOUT_SECONDS``, 2 s), so a
+black-holed store costs a request at most that long before it is answered
+503 with ``Retry-After: STORE_RETRY_AFTER_S``.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -38,20 +44,46 @@ UNAVAILABLE_CODES = frozenset(
 BATCH_LIMIT = 100  # keys per BatchGetItem request
 BATCH_ATTEMPTS = 5  # UnprocessedKeys rounds before giving up
 BATCH_BACKOFF_S = 0.05
+STORE_RETRY_AFTER_S = 1.0
+
+
+class BoundedClient:
+    """A low-level client whose every call is cut after ``budget_s`` (``TimeoutError``).
+
+    botocore's own timeouts bound each socket read; this bounds the call as a
+    whole, retries and backoff included.
+    """
+
+    def __init__(self, client: Any, budget_s: float) -> None:
+        self._client = client
+        self._budget = budget_s
+
+    def __getattr__(self, operation: str) -> Callable[..., Awaitable[Any]]:
+        call = getattr(self._client, operation)
+
+        async def bounded(**kwargs: Any) -> Any:
+            async with asyncio.timeout(self._budget):
+                return await call(**kwargs)
+
+        return bounded
 
 
 @asynccontextmanager
 async def translated_errors(operation: str) -> AsyncIterator[None]:
     """Translate botocore errors into ``StoreError``/``StoreUnavailable``, most specific first."""
+    retry = STORE_RETRY_AFTER_S
     try:
         yield
+    except TimeoutError as exc:  # BoundedClient's budget
+        raise StoreUnavailable(f"DynamoDB {operation}: no answer", retry_after=retry) from exc
     except ClientError as exc:
         code = str(exc.response.get("Error", {}).get("Code", "Unknown"))
         if code in UNAVAILABLE_CODES:
-            raise StoreUnavailable(f"DynamoDB {operation}: {code}") from exc
+            raise StoreUnavailable(f"DynamoDB {operation}: {code}", retry_after=retry) from exc
         raise StoreError(f"DynamoDB {operation}: {code}") from exc
     except (BotoConnectionError, HTTPClientError) as exc:
-        raise StoreUnavailable(f"DynamoDB {operation}: {type(exc).__name__}") from exc
+        name = type(exc).__name__
+        raise StoreUnavailable(f"DynamoDB {operation}: {name}", retry_after=retry) from exc
     except BotoCoreError as exc:
         raise StoreError(f"DynamoDB {operation}: {type(exc).__name__}") from exc
 
@@ -139,4 +171,7 @@ class Table:
                 return found
             # DynamoDB leaves keys unprocessed when it is throttling: back off.
             await asyncio.sleep(BATCH_BACKOFF_S * 2**attempt)
-        raise StoreUnavailable("DynamoDB BatchGetItem: keys still unprocessed after retries")
+        raise StoreUnavailable(
+            "DynamoDB BatchGetItem: keys still unprocessed after retries",
+            retry_after=STORE_RETRY_AFTER_S,
+        )

@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from edgeproxy import strict_json
 from edgeproxy.config.policies import Operation
 from edgeproxy.routing.faults import FaultKind
 from edgeproxy.upstream.adapter import Prepared
@@ -196,7 +197,7 @@ def _assistant_blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     for call in message.get("tool_calls") or []:
         function = call.get("function") or {}
         try:
-            arguments = json.loads(function.get("arguments") or "{}")
+            arguments = strict_json.loads(function.get("arguments") or "{}")
         except ValueError:
             arguments = {}
         blocks.append(

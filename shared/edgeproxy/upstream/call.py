@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from edgeproxy.config.deployment import Deployment
+from edgeproxy.config.models import UpstreamLimits
 from edgeproxy.config.policies import Operation
 from edgeproxy.upstream.headers import RateLimitInfo
 
@@ -31,6 +32,7 @@ class UpstreamCall:
     response_timeout_s: float = 600.0
     idle_timeout_s: float | None = None
     extra_headers: Mapping[str, str] = field(default_factory=dict)
+    limits: UpstreamLimits = field(default_factory=UpstreamLimits)  # gateway.upstream_limits
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ from edgeproxy.upstream.errors import (
     BODY,
     HEADERS,
     fault,
+    hide_secrets,
     http_fault,
     translate_errors,
 )
@@ -116,7 +117,7 @@ class UpstreamClient:
                 response = await self._http.send(request, stream=True)
                 try:
                     with translate_errors(BODY):
-                        content = await response.aread()
+                        content = await read_capped(response, call.limits.answer_bytes)
                 finally:
                     await response.aclose()
         now = self._clock()
@@ -125,7 +126,7 @@ class UpstreamClient:
         elapsed = max(0.0, now - started)
         if not response.is_success:
             raise self._error(call, response, content, now)
-        payload = parse_json_object(content, "answer")
+        payload = hide_secrets(parse_json_object(content, "answer"), (call.credential,))
         body = adapter.response(payload, created=int(now))
         return UpstreamResponse(
             status=response.status_code,
@@ -150,7 +151,7 @@ class UpstreamClient:
                 if not response.is_success or _is_json(response):
                     try:
                         with translate_errors(BODY):
-                            content = await response.aread()
+                            content = await read_capped(response, call.limits.answer_bytes)
                     finally:
                         await response.aclose()
                     if response.is_success:
@@ -163,6 +164,8 @@ class UpstreamClient:
             response,
             adapter.translator(int(now), _secrets(call)),
             idle_timeout_s=call.idle_timeout_s,
+            limits=call.limits,
+            secrets=(call.credential,),
             rate_limits=RateLimitInfo.from_headers(response.headers, now),
             request_id=request_id(response.headers),
         )
@@ -201,6 +204,32 @@ class UpstreamClient:
             retry_after=parse_retry_after(response.headers, now),
             secrets=_secrets(call),
         )
+
+
+async def read_capped(response: httpx.Response, cap: int) -> bytes:
+    """The (decoded) body, or an OVERSIZE fault as soon as it passes ``cap`` bytes.
+
+    Checked against the declared length first and then while reading, so
+    neither a huge nor an endless answer is ever held beyond ``cap``.
+    """
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > cap:
+        raise _oversize(cap)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > cap:
+            raise _oversize(cap)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _oversize(cap: int) -> UpstreamFault:
+    return fault(
+        FaultKind.OVERSIZE,
+        f"the upstream's answer is larger than {cap} bytes (gateway.upstream_limits.answer_bytes)",
+    )
 
 
 def _is_json(response: httpx.Response) -> bool:

@@ -3,8 +3,11 @@
 Every foreign error (httpx transport errors, the deadline's TimeoutError, an
 upstream's error answer, unparseable JSON or SSE) becomes an ``UpstreamFault``
 here: transport errors in ``translate_errors``, error answers in
-``http_fault``. Messages are sanitized before they are stored: no keys, no
-bearer tokens, no upstream URL.
+``http_fault``. Every text field of an upstream error (message, type, code,
+param) is sanitized before it is stored: no deployment credential, nothing
+key-shaped (``sk-...``, ``ep-...``, bearer tokens, ``api_key=...``), no
+upstream URL. ``hide_secrets`` removes the credential from success answers
+and stream chunks, for upstreams that echo their request headers back.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from edgeproxy.routing.faults import Fault, FaultKind
 _REDACTED = "[redacted]"
 _MAX_MESSAGE = 2000
 _KEYISH = (
-    re.compile(r"\bsk-[A-Za-z0-9*_-]{3,}"),
+    re.compile(r"\b(?:sk|ep)-[A-Za-z0-9*_-]{3,}"),
     re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=*-]+"),
     re.compile(r"(?i)\b(x-api-key|api[_-]?key|authorization)(\s*[:=]\s*)[^\s,;\"']+"),
 )
@@ -131,15 +134,46 @@ def _error_fault(
     code = _text(error.get("code"))
     if code is None and status == 400 and message.startswith("prompt is too long"):
         code = "context_length_exceeded"  # Anthropic's context-window error has no code
+    param = _text(error.get("param"))
     return fault(
         FaultKind.HTTP,
         sanitize(message, secrets),
         status=status,
-        type=type_,
-        code=code,
-        param=_text(error.get("param")),
+        type=_field(type_, secrets),
+        code=_field(code, secrets),
+        param=_field(param, secrets),
         retry_after=retry_after,
     )
+
+
+def hide_secrets(value: Any, secrets: Sequence[str | None]) -> Any:
+    """``value`` (parsed JSON) with every occurrence of ``secrets`` in its strings redacted.
+
+    For success answers, which may echo the request's headers (and so the
+    deployment's key). Only the exact secrets are replaced: key-shaped text in
+    a model's answer ("sk-..." in a code sample) is content, not a leak.
+    """
+    wanted = [s for s in secrets if s]
+    if not wanted:
+        return value
+
+    def clean(item: Any) -> Any:
+        if isinstance(item, str):
+            for secret in wanted:
+                if secret in item:
+                    item = item.replace(secret, _REDACTED)
+            return item
+        if isinstance(item, dict):
+            return {clean(k): clean(v) for k, v in item.items()}
+        if isinstance(item, list):
+            return [clean(v) for v in item]
+        return item
+
+    return clean(value)  # depth is bounded: answers are parsed by strict_json
+
+
+def _field(value: str | None, secrets: Sequence[str | None]) -> str | None:
+    return None if value is None else sanitize(value, secrets)[:200]
 
 
 def _text(value: Any) -> str | None:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
+from edgeproxy import strict_json
 from edgeproxy.config.policies import Operation
 from edgeproxy.routing.faults import FaultKind
 from edgeproxy.upstream.adapter import Prepared, wire_body
@@ -64,9 +64,12 @@ class OpenAIChunks:
 def parse_json_object(text: str | bytes, what: str) -> dict[str, Any]:
     """``text`` as a JSON object, or an ``UpstreamFault`` (MALFORMED)."""
     try:
-        value = json.loads(text)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise fault(FaultKind.MALFORMED, f"the upstream's {what} is not valid JSON") from exc
+        # Strict: NaN, a lone surrogate or absurd nesting could not be re-encoded for the client.
+        value = strict_json.loads(text)
+    except ValueError as exc:
+        raise fault(
+            FaultKind.MALFORMED, f"the upstream's {what} is not valid JSON ({exc})"
+        ) from exc
     if not isinstance(value, dict):
         raise fault(FaultKind.MALFORMED, f"the upstream's {what} is not a JSON object")
     return value

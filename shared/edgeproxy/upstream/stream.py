@@ -15,17 +15,18 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
 
 import httpx
 
+from edgeproxy.config.models import UpstreamLimits
 from edgeproxy.errors import UpstreamFault
 from edgeproxy.routing.completeness import StreamTracker
 from edgeproxy.routing.faults import FaultKind
 from edgeproxy.upstream.adapter import ChunkTranslator
 from edgeproxy.upstream.call import StreamEvent, Usage
-from edgeproxy.upstream.errors import STREAM, fault, translate_errors
+from edgeproxy.upstream.errors import STREAM, fault, hide_secrets, translate_errors
 from edgeproxy.upstream.headers import RateLimitInfo
 from edgeproxy.upstream.sse import SSEParser
 
@@ -49,6 +50,8 @@ class UpstreamStream:
         translator: ChunkTranslator,
         *,
         idle_timeout_s: float | None,
+        limits: UpstreamLimits | None = None,
+        secrets: Sequence[str | None] = (),
         rate_limits: RateLimitInfo | None,
         request_id: str | None,
     ) -> None:
@@ -60,7 +63,11 @@ class UpstreamStream:
         self._raw: AsyncIterator[bytes] = response.aiter_raw()
         self._translator = translator
         self._idle = idle_timeout_s
-        self._parser = SSEParser()
+        limits = limits or UpstreamLimits()
+        self._parser = SSEParser(limits.event_bytes)
+        self._max_bytes = limits.stream_bytes
+        self._received = 0
+        self._secrets = secrets
         # A malformed event waits in line as its fault, judged when its turn comes.
         self._pending: deque[StreamEvent | UpstreamFault] = deque()
         self._ended = False
@@ -130,16 +137,32 @@ class UpstreamStream:
                     FaultKind.TRUNCATED, "the upstream's stream ended before it was complete"
                 )
             return
+        self._received += len(data)
         try:
+            if self._received > self._max_bytes:
+                raise fault(
+                    FaultKind.OVERSIZE,
+                    f"the upstream's stream passed {self._max_bytes} bytes"
+                    " (gateway.upstream_limits.stream_bytes)",
+                )
             for sse in self._parser.feed(data):
                 try:
-                    self._pending.extend(self._translator.feed(sse))
+                    self._pending.extend(self._scrubbed(self._translator.feed(sse)))
                 except UpstreamFault as exc:
                     if exc.fault.kind is not FaultKind.MALFORMED:
                         raise
                     self._pending.append(exc)
         except UpstreamFault as exc:
             self._failure = exc
+
+    def _scrubbed(self, events: list[StreamEvent]) -> list[StreamEvent]:
+        # An upstream echoing its request headers must not hand the client its key.
+        return [
+            StreamEvent(chunk=hide_secrets(e.chunk, self._secrets), done=e.done)
+            if e.chunk is not None and self._secrets
+            else e
+            for e in events
+        ]
 
     async def _drain(self) -> None:
         if self._response.is_closed:

@@ -1,0 +1,125 @@
+"""uvicorn settings for serving the gateway outside Lambda: slow, idle and broken clients.
+
+uvicorn's defaults let a client hold a connection forever while it trickles
+its request head, accept any number of connections, and answer a malformed
+request with plain text. ``server_config`` sets:
+
+| setting | value | effect |
+|---|---|---|
+| ``HEAD_TIMEOUT_S`` | 10 s | a request head (request line and headers) must arrive within this, on a new connection or between keep-alive requests; else the connection is closed |
+| ``timeout_keep_alive`` | 5 s | an idle keep-alive connection is closed |
+| ``limit_concurrency`` | 512 | connections or requests in progress beyond this are answered 503 |
+| ``h11_max_incomplete_event_size`` | 64 KiB | a request head larger than this is a 400 |
+| ``backlog`` | 1024 | pending TCP connections |
+
+The request body's own deadline is ``gateway.body_read_timeout_seconds``
+(``api/parsing.py``: 408). A request uvicorn cannot parse is answered with
+OpenAI's error JSON (it has no route yet, so no surface of its own) instead
+of uvicorn's plain text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import h11
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+HEAD_TIMEOUT_S = 10.0
+KEEP_ALIVE_S = 5
+MAX_CONNECTIONS = 512
+MAX_HEAD_BYTES = 64 * 1024
+BACKLOG = 1024
+
+_BAD_REQUEST = json.dumps(
+    {
+        "error": {
+            "message": "The HTTP request could not be parsed.",
+            "type": "invalid_request_error",
+            "param": None,
+            "code": "bad_request",
+        }
+    }
+).encode()
+
+
+class GuardedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with a request-head deadline and a JSON 400."""
+
+    head_timeout_s = HEAD_TIMEOUT_S
+    _head_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        """Start the head deadline as soon as the connection exists."""
+        super().connection_made(transport)
+        self._arm_head_timer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        """Forget the head deadline with the connection."""
+        self._cancel_head_timer()
+        super().connection_lost(exc)
+
+    def handle_events(self) -> None:
+        """Parse what arrived; a complete head stops the deadline."""
+        try:
+            super().handle_events()
+        except UnicodeDecodeError:
+            # A non-ASCII request target passes h11 but not uvicorn's decoding.
+            self.send_400_response("Invalid HTTP request received.")
+            return
+        if self.cycle is not None and not self.cycle.response_complete:
+            self._cancel_head_timer()
+
+    def on_response_complete(self) -> None:
+        """The next request's head gets a deadline of its own."""
+        super().on_response_complete()
+        if not self.transport.is_closing():
+            self._arm_head_timer()
+
+    def send_400_response(self, msg: str) -> None:
+        """A malformed request: OpenAI's error JSON, then close."""
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"connection", b"close"),
+        ]
+        try:
+            self.transport.write(self.conn.send(h11.Response(status_code=400, headers=headers)))
+            self.transport.write(self.conn.send(h11.Data(data=_BAD_REQUEST)))
+            self.transport.write(self.conn.send(h11.EndOfMessage()))
+        except h11.LocalProtocolError:
+            pass  # a response was already under way: just close
+        self.transport.close()
+
+    def _arm_head_timer(self) -> None:
+        self._cancel_head_timer()
+        self._head_timer = self.loop.call_later(self.head_timeout_s, self._head_timeout)
+
+    def _cancel_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_timeout(self) -> None:
+        self._head_timer = None
+        if self.cycle is None or self.cycle.response_complete:
+            self.logger.info("closing a connection whose request head did not arrive in time")
+            self.transport.close()
+
+
+def server_config(
+    app: Any, *, head_timeout_s: float = HEAD_TIMEOUT_S, **overrides: Any
+) -> uvicorn.Config:
+    """A ``uvicorn.Config`` for ``app`` with the limits above (``overrides`` win)."""
+    protocol = type("GuardedH11Protocol", (GuardedH11Protocol,), {"head_timeout_s": head_timeout_s})
+    settings: dict[str, Any] = {
+        "http": protocol,
+        "timeout_keep_alive": KEEP_ALIVE_S,
+        "limit_concurrency": MAX_CONNECTIONS,
+        "h11_max_incomplete_event_size": MAX_HEAD_BYTES,
+        "backlog": BACKLOG,
+        **overrides,
+    }
+    return uvicorn.Config(app, **settings)

@@ -1,0 +1,87 @@
+"""A black-holed store: prompt 503s with Retry-After, cached reads keep serving, recovery alone.
+
+The gateway talks to the embedded DynamoDB through a relay that can swallow
+every byte (``edgeproxy_dev.blackhole``): the store accepts connections and
+never answers, the outage that made requests hang for over a minute with
+botocore's defaults.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+
+from edgeproxy_dev.blackhole import BlackHole
+from edgeproxy_dev.mock_upstream import MockUpstream
+from tests.fixtures.clock import FleetClock
+from tests.fixtures.gateway import GatewayServer, store
+from tests.fixtures.table import wait_for
+from tests.integration.hardening.helpers import CHAT, config, deployment, fast_router
+
+BUDGET_S = 2.0  # EDGEPROXY_STORE_TIMEOUT_SECONDS's default
+# The documented bound: one store call's budget, plus the cache's short wait and slack.
+PROMPT_S = BUDGET_S + 1.0
+
+
+@pytest.fixture
+def relay(dynamo_endpoint: str) -> Iterator[BlackHole]:
+    port = urlsplit(dynamo_endpoint).port
+    assert port is not None
+    with BlackHole(port) as hole:
+        yield hole
+
+
+def timed(
+    call: httpx.Client, method: str, path: str, **kwargs: object
+) -> tuple[float, httpx.Response]:
+    started = time.monotonic()
+    response = call.request(method, path, **kwargs)  # type: ignore[arg-type]
+    return time.monotonic() - started, response
+
+
+def test_a_black_holed_store_gives_prompt_503s_and_the_gateway_recovers_alone(
+    dynamo_endpoint: str,
+    gateway_table: str,
+    relay: BlackHole,
+    upstream_a: MockUpstream,
+    clock: FleetClock,
+) -> None:
+    store(
+        dynamo_endpoint,
+        gateway_table,
+        config(deployment("a", upstream_a), router=fast_router()),
+    )
+    env = {"EDGEPROXY_STORE_TIMEOUT_SECONDS": str(BUDGET_S)}
+    gateway = GatewayServer(relay.endpoint, gateway_table, clock.now, env=env).start()
+    try:
+        with httpx.Client(base_url=gateway.base_url, timeout=30) as client:
+            assert client.post("/v1/chat/completions", json=CHAT).status_code == 200
+
+            relay.swallow()
+            elapsed, answer = timed(client, "POST", "/v1/chat/completions", json=CHAT)
+            assert answer.status_code == 503, answer.text
+            assert elapsed < PROMPT_S
+            assert 1 <= int(answer.headers["retry-after"]) <= 2
+            assert answer.json()["error"]["type"] == "api_error"
+
+            # The model list needs only the configuration: the cached copy keeps serving.
+            clock.advance(1)  # past the cache's TTL: a refresh is due, and it will hang
+            for _ in range(3):
+                elapsed, listed = timed(client, "GET", "/v1/models")
+                assert listed.status_code == 200
+                assert elapsed < 0.5, "a reader waited on the hanging refresh"
+            assert listed.json()["data"][0]["id"] == "fast-chat"
+
+            relay.restore()
+            recovered = wait_for(
+                lambda: client.post("/v1/chat/completions", json=CHAT).status_code,
+                lambda status: status == 200,
+                "a request served again after the outage",
+            )
+            assert recovered == 200
+    finally:
+        gateway.stop()
