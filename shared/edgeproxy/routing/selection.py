@@ -33,6 +33,7 @@ from edgeproxy.config.policies import Operation
 from edgeproxy.config.router import Strategy
 from edgeproxy.routing.affinity import binding_valid
 from edgeproxy.routing.eligibility import Eligibility, Status, assess
+from edgeproxy.routing.health import with_usable_health
 from edgeproxy.routing.snapshot import OpenCause, PoolSnapshot
 from edgeproxy.routing.strategies import StrategyInputs, order
 
@@ -125,7 +126,8 @@ def next_deployment(
         for d in deployments
     }
     usable = [d for d in deployments if statuses[d.id].eligible and d.id not in skip]
-    inputs = StrategyInputs(snapshot, bucket, request.caller)
+    # Metric strategies rank only by recent health with data behind it.
+    inputs = StrategyInputs(with_usable_health(snapshot, now), bucket, request.caller)
 
     binding = snapshot.binding
     if request.sticky and binding_valid(binding, now, snapshot.pool_generation):

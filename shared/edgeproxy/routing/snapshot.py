@@ -77,6 +77,7 @@ class Usage:
     failures: int = 0
     latency_ms_sum: int = 0
     output_tokens_per_s_sum: float = 0.0
+    throughput_samples: int = 0  # successes that reported output tokens (throughput's divisor)
     sticky_hits: int = 0
 
     @property
@@ -86,13 +87,20 @@ class Usage:
 
 @dataclass(frozen=True, slots=True)
 class Health:
-    """Scores written by the scheduled health job; absent means neutral 0.5 / no data."""
+    """Scores written by the scheduled health job; absent means neutral 0.5 / no data.
+
+    ``samples``: attempts with a verdict in the job's window (0: the job saw no
+    traffic, so metric strategies must not rank by these numbers).
+    ``minute``: the bucket the job ran for (a run never overwrites a later one).
+    """
 
     deployment_id: str
     score: float = 0.5
     ewma_latency_ms: float | None = None
     ewma_tokens_per_s: float | None = None
     updated_at: float = 0.0
+    samples: int = 0
+    minute: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -89,6 +89,7 @@ class Outcomes:
         await attempt.admitted()
         now = self._clock()
         dep = attempt.deployment
+        rated = completion_tokens > 0 and latency_s > 0
         usage = self._store.record(
             UsageDelta(
                 dep.id,
@@ -98,7 +99,9 @@ class Outcomes:
                 prompt_tokens=prompt_tokens,
                 completion_tokens=completion_tokens,
                 latency_ms_sum=int(latency_s * 1000),
-                output_tokens_per_s_sum=completion_tokens / latency_s if latency_s > 0 else 0.0,
+                # Throughput averages only the successes that reported tokens.
+                output_tokens_per_s_sum=completion_tokens / latency_s if rated else 0.0,
+                throughput_samples=int(rated),
                 sticky_hits=1 if attempt.sticky else 0,
             ),
             self._expiry(attempt.minute),

@@ -16,6 +16,9 @@ from edgeproxy.state.items import number, text
 from edgeproxy.state.schema import TableSchema
 from edgeproxy.state.table import Table
 
+# Two health-job runs must not let an earlier minute overwrite a later one, nor run one minute twice.
+OLDER_MINUTE = "attribute_not_exists(#minute) OR #minute < :minute"
+
 
 class DynamoAdmin:
     """The jobs' and operators' part of ``DynamoStore`` (``JobStore``, ``AdminStore``)."""
@@ -71,11 +74,22 @@ class DynamoAdmin:
         )
         return items.get_int(response["Attributes"], "version")
 
-    async def put_health(self, health: Health, expires_at: float) -> None:
-        """Store the health job's result for one deployment."""
+    async def put_health(self, health: Health, expires_at: float) -> bool:
+        """Store the health job's result for one deployment, unless a run for a later minute did.
+
+        Returns False when the stored item is of the same or a later minute
+        (two overlapping runs: the first one wins, the second changes nothing).
+        """
         item = {
             **self._table.key(keys.health_key(health.deployment_id)),
             **items.health_item(health),
             self._schema.ttl: number(expires_at),
         }
-        await self._table.call("put_item", Item=item)
+        won, _ = await self._table.write_if(
+            "put_item",
+            Item=item,
+            ConditionExpression=OLDER_MINUTE,
+            ExpressionAttributeNames={"#minute": "minute"},
+            ExpressionAttributeValues={":minute": number(health.minute)},
+        )
+        return won

@@ -125,7 +125,12 @@ def usage_from(deployment_id: str, minute: int, item: Item) -> Usage:
 
 def health_item(health: Health) -> Item:
     """The attributes of a health item."""
-    item: Item = {"score": number(health.score), "updated_at": number(health.updated_at)}
+    item: Item = {
+        "score": number(health.score),
+        "updated_at": number(health.updated_at),
+        "samples": number(health.samples),
+        "minute": number(health.minute),
+    }
     if health.ewma_latency_ms is not None:
         item["ewma_latency_ms"] = number(health.ewma_latency_ms)
     if health.ewma_tokens_per_s is not None:
@@ -141,6 +146,8 @@ def health_from(deployment_id: str, item: Item) -> Health:
         ewma_latency_ms=get_optional_float(item, "ewma_latency_ms"),
         ewma_tokens_per_s=get_optional_float(item, "ewma_tokens_per_s"),
         updated_at=get_float(item, "updated_at"),
+        samples=get_int(item, "samples"),
+        minute=get_int(item, "minute"),
     )
 
 

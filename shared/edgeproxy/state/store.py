@@ -143,8 +143,9 @@ class UsageSource(Protocol):
 class JobStore(ConfigSource, UsageSource, Protocol):
     """What the scheduled jobs need: usage in, health scores out."""
 
-    async def put_health(self, health: Health, expires_at: float) -> None:
-        """Store the health job's result for one deployment."""
+    async def put_health(self, health: Health, expires_at: float) -> bool:
+        """Store the health job's result for one deployment; False if a run for
+        ``health.minute`` or a later one already stored its own."""
         ...
 
 
