@@ -28,6 +28,9 @@ _BAD_EVENT = b'data: {"choices": [{"delta": \n\n'
 _ANTHROPIC_STOP = b'event: message_stop\ndata: {"type": "message_stop"}\n\n'
 
 
+QUOTA_PATHS = frozenset({"/v1/key", "/v1/quota"})  # OpenRouter-style and a generic JSON one
+
+
 class MockServer:
     """One mock upstream on the current event loop (see ``mock_upstream``)."""
 
@@ -150,6 +153,14 @@ class MockServer:
         if request.method == "GET" and request.path == "/v1/models":
             data = [{"id": m, "object": "model", "owned_by": self.name} for m in self._models]
             await http.write_json(writer, 200, {"object": "list", "data": data}, {})
+        elif request.method == "GET" and request.path in QUOTA_PATHS:
+            # A provider's quota endpoint: the next fault's body and status (quota fetchers).
+            fault, _ = self._next()
+            if fault.stall:
+                await http.wait_for_close(reader)
+                return False
+            payload = fault.body if fault.body is not None else {"data": {}}
+            await http.write_json(writer, fault.status, payload, dict(fault.headers))
         elif request.method != "POST" or route is None:
             await http.write_json(writer, 404, openai_error(404, {"message": "Not found."}), {})
         elif self._api_key and self._api_key not in (

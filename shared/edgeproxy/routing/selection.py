@@ -32,7 +32,7 @@ from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.policies import Operation
 from edgeproxy.config.router import Strategy
 from edgeproxy.routing.affinity import binding_valid
-from edgeproxy.routing.eligibility import Eligibility, Status, assess
+from edgeproxy.routing.eligibility import DEFAULT_QUOTA_MAX_AGE, Eligibility, Status, assess
 from edgeproxy.routing.health import with_usable_health
 from edgeproxy.routing.snapshot import OpenCause, PoolSnapshot
 from edgeproxy.routing.strategies import StrategyInputs, order
@@ -53,6 +53,7 @@ class RouteRequest:
     caller: str = ""
     strategy: StrategyChoice = Strategy.SIMPLE_SHUFFLE
     sticky: bool = True
+    quota_max_age: float = DEFAULT_QUOTA_MAX_AGE  # seconds a quota reading counts
 
     def strategy_for(self, tier: int) -> Strategy:
         """The strategy of priority tier ``tier``."""
@@ -121,7 +122,13 @@ def next_deployment(
     counts = tried if isinstance(tried, Mapping) else dict.fromkeys(tried, 1)
     statuses = {
         d.id: assess(
-            d, snapshot, now, bucket, operation=request.operation, modalities=request.modalities
+            d,
+            snapshot,
+            now,
+            bucket,
+            operation=request.operation,
+            modalities=request.modalities,
+            quota_max_age=request.quota_max_age,
         )
         for d in deployments
     }

@@ -8,6 +8,7 @@ A ``version`` of 0 means "no item stored yet".
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -104,6 +105,41 @@ class Health:
 
 
 @dataclass(frozen=True, slots=True)
+class Quota:
+    """One provider credential's remaining quota in one unit, as last reported.
+
+    ``credential`` is ``credential_key`` of the deployment's credential
+    reference (never the secret). ``source`` is the fetcher's name, or
+    ``headers`` for rate-limit headers captured from answers. ``error`` is the
+    last failed refresh, kept beside the last good numbers (a failed fetch
+    never deletes them; ``fetched_at`` says how old they are).
+    """
+
+    credential: str
+    unit: str
+    remaining: float | None = None
+    limit: float | None = None
+    reset_at: float | None = None
+    source: str = ""
+    fetched_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaStatus:
+    """Every unit's quota of one credential, and its last refresh failure."""
+
+    credential: str
+    quotas: tuple[Quota, ...] = ()
+    error: str | None = None
+    error_at: float = 0.0
+
+
+def credential_key(reference: str) -> str:
+    """The key a credential's quota is stored under: a digest of its reference."""
+    return hashlib.sha256(reference.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
 class BindingKey:
     """Sticky binding identity: (caller, pool, protocol/operation)."""
 
@@ -131,6 +167,7 @@ class PoolSnapshot:
     health: dict[str, Health] = field(default_factory=dict)
     binding: Binding | None = None
     pool_generation: int = 0
+    quotas: dict[str, QuotaStatus] = field(default_factory=dict)  # by credential key
 
     def circuit(self, deployment_id: str) -> Circuit:
         return self.circuits.get(deployment_id) or Circuit(deployment_id)

@@ -124,6 +124,7 @@ class Router:
             caller=run.req.caller,
             strategy=functools.partial(run.config.strategy_for, model),
             sticky=ctx.binding_key is not None,
+            quota_max_age=run.config.quota_max_age_seconds,
         )
         log = AttemptLog()
         while True:

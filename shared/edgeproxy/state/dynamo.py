@@ -63,7 +63,7 @@ class DynamoStore(DynamoAdmin):
     # -- reads -----------------------------------------------------------------
 
     async def read_pool(self, request: SnapshotRequest) -> PoolSnapshot:
-        """Circuits, the last two usage buckets, health, capacity, binding, generation."""
+        """Circuits, the last two usage buckets, health, capacity, binding, generation, quotas."""
         minutes = (request.minute - 1, request.minute)
         deps = list(request.deployment_ids)
         wanted = [keys.circuit_key(d) for d in deps]
@@ -71,6 +71,7 @@ class DynamoStore(DynamoAdmin):
         wanted += [keys.usage_key(d, m) for d in deps for m in minutes]
         wanted += [keys.capacity_key(d) for d in request.domains]
         wanted.append(keys.pool_key(request.pool))
+        wanted += [keys.quota_key(c) for c in request.credentials]
         if request.binding is not None:
             wanted.append(keys.binding_key(request.binding))
         found = await self._table.batch_get(wanted)
@@ -104,6 +105,11 @@ class DynamoStore(DynamoAdmin):
             },
             binding=binding,
             pool_generation=items.get_int(found.get(keys.pool_key(request.pool), {}), "generation"),
+            quotas={
+                c: items.quota_status_from(c, found[k])
+                for c in request.credentials
+                if (k := keys.quota_key(c)) in found
+            },
         )
 
     async def load_config(self) -> StoredConfig | None:

@@ -29,7 +29,10 @@ from edgeproxy.routing.snapshot import (
     Circuit,
     Health,
     PoolSnapshot,
+    Quota,
+    QuotaStatus,
     Usage,
+    credential_key,
 )
 
 
@@ -42,6 +45,7 @@ class SnapshotRequest:
     domains: Sequence[str]
     minute: int
     binding: BindingKey | None = None
+    credentials: Sequence[str] = ()  # credential keys whose quota routing checks
 
     @classmethod
     def of(
@@ -58,6 +62,7 @@ class SnapshotRequest:
             domains=sorted({d.domain for d in deployments}),
             minute=int(now // 60),
             binding=binding,
+            credentials=sorted({credential_key(d.credential) for d in deployments if d.credential}),
         )
 
 
@@ -141,7 +146,19 @@ class UsageSource(Protocol):
 
 
 class JobStore(ConfigSource, UsageSource, Protocol):
-    """What the scheduled jobs need: usage in, health scores out."""
+    """What the scheduled jobs need: usage in, health scores and quota snapshots out."""
+
+    async def put_quota(self, quota: Quota) -> bool:
+        """Store one unit's reading of a credential's quota; False if a newer one is stored."""
+        ...
+
+    async def note_quota_failure(self, credential: str, error: str, at: float) -> None:
+        """Record a failed refresh; the last good readings stay as they are."""
+        ...
+
+    async def read_quotas(self, credentials: Sequence[str]) -> dict[str, QuotaStatus]:
+        """The stored quota of each credential that has one."""
+        ...
 
     async def put_health(self, health: Health, expires_at: float) -> bool:
         """Store the health job's result for one deployment; False if a run for
