@@ -29,6 +29,7 @@ _ANTHROPIC_STOP = b'event: message_stop\ndata: {"type": "message_stop"}\n\n'
 
 
 QUOTA_PATHS = frozenset({"/v1/key", "/v1/quota"})  # OpenRouter-style and a generic JSON one
+HEALTHY_QUOTA = {"data": {"remaining": 1000, "limit": 1000, "limit_remaining": 1000.0, "usage": 0}}
 
 
 class MockServer:
@@ -159,7 +160,7 @@ class MockServer:
             if fault.stall:
                 await http.wait_for_close(reader)
                 return False
-            payload = fault.body if fault.body is not None else {"data": {}}
+            payload = fault.body if fault.body is not None else HEALTHY_QUOTA
             await http.write_json(writer, fault.status, payload, dict(fault.headers))
         elif request.method != "POST" or route is None:
             await http.write_json(writer, 404, openai_error(404, {"message": "Not found."}), {})

@@ -7,6 +7,25 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from edgeproxy_dev.mock_upstream import MockUpstream
+from tests.fixtures.configs import config, deployment
+
+
+def handler_config(upstream: MockUpstream) -> dict[str, Any]:
+    """The configuration every handler test stores: chat, embeddings and one quota source."""
+    return config(
+        deployment("a", upstream),
+        deployment("emb", upstream, model="text-embed", operations=["embeddings"]),
+        quota_sources=[
+            {
+                "name": "mock",
+                "fetcher": "json",
+                "credential": "env:EDGEPROXY_MOCK_KEY",
+                "params": {"url": upstream.base_url + "/quota", "remaining": "data.remaining"},
+            }
+        ],
+    )
+
 
 def body_of(response: dict[str, Any]) -> str:
     raw = response.get("body") or ""
@@ -52,6 +71,11 @@ def check_health_job(response: dict[str, Any]) -> None:
     assert response == {"scored": 2}
 
 
+def check_quota_refresh(response: dict[str, Any]) -> None:
+    # The handler tests' configuration has one source, on the mock upstream's quota endpoint.
+    assert response == {"refreshed": 1, "failed": []}
+
+
 EXPECTED: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
     "chat.json": ("proxy", check_chat),
     "chat_named_stage.json": ("proxy", check_chat),  # /dev/v1/...: the stage is stripped
@@ -61,4 +85,5 @@ EXPECTED: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
     "models_named_stage.json": ("proxy", check_models),
     "chat_unknown_model.json": ("proxy", check_unknown_model),
     "health_job.json": ("health_job", check_health_job),
+    "quota_refresh.json": ("quota_refresh", check_quota_refresh),
 }
