@@ -23,9 +23,10 @@ import aioboto3
 import uvicorn
 
 from edgeproxy.api.app import create_app
-from edgeproxy.config.loader import load_config_file, to_document
+from edgeproxy.config.loader import load_config_file
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.runtime import build_gateway, open_store
+from edgeproxy.service.config_edit import ConfigEditor
 from edgeproxy.service.gateway import Gateway
 from edgeproxy.settings import Settings
 from edgeproxy_dev.aws import DUMMY_CREDENTIALS, REGION
@@ -55,10 +56,10 @@ def local_settings(endpoint_url: str, table: str = TABLE) -> Settings:
 
 
 async def store_config(settings: Settings, config: GatewayConfig) -> int:
-    """Write ``config`` to the table; returns its version."""
+    """Write ``config`` to the table (over whatever is stored, audited); returns its version."""
     async with contextlib.AsyncExitStack() as stack:
         store = await open_store(settings, stack, local_session())
-        return await store.save_config(to_document(config))
+        return await ConfigEditor(store, time.time).replace(config, actor="dev", source="runner")
 
 
 @contextlib.contextmanager
@@ -125,6 +126,7 @@ def serve(settings: Settings, port: int, banner: bool = False, clock: Clock | No
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
+    sock.listen(128)  # before the banner: whoever reads it may connect at once
     bound = sock.getsockname()[1]
     print(
         _banner(bound) if banner else f"edgeproxy is serving on http://127.0.0.1:{bound}",

@@ -7,6 +7,7 @@
     edgeproxy bindings invalidate --pool gpt-4o
     edgeproxy bindings share --pool gpt-4o --minutes 60 [--json]
     printf %s "$KEY" | edgeproxy hash-key      # the sha256 for gateway.api_keys
+    edgeproxy status | settings get|set | audit  # see cli_admin (admin API or table)
 
 The table comes from the environment (``EDGEPROXY_TABLE``,
 ``EDGEPROXY_DYNAMODB_ENDPOINT``, ``AWS_REGION``; see ``edgeproxy.settings``)
@@ -33,7 +34,8 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TextIO
 
-from edgeproxy.config.loader import from_document, load_config_file, to_document
+from edgeproxy import cli_admin
+from edgeproxy.config.loader import from_document, load_config_file
 from edgeproxy.errors import ConfigError, EdgeproxyError, UsageError
 from edgeproxy.routing.affinity import caller_id, key_digest
 from edgeproxy.runtime import open_store
@@ -46,6 +48,7 @@ from edgeproxy.service.bindings import (
     resolve_caller,
     unbind,
 )
+from edgeproxy.service.config_edit import ConfigEditor
 from edgeproxy.settings import Settings
 from edgeproxy.state.dynamo import DynamoStore
 
@@ -82,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     share.add_argument("--json", action="store_true", help="machine-readable output")
 
     commands.add_parser("hash-key", help="print the sha256 of a key read from standard input")
+    cli_admin.add_commands(commands)  # status, settings, audit
     return parser
 
 
@@ -153,7 +157,8 @@ def _print_share(report: PoolShare, minutes: int, out: TextIO) -> None:
 
 async def _load(args: argparse.Namespace, store: DynamoStore) -> int:
     config = load_config_file(args.file)
-    version = await store.save_config(to_document(config))
+    editor = ConfigEditor(store, time.time)
+    version = await editor.replace(config, actor=f"cli:{getpass.getuser()}", source=args.file)
     print(f"stored configuration version {version} ({len(config.deployments)} deployments)")
     return 0
 
@@ -195,6 +200,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "hash-key":
             return _hash_key(sys.stdin)
+        if args.command in cli_admin.COMMANDS:
+            return asyncio.run(cli_admin.run(args))
         if (args.command, args.action) == ("config", "check"):
             return _check(args.file)
         command = STORE_COMMANDS[(args.command, args.action)]

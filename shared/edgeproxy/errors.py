@@ -4,7 +4,11 @@
     ├── EdgeproxyError                  500 api_error (generic; message never leaked)
     │   ├── RequestError                400 invalid_request_error
     │   │   ├── BodyTooLarge            413
-    │   │   └── ModelNotFound           404 model_not_found
+    │   │   ├── ModelNotFound           404 model_not_found
+    │   │   ├── NotFound                404 not_found (an admin resource id)
+    │   │   ├── VersionConflict         409 version_conflict (a stale admin write)
+    │   │   ├── AlreadyExists           409 already_exists (an admin create of a taken id)
+    │   │   └── VersionRequired         428 version_required (an admin write without one)
     │   ├── AuthenticationError         401 invalid_api_key
     │   ├── PermissionDenied            403
     │   ├── RateLimited                 429 rate_limit_exceeded (shared capacity / limits)
@@ -91,6 +95,28 @@ class BodyTooLarge(RequestError):
 class ModelNotFound(RequestError):
     status = 404
     code = "model_not_found"
+
+
+class NotFound(RequestError):
+    status = 404
+    code = "not_found"
+
+
+class VersionConflict(RequestError):
+    """An admin write carried a version that is no longer the stored one."""
+
+    status = 409
+    code = "version_conflict"
+
+
+class AlreadyExists(RequestError):
+    status = 409
+    code = "already_exists"
+
+
+class VersionRequired(RequestError):
+    status = 428
+    code = "version_required"
 
 
 class AuthenticationError(EdgeproxyError):

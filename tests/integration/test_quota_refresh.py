@@ -47,7 +47,8 @@ async def refresh(
     store: DynamoStore, upstream: MockUpstream, *sources: dict[str, Any]
 ) -> list[Refreshed]:
     document = to_document(parse_config(config(quota_sources=list(sources)), "test"))
-    await store.save_config(document)
+    current = await store.load_config()
+    await store.save_config(document, current.version if current else 0)
     async with httpx.AsyncClient() as http:
         job = QuotaJob(store, http, CredentialResolver(ENV), lambda: NOW)
         return await job.run()

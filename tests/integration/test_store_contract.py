@@ -361,12 +361,27 @@ async def test_a_run_for_the_same_or_an_earlier_minute_changes_nothing(any_store
     assert (await any_store.read_pool(_request())).health_of("d1") == stored
 
 
-async def test_config_versions_increase(any_store: Store) -> None:
+async def test_config_saves_are_conditional_on_the_version(any_store: Store) -> None:
     assert await any_store.load_config() is None
 
-    assert await any_store.save_config("deployments: []\n") == 1
-    assert await any_store.save_config("deployments: [a]\n") == 2
+    assert await any_store.save_config("deployments: []\n", 0) == 1
+    assert await any_store.save_config("deployments: [a]\n", 1) == 2
+    assert await any_store.save_config("stale\n", 1) is None  # version 1 is gone
+    assert await any_store.save_config("again\n", 0) is None  # a document exists
 
     stored = await any_store.load_config()
     assert stored is not None
     assert (stored.document, stored.version) == ("deployments: [a]\n", 2)
+
+
+async def test_concurrent_config_saves_of_one_version_commit_exactly_once(
+    any_store: Store,
+) -> None:
+    assert await any_store.save_config("v1\n", 0) == 1
+
+    results = await asyncio.gather(*(any_store.save_config(f"w{i}\n", 1) for i in range(8)))
+
+    assert sorted(results, key=str) == [2, *[None] * 7]
+    stored = await any_store.load_config()
+    assert stored is not None
+    assert stored.version == 2

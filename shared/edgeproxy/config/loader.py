@@ -18,7 +18,8 @@ from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import ConfigError
 
 
-def _location(loc: tuple[int | str, ...]) -> str:
+def location(loc: tuple[int | str, ...]) -> str:
+    """A validation error's location as a dotted path (``deployments[1].weight``)."""
     out = ""
     for part in loc:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
@@ -35,7 +36,7 @@ def parse_config(data: Any, source: str) -> GatewayConfig:
         return GatewayConfig.model_validate(data)
     except ValidationError as exc:
         lines = [
-            f"{source}: {_location(err['loc'])}: {err['msg'][0].lower()}{err['msg'][1:]}"
+            f"{source}: {location(err['loc'])}: {err['msg'][0].lower()}{err['msg'][1:]}"
             for err in exc.errors(include_url=False, include_input=False)
         ]
         raise ConfigError("\n".join(lines)) from None

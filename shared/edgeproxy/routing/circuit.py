@@ -10,6 +10,8 @@ writing; the success path of a healthy deployment writes nothing at all.
     half-open --(take_probe: one owner, lease of half_open_probe_seconds)--> half-open
     half-open --(probe succeeds)--> closed, level 0
     half-open --(probe fails)--> open, cooldown * 2**(level+1) + jitter, capped
+    any --(operator: force_open)--> open (maintenance) until a given time
+    any --(operator: force_close)--> closed, level 0
 
 Only the probe's outcome moves a circuit that is not closed: a failure of an
 attempt that started before the circuit opened, or that ends while it is
@@ -107,6 +109,7 @@ def _open(c: Circuit, now: float, seconds: float, cause: OpenCause, level: int) 
         probe_until=0.0,
         cause=cause,
         version=c.version + 1,
+        reason=None,
     )
 
 
@@ -186,7 +189,25 @@ def _closed(c: Circuit, now: float) -> Circuit:
         probe_until=0.0,
         cause=None,
         version=c.version + 1,
+        reason=None,
     )
+
+
+def force_open(c: Circuit, now: float, until: float, reason: str) -> Circuit:
+    """The circuit forced open for maintenance until ``until`` (an operator's decision).
+
+    Routing treats it as open until then; afterwards it is half-open like any
+    other circuit, so one probe checks the deployment before traffic returns.
+    Failures of attempts that started before ``now`` are late and count nothing.
+    """
+    if until <= now:
+        raise ValueError("a maintenance window must end in the future")
+    return replace(_open(c, now, until - now, OpenCause.MAINTENANCE, 0), reason=reason)
+
+
+def force_close(c: Circuit, now: float) -> Circuit:
+    """The circuit closed by an operator: routes again at once, failure count reset."""
+    return _closed(c, now)
 
 
 def on_success(

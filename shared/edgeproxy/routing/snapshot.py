@@ -22,6 +22,7 @@ class CircuitState(StrEnum):
 class OpenCause(StrEnum):
     TRANSIENT = "transient"
     CONFIGURATION = "configuration"
+    MAINTENANCE = "maintenance"  # forced open by an operator until ``open_until``
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +35,8 @@ class Circuit:
     lease (``probe_owner`` until ``probe_until``). ``level`` is the exponent of
     the exponential cooldown after failed probes. ``opened_at`` is when the
     circuit last opened (kept after it closes): a failure of an attempt that
-    started before then is late and must not count again.
+    started before then is late and must not count again. ``reason`` is the
+    operator's note when the circuit was forced open for maintenance.
     """
 
     deployment_id: str
@@ -48,6 +50,7 @@ class Circuit:
     cause: OpenCause | None = None
     version: int = 0
     opened_at: float = 0.0
+    reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +96,8 @@ class Health:
     ``samples``: attempts with a verdict in the job's window (0: the job saw no
     traffic, so metric strategies must not rank by these numbers).
     ``minute``: the bucket the job ran for (a run never overwrites a later one).
+    ``credential_rejections``: consecutive upstream 401/403 answers (configuration
+    class), counted by the outcome writes and reset by the next success.
     """
 
     deployment_id: str
@@ -100,6 +105,7 @@ class Health:
     ewma_latency_ms: float | None = None
     ewma_tokens_per_s: float | None = None
     updated_at: float = 0.0
+    credential_rejections: int = 0
     samples: int = 0
     minute: int = 0
 

@@ -85,6 +85,22 @@ class Gateway:
         """The current configuration (cached in process for a short TTL)."""
         return await self._configs.get()
 
+    @property
+    def store(self) -> Store:
+        """The state store (the admin API edits configuration and circuits through it)."""
+        return self._store
+
+    def now(self) -> float:
+        """The gateway's clock (epoch seconds)."""
+        return self._clock()
+
+    def config_changed(self) -> None:
+        """This process wrote the configuration: re-read it on the next request.
+
+        Other processes see the change when their cache TTL runs out.
+        """
+        self._configs.invalidate()
+
     async def aclose(self) -> None:
         """Close the clients this gateway owns."""
         if self._aclose is not None:

@@ -30,6 +30,7 @@ logger = logging.getLogger(__name__)
 
 USAGE_RETENTION_SECONDS = 3600  # buckets outlive the health job's 10-minute window
 MAX_CIRCUIT_RACES = 3
+CREDENTIAL_REJECTIONS = frozenset({401, 403})  # counted for /health/deep until a success
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +127,9 @@ class Outcomes:
             )
             if renewed is not None:
                 writes.append(_nothing(self._store.put_binding(renewed, ctx.snapshot.binding)))
+        if ctx.snapshot.health_of(dep.id).credential_rejections > 0:
+            # Written only when the read showed rejections: a healthy success stays write-free.
+            writes.append(_nothing(self._store.clear_rejections(dep.id)))
         return await _all(writes)
 
     async def failure(
@@ -170,6 +174,11 @@ class Outcomes:
         changed = fail(current) if first or attempt.probe else None
         if changed is not None:
             writes.append(self._write_circuit(current, changed, fail))
+        if (
+            verdict.cls is FailureClass.CONFIGURATION
+            and verdict.fault.status in CREDENTIAL_REJECTIONS
+        ):
+            writes.append(_nothing(self._store.count_rejection(dep.id)))
         standing = NOTHING
         if verdict.cls is FailureClass.THROTTLE:
             until = circuit.throttle_until(now, verdict.fault.retry_after, ctx.circuit)

@@ -88,6 +88,8 @@ def circuit_item(circuit: Circuit) -> Item:
         item["probe_owner"] = text(circuit.probe_owner)
     if circuit.cause is not None:
         item["cause"] = text(circuit.cause.value)
+    if circuit.reason is not None:
+        item["reason"] = text(circuit.reason)
     return item
 
 
@@ -108,6 +110,7 @@ def circuit_from(deployment_id: str, item: Item) -> Circuit:
         cause=None if cause is None else OpenCause(cause),
         version=get_int(item, "version"),
         opened_at=get_float(item, "opened_at"),
+        reason=get_text(item, "reason"),
     )
 
 
@@ -126,7 +129,7 @@ def usage_from(deployment_id: str, minute: int, item: Item) -> Usage:
 
 
 def health_item(health: Health) -> Item:
-    """The attributes of a health item."""
+    """The attributes of a health item the health job sets (not the rejection counter)."""
     item: Item = {
         "score": number(health.score),
         "updated_at": number(health.updated_at),
@@ -150,6 +153,7 @@ def health_from(deployment_id: str, item: Item) -> Health:
         updated_at=get_float(item, "updated_at"),
         samples=get_int(item, "samples"),
         minute=get_int(item, "minute"),
+        credential_rejections=get_int(item, "credential_rejections"),
     )
 
 

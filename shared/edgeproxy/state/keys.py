@@ -24,7 +24,8 @@ usage bucket        ``dep#<id>``                 ``usage#<minute>``   requests, 
                                                                       sticky_hits, expires_at
 health              ``dep#<id>``                 ``health``           score, ewma_latency_ms,
                                                                       ewma_tokens_per_s,
-                                                                      updated_at, expires_at
+                                                                      updated_at, expires_at,
+                                                                      credential_rejections
 capacity circuit    ``domain#<name>``            ``capacity``         throttled_until, version,
                                                                       expires_at
 binding             ``bind#<caller>#<pool>#      ``binding``          deployment_id, expires_at,
@@ -39,7 +40,27 @@ credential quota    ``cred#<credential>``        ``quota``            per unit (
                                                                       error_at (last failed
                                                                       refresh; no TTL)
 configuration       ``config``                   ``current``          document, version
+audit entry         ``audit``                    ``<ms>#<id>``        id, at, actor, action,
+                                                                      target, changes, version
+                                                                      (no TTL)
 ==================  ===========================  ===================  =========================
+
+``circuit.reason`` is set only while an operator forced the circuit open
+(``cause`` = ``maintenance``, ``open_until`` = the end of the window).
+``health.credential_rejections`` counts consecutive upstream 401/403
+answers (ADD 1 in the outcome write; set to 0 by the next success, written
+only when the read showed a non-zero count); the health job's writes set
+their own attributes and leave it alone.
+
+Audit entries: one per admin change, all in one partition (admin writes are
+rare, a few per minute at most), sorted by time: ``<ms>`` is the change's
+epoch milliseconds zero-padded to 13 digits and ``<id>`` a random hex id,
+so a ``Query`` with ``ScanIndexForward=False`` lists them newest first and
+a sort key is the page cursor. ``actor`` is the admin key's name or
+``key:<first 12 hex of its sha256>``, never the key; ``changes`` is a JSON
+list (``[{"path", "old", "new"}]`` for configuration edits, at most
+``MAX_CHANGES`` entries, then a ``{"truncated": n}`` marker). Entries are
+kept until deleted.
 
 ``<minute>`` is ``epoch_seconds // 60``, zero-padded to ten digits so that the
 string order of sort keys is the numeric order (``BETWEEN`` works on it).
@@ -141,3 +162,17 @@ def quota_key(credential: str) -> Key:
 def config_key() -> Key:
     """The current configuration document."""
     return "config", "current"
+
+
+AUDIT_PK = "audit"
+AUDIT_MS_DIGITS = 13
+
+
+def audit_sk(at: float, entry_id: str) -> str:
+    """Sort key of an audit entry: time first, so string order is time order."""
+    return f"{int(at * 1000):0{AUDIT_MS_DIGITS}d}#{_part(entry_id)}"
+
+
+def audit_key(at: float, entry_id: str) -> Key:
+    """One audit entry (every entry shares the ``audit`` partition)."""
+    return AUDIT_PK, audit_sk(at, entry_id)

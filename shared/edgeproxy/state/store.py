@@ -7,13 +7,18 @@ split by audience, so each caller depends on what it uses only:
     ConfigSource   load_config                       every audience
     RequestStore   read_pool, admit, record,         the request path (router, outcomes)
                    write_circuit, extend_capacity,
-                   put_binding, delete_binding
+                   put_binding, delete_binding,
+                   count_rejection, clear_rejections
     JobStore       read_usage, put_health            the scheduled jobs
-    AdminStore     read_pool, read_usage,            the CLI and admin views
-                   delete_binding, bump_pool_generation, save_config
-    Store          all of them                       what a backend implements Every method that
-changes routing state is a conditional or commutative write: a lost race comes
-back as the current value, never as a silent overwrite.
+    AdminStore     read_pool, read_usage,            the CLI and the admin API
+                   delete_binding, bump_pool_generation,
+                   save_config, read_circuit, write_circuit_audited,
+                   record_audit, read_audit
+    Store          all of them                       what a backend implements
+
+Every method that changes routing state or the configuration is a
+conditional or commutative write: a lost race comes back as the current
+value (or as "not written"), never as a silent overwrite.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from edgeproxy.routing.snapshot import (
     Usage,
     credential_key,
 )
+from edgeproxy.state.audit import AuditEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +140,14 @@ class RequestStore(ConfigSource, Protocol):
         """Drop a binding (only if it still names ``deployment_id``, when given)."""
         ...
 
+    async def count_rejection(self, deployment_id: str) -> None:
+        """Add one consecutive upstream credential rejection (401/403) to the deployment."""
+        ...
+
+    async def clear_rejections(self, deployment_id: str) -> None:
+        """Reset the deployment's consecutive credential rejections (after a success)."""
+        ...
+
 
 class UsageSource(Protocol):
     """Reads past usage buckets (the health job, the binding-share report)."""
@@ -181,8 +195,38 @@ class AdminStore(ConfigSource, UsageSource, Protocol):
         """Invalidate every binding of ``pool`` at once; returns the new generation."""
         ...
 
-    async def save_config(self, document: str) -> int:
-        """Store a new configuration document; returns its version."""
+    async def save_config(
+        self, document: str, expected_version: int, audit: AuditEntry | None = None
+    ) -> int | None:
+        """Store ``document`` if the stored version is still ``expected_version`` (0: none yet).
+
+        Returns the new version (``expected_version + 1``), or None when the
+        stored version differs (nothing written). ``audit`` is stored in the
+        same atomic write, with the new version.
+        """
+        ...
+
+    async def read_circuit(self, deployment_id: str) -> Circuit:
+        """One deployment's circuit as stored (version 0 if never written)."""
+        ...
+
+    async def write_circuit_audited(
+        self, new: Circuit, expected_version: int, audit: AuditEntry
+    ) -> bool:
+        """An operator's circuit change, if the stored version is still ``expected_version``.
+
+        Atomic with its audit entry; False when the circuit changed meanwhile.
+        """
+        ...
+
+    async def record_audit(self, entry: AuditEntry) -> None:
+        """Store one audit entry."""
+        ...
+
+    async def read_audit(
+        self, limit: int, before: str | None = None
+    ) -> tuple[list[AuditEntry], str | None]:
+        """Up to ``limit`` entries newest first, older than cursor ``before``; the next cursor."""
         ...
 
 

@@ -22,6 +22,9 @@ from edgeproxy.state.keys import Key
 from edgeproxy.state.schema import TableSchema
 
 CONDITION_FAILED = "ConditionalCheckFailedException"
+TRANSACTION_CANCELED = "TransactionCanceledException"
+# Cancellation reasons that mean "another writer got there first", not a bad request.
+LOST_RACE_REASONS = frozenset({"ConditionalCheckFailed", "TransactionConflict"})
 # Error codes that mean "try again later", not "this request is wrong".
 UNAVAILABLE_CODES = frozenset(
     {
@@ -90,6 +93,25 @@ class Table:
                 stored: Item = exc.response.get("Item") or {}
                 return False, stored
             return True, response
+
+    async def transact_if(self, writes: Sequence[tuple[str, dict[str, Any]]]) -> bool:
+        """Send ``(kind, request)`` writes (``Put``, ``Update``...) as one TransactWriteItems.
+
+        True if all committed; False if a condition failed or a concurrent
+        transaction on the same item won (nothing was written).
+        """
+        transaction = [{kind: {"TableName": self._name, **body}} for kind, body in writes]
+        async with translated_errors("TransactWriteItems"):
+            try:
+                await self._client.transact_write_items(TransactItems=transaction)
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") != TRANSACTION_CANCELED:
+                    raise
+                reasons = {r.get("Code") for r in exc.response.get("CancellationReasons", [])}
+                if not reasons & LOST_RACE_REASONS:
+                    raise
+                return False
+            return True
 
     async def batch_get(self, wanted: Iterable[Key]) -> dict[Key, Item]:
         """Every stored item of ``wanted``: one BatchGetItem per 100 keys, in parallel."""

@@ -22,6 +22,7 @@ FULL_CIRCUIT = Circuit(
     cause=OpenCause.CONFIGURATION,
     version=7,
     opened_at=1_700_000_000.5,
+    reason="node swap",
 )
 
 

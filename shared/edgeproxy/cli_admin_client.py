@@ -1,0 +1,114 @@
+"""The two ways the admin commands reach a deployment: its admin API, or its table.
+
+``HttpAdmin`` calls a running gateway (admin key in ``Authorization``);
+``TableAdmin`` does the same work on the state table with the service
+functions the admin API uses, so both give the same answers and the same
+audit entries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any, Protocol
+
+import httpx
+
+from edgeproxy.errors import EdgeproxyError, UpstreamError
+from edgeproxy.service import config_changes
+from edgeproxy.service.config_edit import ConfigEditor
+from edgeproxy.service.deep_health import deep_health
+from edgeproxy.state.store import AdminStore
+
+
+class AdminClient(Protocol):
+    """What ``status``, ``settings`` and ``audit`` need."""
+
+    async def deep_health(self) -> dict[str, Any]: ...
+
+    async def router_settings(self) -> dict[str, Any]: ...
+
+    async def put_router_settings(self, patch: dict[str, Any], version: int) -> dict[str, Any]: ...
+
+    async def audit(self, limit: int) -> list[dict[str, Any]]: ...
+
+
+class HttpAdmin:
+    """The admin API of a running gateway."""
+
+    def __init__(self, base_url: str, admin_key: str, timeout: float = 30.0) -> None:
+        self._http = httpx.AsyncClient(
+            base_url=base_url.rstrip("/"),
+            headers={"authorization": f"Bearer {admin_key}"},
+            timeout=timeout,
+        )
+
+    async def __aenter__(self) -> HttpAdmin:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self._http.aclose()
+
+    async def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            answer = await self._http.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise EdgeproxyError(f"cannot reach the gateway: {type(exc).__name__}") from None
+        try:
+            body = answer.json()
+        except ValueError:
+            body = {}
+        if answer.status_code >= 400:
+            error = body.get("error", {}) if isinstance(body, dict) else {}
+            message = error.get("message") or f"HTTP {answer.status_code}"
+            raise UpstreamError(f"{answer.status_code}: {message}", status=answer.status_code)
+        return body
+
+    async def deep_health(self) -> dict[str, Any]:
+        return dict(await self._call("GET", "/health/deep"))
+
+    async def router_settings(self) -> dict[str, Any]:
+        return dict(await self._call("GET", "/admin/router-settings"))
+
+    async def put_router_settings(self, patch: dict[str, Any], version: int) -> dict[str, Any]:
+        return dict(
+            await self._call("PUT", "/admin/router-settings", json={**patch, "version": version})
+        )
+
+    async def audit(self, limit: int) -> list[dict[str, Any]]:
+        page = await self._call("GET", "/admin/audit", params={"limit": limit})
+        return list(page["data"])
+
+
+class TableAdmin:
+    """The same operations straight on the state table (no gateway needed)."""
+
+    def __init__(self, store: AdminStore, clock: Callable[[], float], *, actor: str) -> None:
+        self._store = store
+        self._clock = clock
+        self._editor = ConfigEditor(store, clock)
+        self._actor = actor
+
+    async def deep_health(self) -> dict[str, Any]:
+        current = await self._editor.current()
+        return await deep_health(self._store, current.config, current.version, self._clock())
+
+    async def router_settings(self) -> dict[str, Any]:
+        current = await self._editor.current()
+        return {**current.document["router"], "version": current.version}
+
+    async def put_router_settings(self, patch: dict[str, Any], version: int) -> dict[str, Any]:
+        done = await self._editor.edit(
+            version,
+            config_changes.router_settings(patch),
+            actor=self._actor,
+            action="router-settings.update",
+            target="router",
+        )
+        return {**done.document["router"], "version": done.version}
+
+    async def audit(self, limit: int) -> list[dict[str, Any]]:
+        entries, _ = await self._store.read_audit(limit)
+        return [e.as_json() for e in entries]
