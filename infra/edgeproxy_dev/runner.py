@@ -2,8 +2,9 @@
 
 Starts the embedded DynamoDB (linearizable moto), creates the state table
 from template.yaml, starts the mock upstreams the example configuration
-points at, stores the configuration, and serves the same ASGI app as Lambda
-under uvicorn on 127.0.0.1.
+points at, stores the configuration, runs the scheduled jobs (health, quota
+refresh) every minute in the background, and serves the same ASGI app as
+Lambda under uvicorn on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from edgeproxy.service.gateway import Gateway
 from edgeproxy.settings import Settings
 from edgeproxy_dev.aws import DUMMY_CREDENTIALS, REGION
 from edgeproxy_dev.clock import Clock, clock_control
+from edgeproxy_dev.schedule import Schedule
 from edgeproxy_dev.template import default_template_path
 
 if TYPE_CHECKING:
@@ -169,7 +171,9 @@ def main(argv: list[str] | None = None) -> None:
         create_table(dynamo.endpoint_url, TABLE, default_template_path())
         settings = local_settings(dynamo.endpoint_url)
         asyncio.run(store_config(settings, config))
-        serve(settings, args.port, banner=True, clock=clock)
+        # The health job and the quota refresh, every minute, as EventBridge runs them on AWS.
+        with Schedule(settings, local_session()):
+            serve(settings, args.port, banner=True, clock=clock)
 
 
 if __name__ == "__main__":

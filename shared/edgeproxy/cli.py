@@ -8,6 +8,7 @@
     edgeproxy bindings share --pool gpt-4o --minutes 60 [--json]
     printf %s "$KEY" | edgeproxy hash-key      # the sha256 for gateway.api_keys
     edgeproxy status | settings get|set | audit  # see cli_admin (admin API or table)
+    edgeproxy job health|quota-refresh           # one pass of a scheduled job (cli_jobs)
 
 The table comes from the environment (``EDGEPROXY_TABLE``,
 ``EDGEPROXY_DYNAMODB_ENDPOINT``, ``AWS_REGION``; see ``edgeproxy.settings``)
@@ -34,7 +35,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TextIO
 
-from edgeproxy import cli_admin
+from edgeproxy import cli_admin, cli_jobs
 from edgeproxy.config.loader import from_document, load_config_file
 from edgeproxy.errors import ConfigError, EdgeproxyError, UsageError
 from edgeproxy.routing.affinity import caller_id, key_digest
@@ -86,6 +87,7 @@ def _parser() -> argparse.ArgumentParser:
 
     commands.add_parser("hash-key", help="print the sha256 of a key read from standard input")
     cli_admin.add_commands(commands)  # status, settings, audit
+    cli_jobs.add_commands(commands)  # job
     return parser
 
 
@@ -200,6 +202,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "hash-key":
             return _hash_key(sys.stdin)
+        if args.command == "job":
+            return cli_jobs.run(args)
         if args.command in cli_admin.COMMANDS:
             return asyncio.run(cli_admin.run(args))
         if (args.command, args.action) == ("config", "check"):

@@ -30,3 +30,27 @@ def spent_for(status: QuotaStatus | None, now: float, max_age: float) -> float |
         return None
     waits = [w for q in status.quotas if (w := _spent_for(q, now, max_age)) is not None]
     return max(waits) if waits else None
+
+
+# Answers carry rate-limit headers on every call; recording each would add a
+# write per request. A reading is worth a write when it says something new.
+RECORD_EVERY_S = 30.0
+LOW_FRACTION = 0.1
+
+
+def worth_recording(reading: Quota, stored: QuotaStatus | None, now: float) -> bool:
+    """Whether an answer's rate-limit reading should be written beside its stored one.
+
+    Yes when nothing is stored for its unit, when the stored reading is older
+    than ``RECORD_EVERY_S``, when the credential runs low (at most 10 % left:
+    routing must learn before it is spent), or when a spent credential has
+    refilled.
+    """
+    previous = next((q for q in (stored.quotas if stored else ()) if q.unit == reading.unit), None)
+    if previous is None or now - previous.fetched_at >= RECORD_EVERY_S:
+        return True
+    remaining, limit = reading.remaining, reading.limit
+    if remaining is not None and limit and remaining <= LOW_FRACTION * limit:
+        return True
+    was_spent = previous.remaining is not None and previous.remaining <= 0
+    return was_spent and remaining is not None and remaining > 0

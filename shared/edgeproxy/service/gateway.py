@@ -139,6 +139,7 @@ class Gateway:
                     prompt_tokens=response.usage.prompt_tokens,
                     completion_tokens=response.usage.completion_tokens,
                     latency_s=response.elapsed_s,
+                    rate_limits=response.rate_limits,
                 )
             )
 

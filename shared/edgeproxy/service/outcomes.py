@@ -20,11 +20,14 @@ from edgeproxy.config.deployment import Deployment
 from edgeproxy.errors import StoreError
 from edgeproxy.routing import affinity, circuit
 from edgeproxy.routing.faults import FailureClass
-from edgeproxy.routing.snapshot import Capacity, Circuit
+from edgeproxy.routing.quota import worth_recording
+from edgeproxy.routing.snapshot import Capacity, Circuit, credential_key
 from edgeproxy.routing.verdict import Verdict
 from edgeproxy.service.pool import NOTHING, PoolContext, Standing
 from edgeproxy.service.telemetry import Telemetry
 from edgeproxy.state.store import RequestStore, UsageDelta
+from edgeproxy.upstream.headers import RateLimitInfo
+from edgeproxy.upstream.quota import readings_from_headers
 
 logger = logging.getLogger(__name__)
 
@@ -82,8 +85,13 @@ class Outcomes:
         prompt_tokens: int,
         completion_tokens: int,
         latency_s: float,
+        rate_limits: RateLimitInfo | None = None,
     ) -> Standing:
-        """Count a success; close a probed circuit; create or renew the binding."""
+        """Count a success; close a probed circuit; create or renew the binding.
+
+        ``rate_limits``: the answer's rate-limit headers; recorded as the
+        credential's quota when they say something new (``routing.quota``).
+        """
         self._telemetry.count(
             "Attempts", outcome="success", deployment=attempt.deployment.id, model=ctx.model
         )
@@ -108,6 +116,12 @@ class Outcomes:
             self._expiry(attempt.minute),
         )
         writes: list[Coroutine[Any, Any, Standing]] = [_nothing(usage)]
+        if rate_limits is not None and dep.credential:
+            credential = credential_key(dep.credential)
+            stored = ctx.snapshot.quotas.get(credential)
+            for reading in readings_from_headers(credential, rate_limits, now, "headers"):
+                if worth_recording(reading, stored, now):
+                    writes.append(_nothing(self._store.put_quota(reading)))
 
         def close(c: Circuit) -> Circuit | None:
             return circuit.on_success(c, now, was_probe=attempt.probe, owner=attempt.owner)

@@ -144,6 +144,7 @@ class Relay:
                     prompt_tokens=usage.prompt_tokens if usage else 0,
                     completion_tokens=usage.completion_tokens if usage else 0,
                     latency_s=self._clock() - served.attempt.started_at,
+                    rate_limits=stream.rate_limits,
                 )
             )
         except (UpstreamFault, TimeoutError) as exc:

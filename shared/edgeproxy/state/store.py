@@ -90,7 +90,15 @@ class ConfigSource(Protocol):
         ...
 
 
-class RequestStore(ConfigSource, Protocol):
+class QuotaSink(Protocol):
+    """Where quota readings go: the refresh job's, and those answers' headers carry."""
+
+    async def put_quota(self, quota: Quota) -> bool:
+        """Store one unit's reading of a credential's quota; False if a newer one is stored."""
+        ...
+
+
+class RequestStore(ConfigSource, QuotaSink, Protocol):
     """What the request path needs: one read, then counters and conditional writes."""
 
     async def read_pool(self, request: SnapshotRequest) -> PoolSnapshot:
@@ -159,12 +167,8 @@ class UsageSource(Protocol):
         ...
 
 
-class JobStore(ConfigSource, UsageSource, Protocol):
+class JobStore(ConfigSource, UsageSource, QuotaSink, Protocol):
     """What the scheduled jobs need: usage in, health scores and quota snapshots out."""
-
-    async def put_quota(self, quota: Quota) -> bool:
-        """Store one unit's reading of a credential's quota; False if a newer one is stored."""
-        ...
 
     async def note_quota_failure(self, credential: str, error: str, at: float) -> None:
         """Record a failed refresh; the last good readings stay as they are."""
