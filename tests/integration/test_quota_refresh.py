@@ -20,6 +20,7 @@ from edgeproxy_dev.mock_upstream import MockUpstream
 from edgeproxy_dev.template import default_template_path, table_schema
 from tests.fixtures.clock import FleetClock
 from tests.fixtures.configs import config, deployment
+from tests.fixtures.table import TableView, wait_for
 
 NOW = 1_800_000_000.0
 KEY = credential_key("env:ACME_KEY")
@@ -153,6 +154,7 @@ def test_routing_skips_a_spent_credential_and_returns_after_the_reset(
     gateway_table: str,
     clock: FleetClock,
     upstream_a: MockUpstream,
+    table: TableView,
 ) -> None:
     monkeypatch.setenv("ACME_KEY", ENV["ACME_KEY"])
     acme = make_upstream("acme", api_key=ENV["ACME_KEY"])
@@ -178,6 +180,8 @@ def test_routing_skips_a_spent_credential_and_returns_after_the_reset(
         return str(answer.headers["x-edgeproxy-deployment"])
 
     assert served() == "acme"
+    # That answer's rate-limit headers are the credential's first reading (written after it).
+    wait_for(lambda: table.quota_source(KEY), lambda s: s == "headers", "the headers' reading")
     acme.set_faults([{"body": {"data": {"remaining": 0, "reset": 120}}}])
     (result,) = run_job(dynamo_endpoint, gateway_table, clock.now())
     assert result.error is None

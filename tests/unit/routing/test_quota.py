@@ -6,7 +6,7 @@ import pytest
 
 from edgeproxy.config.quota import QuotaSource
 from edgeproxy.routing.eligibility import Limit, Status, assess
-from edgeproxy.routing.quota import spent_for
+from edgeproxy.routing.quota import RECORD_EVERY_S, spent_for, worth_recording
 from edgeproxy.routing.snapshot import PoolSnapshot, Quota, QuotaStatus, credential_key
 from tests.unit.routing.builders import dep
 
@@ -67,3 +67,17 @@ def test_unknown_fetchers_and_parameters_are_refused_with_what_is_known() -> Non
             name="x", fetcher="json", credential="env:K", params={"url": "u", "remaning": "a"}
         )
     assert "parameters: url, remaining" in str(info.value)
+
+
+def test_answers_headers_are_recorded_only_when_they_say_something_new() -> None:
+    fresh = Quota(KEY, "requests", 500, 1000, NOW + 60, "headers", NOW)
+    assert worth_recording(fresh, None, NOW)  # nothing stored yet
+    stored = status(Quota(KEY, "requests", 600, 1000, NOW + 60, "headers", NOW - 5))
+    assert not worth_recording(fresh, stored, NOW)  # recent and plenty left: no write
+    assert worth_recording(fresh, stored, NOW + RECORD_EVERY_S)  # the stored one aged
+    low = Quota(KEY, "requests", 50, 1000, NOW + 60, "headers", NOW)
+    assert worth_recording(low, stored, NOW)  # running low: routing must know
+    spent = status(Quota(KEY, "requests", 0, 1000, NOW + 60, "acme", NOW - 5))
+    assert worth_recording(fresh, spent, NOW)  # refilled
+    tokens = Quota(KEY, "tokens", 9000, 10000, NOW + 60, "headers", NOW)
+    assert worth_recording(tokens, stored, NOW)  # another unit
