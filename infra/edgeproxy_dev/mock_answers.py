@@ -41,6 +41,20 @@ def last_user_text(body: Mapping[str, Any]) -> str:
     return ""
 
 
+def prefill(body: Mapping[str, Any]) -> str | None:
+    """The assistant text a request ends with (a prefill to continue), if it does."""
+    messages = body.get("messages") or []
+    last = messages[-1] if messages else None
+    if not isinstance(last, Mapping) or last.get("role") != "assistant":
+        return None
+    content = last.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
+    return None
+
+
 def prompt_tokens(body: Mapping[str, Any]) -> int:
     """Prompt size: the serialized messages (plus Anthropic's system)."""
     text = json.dumps(body.get("messages") or []) + str(body.get("system") or "")

@@ -16,6 +16,11 @@ rejected (a typo in a test must not silently mean "no fault"):
     {"no_done": true}                                  omit [DONE] / message_stop
     {"finish_reason": null}                            no finish reason anywhere
     {"content": ""}                                    an empty answer
+    {"reject_prefill": true}                           400 for a request ending in an assistant turn
+
+A request whose last message is the assistant's (a prefill) is answered with
+the rest of the canonical answer when that answer starts with the prefill,
+as a model continuing its own text would.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ class MockFault:
     no_done: bool = False
     content: str | None = None
     finish_reason: str | None = "stop"
+    reject_prefill: bool = False
 
     @classmethod
     def parse(cls, value: MockFault | Mapping[str, Any]) -> MockFault:

@@ -197,6 +197,11 @@ class MockServer:
             return False
         await asyncio.sleep(fault.latency_ms / 1000)
         headers = self._headers(anthropic, fault, seq)
+        if fault.reject_prefill and answers.prefill(body) is not None:
+            error = {"message": "This model does not support assistant message prefill."}
+            make = anthropic_error if anthropic else openai_error
+            await http.write_json(writer, 400, make(400, error), headers)
+            return True
         if fault.status >= 400:
             make_error = anthropic_error if anthropic else openai_error
             error = fault.body if fault.body is not None else make_error(fault.status, fault.error)
@@ -257,6 +262,13 @@ class MockServer:
         return True
 
     def _content(self, body: Mapping[str, Any]) -> str:
+        canonical = self._canonical(body)
+        prefix = answers.prefill(body)
+        if prefix and canonical.startswith(prefix):
+            return canonical[len(prefix) :]  # continue our own text
+        return canonical
+
+    def _canonical(self, body: Mapping[str, Any]) -> str:
         if self._default_content is not None:
             return self._default_content
         said = answers.last_user_text(body)[:200]

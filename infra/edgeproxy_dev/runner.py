@@ -2,9 +2,11 @@
 
 Starts the embedded DynamoDB (linearizable moto), creates the state table
 from template.yaml, starts the mock upstreams the example configuration
-points at, stores the configuration, runs the scheduled jobs (health, quota
-refresh) every minute in the background, and serves the same ASGI app as
-Lambda under uvicorn on 127.0.0.1.
+points at, stores the configuration, mints the keys (a bootstrap admin key,
+passed as the credential reference ``env:EDGEPROXY_LOCAL_ADMIN_KEY`` as the
+template passes an SSM parameter, and one ``free`` client key in the table),
+prints them, runs the scheduled jobs (health, quota refresh) every minute in
+the background, and serves the same ASGI app as Lambda under uvicorn on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import secrets
 import socket
 import time
 from collections.abc import Iterator
@@ -26,9 +29,11 @@ import uvicorn
 from edgeproxy.api.app import create_app
 from edgeproxy.config.loader import load_config_file
 from edgeproxy.config.models import GatewayConfig
+from edgeproxy.config.roles import Role
 from edgeproxy.runtime import build_gateway, open_store
 from edgeproxy.service.config_edit import ConfigEditor
 from edgeproxy.service.gateway import Gateway
+from edgeproxy.service.keys import mint_key
 from edgeproxy.settings import Settings
 from edgeproxy_dev.aws import DUMMY_CREDENTIALS, REGION
 from edgeproxy_dev.clock import Clock, clock_control
@@ -41,6 +46,7 @@ if TYPE_CHECKING:
 TABLE = "edgeproxy-local"
 MOCK_KEY = "sk-mock-upstream"  # what the mocks expect; referenced as env:EDGEPROXY_MOCK_KEY
 ALWAYS_DOWN = {"always-down"}  # deployments whose mock answers 503 forever (the demo)
+ADMIN_KEY_VAR = "EDGEPROXY_LOCAL_ADMIN_KEY"
 
 
 def local_session() -> aioboto3.Session:
@@ -55,6 +61,26 @@ def local_settings(endpoint_url: str, table: str = TABLE) -> Settings:
         EDGEPROXY_DYNAMODB_ENDPOINT=endpoint_url, EDGEPROXY_TABLE=table, AWS_REGION=REGION
     )
     return Settings.from_env(environ)
+
+
+async def mint_client_key(settings: Settings, name: str, role: Role = Role.FREE) -> str:
+    """Create a client key in the table; returns the key (printed once by ``make run``)."""
+    new = mint_key(name, role, time.time())
+    async with contextlib.AsyncExitStack() as stack:
+        store = await open_store(settings, stack, local_session())
+        await store.put_client_key(new.key)
+    return new.secret
+
+
+def with_admin_key(settings: Settings) -> tuple[Settings, str]:
+    """``settings`` with a fresh bootstrap admin key behind an ``env:`` reference."""
+    admin_key = "ep-" + secrets.token_urlsafe(32)
+    environ = {
+        **settings.environ,
+        ADMIN_KEY_VAR: admin_key,
+        "EDGEPROXY_ADMIN_KEY_REF": f"env:{ADMIN_KEY_VAR}",
+    }
+    return Settings.from_env(environ), admin_key
 
 
 async def store_config(settings: Settings, config: GatewayConfig) -> int:
@@ -87,14 +113,20 @@ def mock_upstreams(config: GatewayConfig) -> Iterator[list[MockUpstream]]:
             mock.stop()
 
 
-def _banner(port: int) -> str:
+def _banner(port: int, keys: tuple[str, str]) -> str:
     base = f"http://127.0.0.1:{port}"
-    auth = '-H "Authorization: Bearer sk-local-client"'
+    admin_key, client_key = keys
+    auth = f'-H "Authorization: Bearer {client_key}"'
     body = '{"model": "fast-chat", "messages": [{"role": "user", "content": "Hello!"}]}'
     stream = body[:-1] + ', "stream": true}'
     return "\n".join(
         [
             f"edgeproxy is serving on {base}",
+            "",
+            f"admin key:  {admin_key}",
+            f"client key: {client_key}",
+            "(minted for this run; the admin key is the bootstrap key, the client key a"
+            " 'free' key in the table)",
             "",
             "Try it:",
             f"  curl -s {base}/v1/chat/completions {auth} -H 'Content-Type: application/json' -d '{body}'",
@@ -105,15 +137,26 @@ def _banner(port: int) -> str:
             "-H 'Content-Type: application/json' "
             '-d \'{"model": "demo-failover", "messages": [{"role": "user", "content": "hi"}]}\'',
             f"  curl -s {base}/v1/models/demo-failover/deployments "
-            '-H "Authorization: Bearer sk-local-admin"',
+            f'-H "Authorization: Bearer {admin_key}"',
+            "",
+            "Manage keys (the admin key from the environment, never an argument):",
+            f"  export EDGEPROXY_ADMIN_KEY={admin_key}",
+            f"  edgeproxy keys create --url {base} --name my-app --role pro --rpm 60",
+            f"  edgeproxy keys list --url {base}",
             "",
         ]
     )
 
 
-def serve(settings: Settings, port: int, banner: bool = False, clock: Clock | None = None) -> None:
+def serve(
+    settings: Settings,
+    port: int,
+    banner: tuple[str, str] | None = None,
+    clock: Clock | None = None,
+) -> None:
     """Serve the gateway on 127.0.0.1:``port`` (0: a free port) until interrupted.
 
+    ``banner``: the (admin, client) keys to print with the example commands.
     ``clock``: the gateway runs on it, and ``POST /_dev/clock`` moves it (for
     tests that move the time of several gateway processes at once).
     """
@@ -131,7 +174,7 @@ def serve(settings: Settings, port: int, banner: bool = False, clock: Clock | No
     sock.listen(128)  # before the banner: whoever reads it may connect at once
     bound = sock.getsockname()[1]
     print(
-        _banner(bound) if banner else f"edgeproxy is serving on http://127.0.0.1:{bound}",
+        _banner(bound, banner) if banner else f"edgeproxy is serving on http://127.0.0.1:{bound}",
         flush=True,
     )
     app = create_app(gateway)
@@ -169,11 +212,12 @@ def main(argv: list[str] | None = None) -> None:
     config = load_config_file(args.config)
     with EmbeddedDynamo() as dynamo, mock_upstreams(config):
         create_table(dynamo.endpoint_url, TABLE, default_template_path())
-        settings = local_settings(dynamo.endpoint_url)
+        settings, admin_key = with_admin_key(local_settings(dynamo.endpoint_url))
         asyncio.run(store_config(settings, config))
+        client_key = asyncio.run(mint_client_key(settings, "local-client"))
         # The health job and the quota refresh, every minute, as EventBridge runs them on AWS.
         with Schedule(settings, local_session()):
-            serve(settings, args.port, banner=True, clock=clock)
+            serve(settings, args.port, banner=(admin_key, client_key), clock=clock)
 
 
 if __name__ == "__main__":

@@ -29,10 +29,10 @@ COMMANDS = frozenset({"status", "settings", "audit"})
 KEY_ENV = "EDGEPROXY_ADMIN_KEY"
 
 STATUS_EXAMPLE = """example:
-  EDGEPROXY_ADMIN_KEY=sk-local-admin edgeproxy status --url http://127.0.0.1:8080
+  EDGEPROXY_ADMIN_KEY=ep-... edgeproxy status --url http://127.0.0.1:8080
   edgeproxy status            # no --url: read the table named by EDGEPROXY_TABLE"""
 SETTINGS_EXAMPLE = """examples:
-  export EDGEPROXY_ADMIN_KEY=sk-local-admin EDGEPROXY_URL=http://127.0.0.1:8080
+  export EDGEPROXY_ADMIN_KEY=ep-... EDGEPROXY_URL=http://127.0.0.1:8080
   edgeproxy settings get
   edgeproxy settings set strategy=least-busy circuit.cooldown_seconds=10
   edgeproxy settings set --json '{"sticky": {"idle_ttl_seconds": 600}}'
@@ -41,7 +41,7 @@ fields keep their value; execution_policies must be sent whole. The write is
 based on the version just read (or --version N) and fails with 409 if another
 admin changed the settings in between."""
 AUDIT_EXAMPLE = """example:
-  EDGEPROXY_ADMIN_KEY=sk-local-admin edgeproxy audit --url http://127.0.0.1:8080 --limit 20"""
+  EDGEPROXY_ADMIN_KEY=ep-... edgeproxy audit --url http://127.0.0.1:8080 --limit 20"""
 
 
 def _common(parser: argparse.ArgumentParser) -> None:

@@ -12,10 +12,12 @@
     │   ├── AuthenticationError         401 invalid_api_key
     │   ├── PermissionDenied            403
     │   ├── RateLimited                 429 rate_limit_exceeded (shared capacity / limits)
+    │   │   └── QuotaExceeded           429 insufficient_quota (a key's spend budget)
     │   ├── ModelOverloaded             503 model_overloaded (every circuit open, Retry-After)
     │   ├── ModelUnavailable            503 model_unavailable (misconfiguration opened all)
     │   ├── UpstreamError               the upstream's own status and sanitized message
     │   ├── DeadlineExceeded            504 timeout
+    │   ├── GatewayFailure              500 gateway_error (the gateway failed, not a provider)
     │   └── StoreError                  500 (state backend failed)
     │       └── StoreUnavailable        503
     ├── UpstreamFault                   one attempt failed; ``.fault`` says how, as plain data
@@ -140,6 +142,11 @@ class RateLimited(EdgeproxyError):
     public = True
 
 
+class QuotaExceeded(RateLimited):
+    type = "insufficient_quota"
+    code = "insufficient_quota"
+
+
 class ModelOverloaded(EdgeproxyError):
     status = 503
     type = "server_error"
@@ -178,6 +185,15 @@ class DeadlineExceeded(EdgeproxyError):
     status = 504
     type = "api_error"
     code = "timeout"
+    public = True
+
+
+class GatewayFailure(EdgeproxyError):
+    """The gateway itself failed for this request (e.g. fetching an upstream credential)."""
+
+    status = 500
+    type = "api_error"
+    code = "gateway_error"
     public = True
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import random
 import time
 from collections.abc import Callable
@@ -18,6 +19,7 @@ import aioboto3
 from edgeproxy.service.config_cache import ConfigCache
 from edgeproxy.service.credentials import CredentialResolver
 from edgeproxy.service.gateway import Gateway
+from edgeproxy.service.keys import KeyRing
 from edgeproxy.service.outcomes import Outcomes
 from edgeproxy.service.router import Router
 from edgeproxy.service.telemetry import NoTelemetry, Telemetry
@@ -26,6 +28,25 @@ from edgeproxy.state.dynamo import DynamoStore
 from edgeproxy.state.schema import TableSchema
 from edgeproxy.state.secrets import AwsSecrets
 from edgeproxy.upstream.client import UpstreamClient, make_http_client
+
+logger = logging.getLogger(__name__)
+
+
+def warn_about_auth(settings: Settings) -> None:
+    """Say loudly when authentication is off, or was asked off where it cannot be."""
+    if settings.auth_off:
+        logger.warning(
+            "AUTHENTICATION IS OFF (EDGEPROXY_AUTH=off): /v1/* requests without a key are "
+            "served as anonymous 'free' callers. For local demos only; never expose this process."
+        )
+    elif settings.auth == "off":
+        logger.error(
+            "EDGEPROXY_AUTH=off is ignored on Lambda: every request still needs a client key"
+        )
+    elif settings.auth != "required":
+        logger.error(
+            "EDGEPROXY_AUTH=%r is not 'required' or 'off'; keys are required", settings.auth
+        )
 
 
 async def open_store(
@@ -75,7 +96,15 @@ async def build_gateway(
     telemetry = telemetry or NoTelemetry()
     rng = rng or random.Random()  # load spreading, not security
     outcomes = Outcomes(store, clock, rng, telemetry)
-
+    warn_about_auth(settings)
+    keys = KeyRing(
+        store,
+        clock,
+        ttl_seconds=settings.key_cache_ttl_seconds,
+        admin_key_ref=settings.admin_key_ref,
+        credentials=credentials,
+        auth_off=settings.auth_off,
+    )
     return Gateway(
         store,
         UpstreamClient(http, clock=clock),
@@ -88,4 +117,5 @@ async def build_gateway(
         trust_forwarded_for=settings.trust_forwarded_for,
         max_total_ms=settings.max_total_ms,
         aclose=stack.aclose,
+        keys=keys,
     )

@@ -10,6 +10,9 @@
 | ``EDGEPROXY_TRUST_FORWARDED_FOR`` | ``false`` | take the caller IP from ``X-Forwarded-For`` (only behind a trusted proxy) |
 | ``EDGEPROXY_LOG_LEVEL`` | ``INFO`` | log level |
 | ``EDGEPROXY_MAX_TOTAL_MS`` | unset | ceiling on every request's total deadline, over the configuration (set by template.yaml: 27 s behind API Gateway's 30 s limit) |
+| ``EDGEPROXY_ADMIN_KEY_REF`` | unset | credential reference (``env:``, ``ssm:``, ``secretsmanager:``) of the bootstrap admin key |
+| ``EDGEPROXY_KEY_CACHE_TTL_SECONDS`` | ``10`` | how long a process trusts a client-key lookup (a revocation reaches every instance within it) |
+| ``EDGEPROXY_AUTH`` | ``required`` | ``off``: serve ``/v1/*`` requests without a key as anonymous ``free`` callers (local demos only; ignored on Lambda) |
 """
 
 from __future__ import annotations
@@ -35,6 +38,10 @@ class Settings:
     trust_forwarded_for: bool = False
     log_level: str = "INFO"
     max_total_ms: int | None = None
+    admin_key_ref: str | None = None
+    key_cache_ttl_seconds: float = 10.0
+    auth: str = "required"
+    on_lambda: bool = False
     environ: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -56,5 +63,18 @@ class Settings:
             max_total_ms=int(env["EDGEPROXY_MAX_TOTAL_MS"])
             if env.get("EDGEPROXY_MAX_TOTAL_MS")
             else None,
+            admin_key_ref=env.get("EDGEPROXY_ADMIN_KEY_REF") or None,
+            key_cache_ttl_seconds=float(env.get("EDGEPROXY_KEY_CACHE_TTL_SECONDS", "10")),
+            auth=(env.get("EDGEPROXY_AUTH") or "required").strip().lower(),
+            on_lambda=bool(env.get("AWS_LAMBDA_FUNCTION_NAME")),
             environ=env,
         )
+
+    @property
+    def auth_off(self) -> bool:
+        """Whether keyless requests are served: only ``EDGEPROXY_AUTH=off``, never on Lambda.
+
+        A deployed gateway (Lambda) always requires a key, whatever this says,
+        so with no keys it refuses every request instead of relaying for anyone.
+        """
+        return self.auth == "off" and not self.on_lambda

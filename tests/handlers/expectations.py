@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from collections.abc import Callable
 from typing import Any
 
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.configs import config, deployment
+
+# The key every sample event sends (Authorization: Bearer sk-event-client).
+EVENT_KEY_SHA256 = hashlib.sha256(b"sk-event-client").hexdigest()
 
 
 def handler_config(upstream: MockUpstream) -> dict[str, Any]:
@@ -24,6 +28,8 @@ def handler_config(upstream: MockUpstream) -> dict[str, Any]:
                 "params": {"url": upstream.base_url + "/quota", "remaining": "data.remaining"},
             }
         ],
+        # The events' key: a deployed gateway refuses every request without one.
+        gateway={"api_keys": [{"name": "events", "sha256": EVENT_KEY_SHA256}]},
     )
 
 

@@ -19,7 +19,7 @@ from edgeproxy_dev.dynamo_server import client_kwargs, create_table
 from edgeproxy_dev.mock_upstream import MockUpstream
 from edgeproxy_dev.template import default_template_path
 from tests.fixtures.configs import config, deployment
-from tests.fixtures.gateway import GatewayServer, store
+from tests.fixtures.gateway import AUTH_REQUIRED, GatewayServer, store
 from tests.fixtures.table import TableView, wait_for
 from tests.integration.resilience.helpers import router
 
@@ -266,7 +266,8 @@ def test_auth_uses_x_api_key(start_gateway, upstream_a: MockUpstream) -> None:
         config(
             deployment("a", upstream_a),
             gateway={"api_keys": [{"name": "caller", "sha256": digest}]},
-        )
+        ),
+        env=AUTH_REQUIRED,
     )
     with anthropic.Anthropic(base_url=gw.base_url, api_key=CLIENT_KEY, max_retries=0) as good:
         assert good.messages.create(model="fast-chat", max_tokens=5, messages=HELLO).content

@@ -133,6 +133,24 @@ def test_the_streaming_function_runs_the_app_under_the_web_adapter(
     assert {"ApiUrl", "StreamUrl", "StateTableName"} <= set(template["Outputs"])
 
 
+def test_the_admin_key_is_a_reference_the_proxy_reads(template: dict[str, Any]) -> None:
+    for function in ("ProxyFunction", "StreamFunction"):
+        env = template["Resources"][function]["Properties"]["Environment"]["Variables"]
+        assert env["EDGEPROXY_ADMIN_KEY_REF"] == {"Fn::Sub": "ssm:${AdminKeyParameter}"}
+    parameter = template["Parameters"]["AdminKeyParameter"]
+    assert parameter["Type"] == "String"
+    assert parameter["AllowedPattern"].startswith("/edgeproxy/")
+    # Only the proxy role may read parameters and secrets, under the edgeproxy/ prefix.
+    proxy = template["Resources"]["ProxyRole"]["Properties"]["Policies"][0]["PolicyDocument"]
+    reads = {
+        s["Sid"]: s["Resource"]["Fn::Sub"]
+        for s in proxy["Statement"]
+        if s["Sid"] != "StateTableItems"
+    }
+    assert reads["CredentialParameters"].endswith(":parameter/edgeproxy/*")
+    assert "ssm:GetParameter" not in _actions(template["Resources"]["JobRole"])
+
+
 def test_every_function_uses_the_shared_layer(template: dict[str, Any]) -> None:
     (layer_name,) = _of_type(template, "AWS::Serverless::LayerVersion")
     assert template["Globals"]["Function"]["Layers"] == [{"Ref": layer_name}]

@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from edgeproxy.api import admin_deployments, admin_ops, admin_settings
+from edgeproxy.api import admin_deployments, admin_keys, admin_ops, admin_settings
 from edgeproxy.api.admin import AdminCall, AdminRoute, admin_call
 from edgeproxy.api.errors import guarded
 
@@ -31,11 +31,12 @@ async def openapi(call: AdminCall) -> Response:
     return JSONResponse(openapi_document(admin_routes()))
 
 
-# The registry: one entry per admin module (the client-key routes add theirs here).
+# The registry: one entry per admin module.
 ROUTE_TABLES: tuple[Sequence[AdminRoute], ...] = (
     admin_settings.ROUTES,
     admin_deployments.ROUTES,
     admin_ops.ROUTES,
+    admin_keys.ROUTES,
     [AdminRoute("GET", OPENAPI_PATH, openapi, "This document", "meta")],
 )
 
@@ -155,9 +156,14 @@ def openapi_document(routes: Sequence[AdminRoute]) -> dict[str, Any]:
     )
     refs = {m: mapping[(m, "validation")] for m in models}
     paths: dict[str, dict[str, Any]] = {}
+    taken: set[str] = set()
     for route in routes:
         path = re.sub(r"{(\w+):\w+}", r"{\1}", route.path)
-        paths.setdefault(path, {})[route.method.lower()] = _operation(route, refs)
+        operation = _operation(route, refs)
+        if operation["operationId"] in taken:  # one function behind two routes: ids stay unique
+            operation["operationId"] += "_" + re.sub(r"\W+", "_", path).strip("_")
+        taken.add(operation["operationId"])
+        paths.setdefault(path, {})[route.method.lower()] = operation
     return {
         "openapi": "3.1.0",
         "info": {

@@ -63,7 +63,7 @@ def create_app(runtime: RuntimeFactory) -> Starlette:
             guarded(endpoints.deployments),
             methods=["GET"],
         ),
-        Route("/health", endpoints.health, methods=["GET"]),
+        Route("/health", guarded(endpoints.health), methods=["GET"]),
         *admin_routes.starlette_routes(),  # /admin/* and /health/deep, admin keys only
     ]
 

@@ -13,6 +13,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from edgeproxy.api.identity import may_use
 from edgeproxy.api.messages import MESSAGES
 from edgeproxy.api.openai import CHAT, EMBEDDINGS
 from edgeproxy.api.pipeline import identified, serve
@@ -35,11 +36,12 @@ async def messages(request: Request) -> Response:
 
 
 async def models(request: Request) -> Response:
-    """``GET /v1/models``: the public model names."""
-    _, config, _ = await identified(request)  # authenticates
+    """``GET /v1/models``: the public model names this caller's key may use."""
+    _, config, who = await identified(request)  # authenticates
     data: list[dict[str, Any]] = [
         {"id": model, "object": "model", "created": 0, "owned_by": "edgeproxy"}
         for model in config.public_models()
+        if may_use(who, model)
     ]
     return JSONResponse({"object": "list", "data": data})
 

@@ -5,6 +5,11 @@ the route's surface (``error_response`` here for OpenAI's JSON,
 ``messages_answer.error_response`` for Anthropic's); anything else is logged
 and answered as a generic 500, never with its text. Starlette's own 404/405
 for unknown routes come back in OpenAI's shape.
+
+Every answer names its request (``x-request-id``), errors included. Errors
+that a retry cannot fix carry ``x-should-retry: false``, the header the
+OpenAI and Anthropic SDKs obey before their own status rules, so they do not
+retry a misconfigured model or a rejected request pointlessly.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from edgeproxy.api.codec import request_id
 from edgeproxy.errors import EdgeproxyError
 
 logger = logging.getLogger(__name__)
@@ -27,13 +33,30 @@ Endpoint = Callable[[Request], Awaitable[Response]]
 ErrorHandler = Callable[[EdgeproxyError, Request], Response]
 
 
+# 4xx a retry may fix: timeout, conflict, throttle. Everything else 4xx needs a changed request.
+_RETRYABLE_4XX = frozenset({408, 409, 429})
+# 5xx codes whose cause is configuration: retrying the same request meets the same wall.
+_PERMANENT_CODES = frozenset({"model_unavailable"})
+
+
+def should_retry(exc: EdgeproxyError) -> bool:
+    """Whether retrying the same request could succeed."""
+    if 400 <= exc.status < 500:
+        return exc.status in _RETRYABLE_4XX
+    return exc.code not in _PERMANENT_CODES
+
+
 def error_headers(exc: EdgeproxyError) -> dict[str, str]:
-    """The headers any surface's error answer carries (Retry-After, in whole seconds)."""
+    """The headers any surface's error answer carries (Retry-After in whole seconds, rounded
+    up; ``x-should-retry: false`` when a retry cannot help)."""
     if exc.status >= 500 and not exc.public:
         logger.error("internal error: %s", type(exc).__name__)
-    if exc.retry_after is None:
-        return {}
-    return {"retry-after": str(max(1, math.ceil(exc.retry_after)))}
+    headers: dict[str, str] = {}
+    if not should_retry(exc):
+        headers["x-should-retry"] = "false"
+    if exc.retry_after is not None:
+        headers["retry-after"] = str(max(1, math.ceil(exc.retry_after)))
+    return headers
 
 
 def error_response(exc: EdgeproxyError) -> JSONResponse:
@@ -56,14 +79,16 @@ def guarded(endpoint: Endpoint, handler: ErrorHandler = openai_error) -> Endpoin
     @functools.wraps(endpoint)
     async def wrapper(request: Request) -> Response:
         try:
-            return await endpoint(request)
+            response = await endpoint(request)
         except HTTPException:
             raise
         except EdgeproxyError as exc:
-            return handler(exc, request)
+            response = handler(exc, request)
         except Exception:
             logger.exception("unhandled error while serving %s", request.url.path)
-            return handler(EdgeproxyError("internal error"), request)
+            response = handler(EdgeproxyError("internal error"), request)
+        response.headers.setdefault("x-request-id", request_id(request))
+        return response
 
     return wrapper
 
@@ -73,7 +98,10 @@ async def _http(request: Request, exc: Exception) -> Response:
     kind = "invalid_request_error"
     code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code)
     body = {"error": {"message": str(exc.detail), "type": kind, "param": None, "code": code}}
-    return JSONResponse(body, status_code=exc.status_code)
+    headers = {"x-request-id": request_id(request)}
+    if 400 <= exc.status_code < 500:
+        headers["x-should-retry"] = "false"  # an unknown route stays unknown
+    return JSONResponse(body, status_code=exc.status_code, headers=headers)
 
 
 def exception_handlers() -> Mapping[Any, Callable[[Request, Exception], Any]]:

@@ -1,27 +1,53 @@
-"""Who is calling: key check, admin rights and the caller's affinity identity.
+"""Who is calling: the key check, the caller's role and its affinity identity.
 
 The client key is hashed here, once; only its digest (inside ``caller``)
-travels on to the service.
+travels on to the service. A key is, in this order: the bootstrap admin key
+(``EDGEPROXY_ADMIN_KEY_REF``), a legacy YAML key (``gateway.api_keys``), or a
+key of the table (``edgeproxy keys create``). Digests are compared in
+constant time; a table key is found by its digest (a hash lookup, which tells
+a timing observer nothing about keys it does not already hold).
 """
 
 from __future__ import annotations
 
 import hmac
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from starlette.requests import Request
 
-from edgeproxy.config.models import GatewaySettings
-from edgeproxy.errors import AuthenticationError
+from edgeproxy.config.models import ApiKey, GatewayConfig
+from edgeproxy.config.roles import Role
+from edgeproxy.errors import AuthenticationError, ModelNotFound
+from edgeproxy.routing.access import ClientKey, KeyRefusal, refusal
 from edgeproxy.routing.affinity import caller_id, key_digest
+from edgeproxy.service.keys import KeyRing
+
+MAX_KEY_CHARS = 256  # longer is malformed: refused without a lookup
+_REFUSALS = {
+    KeyRefusal.REVOKED: "This API key has been revoked.",
+    KeyRefusal.EXPIRED: "This API key has expired.",
+}
 
 
 @dataclass(frozen=True, slots=True)
 class Identity:
-    """An authenticated caller: ``caller`` is its affinity id (key digest, grant or IP)."""
+    """An authenticated caller.
+
+    ``caller``: its affinity id (key digest, grant or IP). ``admin``: the
+    caller has the admin role. ``role``: its role (anonymous callers, only
+    with authentication off, are ``free``). ``key``: the table key it
+    presented (its limits apply), None for the bootstrap admin, YAML keys and
+    anonymous callers. ``name``: the key's name, for audit records.
+    ``anonymous``: no key was presented (authentication is off).
+    """
 
     caller: str
     admin: bool
+    role: Role = Role.FREE
+    key: ClientKey | None = None
+    name: str | None = None
+    anonymous: bool = False
 
 
 def _bearer(request: Request) -> str | None:
@@ -46,20 +72,64 @@ def client_ip(request: Request, trust_forwarded_for: bool) -> str | None:
     return request.client.host if request.client else None
 
 
-def identify(request: Request, settings: GatewaySettings, trust_forwarded_for: bool) -> Identity:
-    """Authenticate the request against the configured keys (if any)."""
+def _yaml_key(keys: Sequence[ApiKey], digest: str) -> ApiKey | None:
+    match = None
+    for key in keys:  # every entry compared, so timing does not tell which one matched
+        if hmac.compare_digest(key.sha256, digest):
+            match = key
+    return match
+
+
+async def identify(
+    request: Request, config: GatewayConfig, ring: KeyRing, trust_forwarded_for: bool
+) -> Identity:
+    """Authenticate the request: 401 for a missing, malformed, unknown, revoked or expired key.
+
+    With authentication off (``KeyRing.auth_off``, local only) a missing or
+    unknown key is an anonymous ``free`` caller instead; known keys keep
+    their role and limits, and revoked or expired ones are still refused.
+    """
     key = _bearer(request)
-    digest = key_digest(key) if key else None
-    admin = False
-    if settings.api_keys:
-        if digest is None:
-            raise AuthenticationError("You didn't provide an API key.")
-        match = next((k for k in settings.api_keys if hmac.compare_digest(k.sha256, digest)), None)
-        if match is None:
-            raise AuthenticationError("Incorrect API key provided.")
-        admin = match.admin
     grant = request.headers.get("x-grant-id") or None
+    ip = client_ip(request, trust_forwarded_for)
+    if key is None:
+        if ring.auth_off:
+            return Identity(caller=caller_id(None, grant, ip), admin=False, anonymous=True)
+        raise AuthenticationError("You didn't provide an API key.")
+    if len(key) > MAX_KEY_CHARS or not key.isprintable():
+        raise AuthenticationError("Malformed API key.")
+    digest = key_digest(key)
+    caller = caller_id(digest, grant, ip)
+    if await ring.is_bootstrap_admin(digest):
+        return Identity(caller, admin=True, role=Role.ADMIN, name="bootstrap-admin")
+    legacy = _yaml_key(config.gateway.api_keys, digest)
+    if legacy is not None:
+        role = legacy.effective_role
+        return Identity(caller, admin=role is Role.ADMIN, role=role, name=legacy.name)
+    stored = await ring.lookup(digest)
+    if stored is None:
+        if ring.auth_off:  # no authentication: an unknown key only names the caller
+            return Identity(caller, admin=False, anonymous=True)
+        raise AuthenticationError("Incorrect API key provided.")
+    refused = refusal(stored, ring.now())
+    if refused is not None:
+        raise AuthenticationError(_REFUSALS[refused])
+    ring.touch(stored)
     return Identity(
-        caller=caller_id(digest, grant, client_ip(request, trust_forwarded_for)),
-        admin=admin,
+        caller, admin=stored.role is Role.ADMIN, role=stored.role, key=stored, name=stored.name
     )
+
+
+def may_use(who: Identity, model: str) -> bool:
+    """Whether the caller's key lets it ask for ``model``."""
+    return who.key is None or who.key.allows(model)
+
+
+async def admit(who: Identity, model: str, ring: KeyRing) -> None:
+    """The key's per-request checks: its models (404, as if absent), then its rpm limit (429)."""
+    if not may_use(who, model):
+        raise ModelNotFound(
+            f"The model `{model}` does not exist or you do not have access to it.", param="model"
+        )
+    if who.key is not None:
+        await ring.admit(who.key)

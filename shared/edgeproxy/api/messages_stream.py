@@ -5,7 +5,7 @@ delta.content               -> content_block_start (text) + content_block_delta 
 delta.tool_calls[i]         -> content_block_start (tool_use) + input_json_delta
 finish_reason               -> remembered for message_delta
 Closing                     -> content_block_stop, message_delta (usage), message_stop
-Failed                      -> event: error (and nothing after it)
+Failed                      -> event: error (with ``unified_routing`` if asked; nothing after it)
 Keepalive                   -> the SSE comment ``: keepalive``
 """
 
@@ -52,7 +52,7 @@ class MessageEvents:
         if isinstance(item, Closing):
             return self._end(item)
         if isinstance(item, Failed):
-            return self._error(item.error)
+            return self._error(item.error, item.routing)
         assert isinstance(item, Keepalive)
         return [KEEPALIVE]
 
@@ -159,10 +159,13 @@ class MessageEvents:
         self._ended = True
         return out
 
-    def _error(self, error: EdgeproxyError) -> list[bytes]:
+    def _error(self, error: EdgeproxyError, routing: Mapping[str, Any] | None) -> list[bytes]:
         self._ended = True
         # In-band: the HTTP status is long sent, so the type comes from the error itself.
-        return [event("error", error_json(error, None))]
+        payload: dict[str, Any] = dict(error_json(error, None))
+        if routing is not None:
+            payload["unified_routing"] = routing
+        return [event("error", payload)]
 
 
 def _block_delta(index: int, delta: Mapping[str, Any]) -> bytes:

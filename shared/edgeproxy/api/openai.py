@@ -8,7 +8,8 @@ OpenAI SSE the SDKs read:
     Keepalive  -> : keepalive
     Closing    -> a chunk with the finish reasons the upstream left out (if any),
                   a chunk with ``unified_routing`` (if asked), data: [DONE]
-    Failed     -> data: {"error": {...}} (the error's public OpenAI body)
+    Failed     -> data: {"error": {...}} (the error's public OpenAI body, with
+                  ``unified_routing`` beside it if asked)
 """
 
 from __future__ import annotations
@@ -87,7 +88,10 @@ async def openai_sse(events: AsyncIterator[StreamItem]) -> AsyncIterator[bytes]:
                     yield data
             else:
                 assert isinstance(item, Failed)
-                yield sse(item.error.body())
+                body = item.error.body()
+                if item.routing is not None:
+                    body = {**body, "unified_routing": item.routing}
+                yield sse(body)
     finally:
         aclose = getattr(events, "aclose", None)
         if aclose is not None:

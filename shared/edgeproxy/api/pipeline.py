@@ -1,27 +1,95 @@
 """The one request pipeline at the edge, whatever the surface.
 
-    identify -> read body -> codec.parse -> ProxyRequest -> gateway -> codec.answer / codec.stream
+    identify -> read body -> codec.parse -> admit (key's models, rpm) -> ProxyRequest
+             -> gateway -> codec.answer / codec.stream
 
 The configuration is read once here and handed to the service, so the key
 check, the body limit and routing see the same version; the client key is
 hashed once (``identify``) and only the caller id travels on. Errors are
 answered by the surface's handler (``errors.guarded`` with ``codec.error``).
+
+A client that hangs up cancels its request: the gateway call (routing, a
+JSON upstream call, the header hold of a stream) runs against a watch on
+the connection and is cancelled when the client leaves, which cancels the
+upstream request and releases its in-flight count. A relayed stream is
+closed after the response ends, however it ended, so its upstream and its
+count are released even if the body was never iterated.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
 from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from edgeproxy.api.codec import Codec, request_id
-from edgeproxy.api.identity import Identity, identify
+from edgeproxy.api.identity import Identity, admit, identify
 from edgeproxy.api.parsing import read_json_object
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.service.gateway import Gateway
 from edgeproxy.service.request import ProxyRequest
 
 _STREAM_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+CLIENT_CLOSED = 499  # nginx's code for "the client closed the request"; never reaches it
+T = TypeVar("T")
+
+
+class Gone:
+    """The client hung up before the answer was ready (``unless_client_leaves``)."""
+
+
+GONE = Gone()
+
+
+class RelayedResponse(StreamingResponse):
+    """A streamed answer that closes the relay once the response is over, however it ended."""
+
+    def __init__(self, events: Any, content: Any, **kwargs: Any) -> None:
+        super().__init__(content, **kwargs)
+        self._events = events
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            aclose = getattr(self._events, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+
+async def _disconnected(request: Request) -> None:
+    """Return once the client has gone (its body was read; only a disconnect follows)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+async def unless_client_leaves(request: Request, work: Awaitable[T]) -> T | Gone:
+    """``work``'s result; cancels it and returns ``GONE`` if the client hangs up first.
+
+    Under Mangum the next receive only returns after the response, so on
+    Lambda this never fires early.
+    """
+    task = asyncio.ensure_future(work)
+    watch = asyncio.ensure_future(_disconnected(request))
+    try:
+        await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:
+        task.cancel()
+        raise
+    finally:
+        watch.cancel()
+    if not task.done():
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task  # let the cancelled work release what it holds first
+        return GONE
+    return task.result()
 
 
 async def gateway_of(request: Request) -> Gateway:
@@ -34,13 +102,15 @@ async def identified(request: Request) -> tuple[Gateway, GatewayConfig, Identity
     """The gateway, this request's one read of the configuration, and the authenticated caller."""
     gateway = await gateway_of(request)
     config = await gateway.config()
-    return gateway, config, identify(request, config.gateway, gateway.trust_forwarded_for)
+    who = await identify(request, config, gateway.keys, gateway.trust_forwarded_for)
+    return gateway, config, who
 
 
 async def serve(request: Request, codec: Codec) -> Response:
     """Serve one proxied request on ``codec``'s surface; errors raise to the route's guard."""
     gateway, config, who = await identified(request)
     parsed = codec.parse(await read_json_object(request, config.gateway.max_body_bytes))
+    await admit(who, parsed.model, gateway.keys)
     pin = request.headers.get("x-route-pin") if who.admin else None
     req = ProxyRequest(
         operation=codec.operation,
@@ -53,17 +123,25 @@ async def serve(request: Request, codec: Codec) -> Response:
         want_routing=request.headers.get("x-unified-routing-metadata", "").lower() == "true",
         modalities=parsed.modalities,
         surface=codec.surface,
+        role=who.role,
+        key=who.key,
     )
     headers = codec.headers(req.request_id)
+    gone = Response(status_code=CLIENT_CLOSED, headers=headers)  # nobody is listening
     if req.stream:
-        answer = await gateway.open_stream(req, config)
-        return StreamingResponse(
+        answer = await unless_client_leaves(request, gateway.open_stream(req, config))
+        if isinstance(answer, Gone):
+            return gone
+        return RelayedResponse(
+            answer.body,
             codec.stream(answer.body),
             media_type="text/event-stream",
             headers={**headers, **answer.headers, **_STREAM_HEADERS},
             background=BackgroundTask(answer.after) if answer.after else None,
         )
-    result = await gateway.complete(req, config)
+    result = await unless_client_leaves(request, gateway.complete(req, config))
+    if isinstance(result, Gone):
+        return gone
     return JSONResponse(
         codec.answer(result.body),
         headers={**headers, **result.headers},

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from edgeproxy.config.base import Positive, Strict
 from edgeproxy.config.policies import Operation, OperationPolicyOverride
+from edgeproxy.config.roles import Role
 
 
 class ProviderKind(StrEnum):
@@ -40,6 +41,11 @@ class Deployment(Strict):
         default_factory=dict
     )
     stream_usage: bool | None = None
+    # Key reservation: callers below this role never select this deployment.
+    min_role: Role = Role.FREE
+    # Continues a trailing assistant message (prefill) instead of rejecting it;
+    # only such deployments receive the continuation of a cut stream.
+    supports_prefill: bool = False
 
     @property
     def asks_stream_usage(self) -> bool:

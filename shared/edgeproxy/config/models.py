@@ -16,7 +16,14 @@ from edgeproxy.config.base import Positive, Strict
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.policies import Deadline, Operation
 from edgeproxy.config.quota import QuotaSource
-from edgeproxy.config.router import PoolSettings, RouterSettings, StickySettings, Strategy
+from edgeproxy.config.roles import Role
+from edgeproxy.config.router import (
+    Continuation,
+    PoolSettings,
+    RouterSettings,
+    StickySettings,
+    Strategy,
+)
 
 
 class FallbackReason(StrEnum):
@@ -29,23 +36,34 @@ class FallbackChain(Strict):
     model: str
     reason: FallbackReason = FallbackReason.GENERAL
     to: Annotated[list[str], Field(min_length=1)]
+    continuation: Continuation = Continuation.OFF  # may a cut stream continue on ``to``?
 
 
 class ApiKey(Strict):
-    """A client key, stored only as the SHA-256 hex digest of the key."""
+    """A client key in the YAML (legacy; keys now live in the table, see ``edgeproxy keys``).
+
+    Stored only as the SHA-256 hex digest of the key. ``admin: true`` is the
+    ``admin`` role; otherwise ``role`` (default ``free``).
+    """
 
     name: str
     sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
     admin: bool = False
+    role: Role = Role.FREE
+
+    @property
+    def effective_role(self) -> Role:
+        """The caller role this key grants."""
+        return Role.ADMIN if self.admin else self.role
 
 
 class GatewaySettings(Strict):
     """Request-surface settings.
 
-    ``api_keys``: when non-empty, every request must present one of these keys
-    (``Authorization: Bearer ...``); admin keys may also pin a deployment and
-    read the deployment status view. When empty, the gateway relies on the
-    platform (IAM authorization on AWS, loopback locally).
+    ``api_keys``: legacy client keys kept in the YAML, accepted beside the
+    table's keys (``edgeproxy keys import`` moves them into the table). Every
+    request needs a key either way, unless authentication is switched off
+    (``EDGEPROXY_AUTH=off``, local only).
     """
 
     max_body_bytes: Positive = 4 * 1024 * 1024
@@ -133,6 +151,22 @@ class GatewayConfig(Strict):
         override = dep.execution_policy_overrides.get(op)
         part = (override.stream if stream else override.json_) if override else None
         return deadline.tightened_by(part) if part else deadline
+
+    def continuation_targets(self, model: str) -> list[str]:
+        """The pools a stream served by ``model`` and cut after its commit may continue on.
+
+        ``model`` itself when its pool opted in (``pools.<model>.continuation``),
+        then the targets of its ``general`` chain when that chain opted in.
+        """
+        out = [model] if self.pool_settings(model).continuation is Continuation.PREFILL else []
+        for chain in self.fallbacks:
+            if (
+                chain.model == model
+                and chain.reason is FallbackReason.GENERAL
+                and chain.continuation is Continuation.PREFILL
+            ):
+                out.extend(m for m in chain.to if m not in out)
+        return out
 
     def fallback_chain(self, model: str, reason: FallbackReason) -> list[str]:
         for chain in self.fallbacks:

@@ -28,6 +28,13 @@ class Strategy(StrEnum):
     WEIGHTED_ROUND_ROBIN = "weighted_round_robin"
 
 
+class Continuation(StrEnum):
+    """What a stream cut after its commit point may do (``pools.*`` and ``fallbacks[*]``)."""
+
+    OFF = "off"  # end it with the in-band error (the default)
+    PREFILL = "prefill"  # continue it on a ``supports_prefill`` deployment
+
+
 class StickySettings(Strict):
     """Sticky bindings: on by default, idle TTL renewed on success."""
 
@@ -48,6 +55,9 @@ class CircuitSettings(Strict):
     retry_after_seconds: NonNegative = 0
     failure_window_seconds: Positive = 60
     max_cooldown_seconds: Positive = 300
+    # Prompt recovery: a failed probe doubles the cooldown (000), but never
+    # past this while requests keep probing; None lets it grow to max_cooldown.
+    max_probe_interval_seconds: Positive | None = 20
     half_open_probe_seconds: Positive = 30
     configuration_cooldown_seconds: Positive = 300
     throttle_cooldown_seconds: NonNegative = 5
@@ -81,3 +91,4 @@ class PoolSettings(Strict):
     strategy: Strategy | None = None
     tier_strategies: dict[int, Strategy] = Field(default_factory=dict)
     sticky: StickyOverride = StickyOverride()
+    continuation: Continuation = Continuation.OFF

@@ -13,6 +13,14 @@ writing; the success path of a healthy deployment writes nothing at all.
     any --(operator: force_open)--> open (maintenance) until a given time
     any --(operator: force_close)--> closed, level 0
 
+Prompt recovery: the cap of a transient reopen is the smaller of
+``max_cooldown_seconds`` and ``max_probe_interval_seconds`` (20 s by
+default). The level keeps counting failed probes, so the cooldown still grows
+exponentially up to the cap (a genuinely failing deployment costs at most one
+probe per interval); the bound means a recovered deployment gets traffic
+back within one interval plus the gap to the next request, not after a
+cooldown that doubled all through the outage.
+
 Only the probe's outcome moves a circuit that is not closed: a failure of an
 attempt that started before the circuit opened, or that ends while it is
 open, is late and changes nothing.
@@ -114,9 +122,16 @@ def _open(c: Circuit, now: float, seconds: float, cause: OpenCause, level: int) 
 
 
 def reopen_cooldown(level: int, settings: CircuitSettings, rng: random.Random) -> float:
-    """Cooldown after the ``level``-th failed probe: exponential, jittered, capped."""
+    """Cooldown after the ``level``-th failed probe: exponential, jittered, capped.
+
+    The cap is ``max_cooldown_seconds``, tightened by ``max_probe_interval_seconds``
+    when set (prompt recovery).
+    """
     base = settings.cooldown_seconds * 2.0**level
-    return min(jittered(base, rng), float(settings.max_cooldown_seconds))
+    cap = float(settings.max_cooldown_seconds)
+    if settings.max_probe_interval_seconds is not None:
+        cap = min(cap, float(settings.max_probe_interval_seconds))
+    return min(jittered(base, rng), cap)
 
 
 def on_failure(

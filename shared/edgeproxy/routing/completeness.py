@@ -15,6 +15,10 @@ At the end, ``outcome()`` says:
 - nothing shown at all: still an answer (``empty``);
 - neither finished nor ``[DONE]``: truncated.
 
+An event that is not valid JSON after the commit point is skipped and
+recorded (``malformed_event``) as long as the stream then completes; before
+the commit it is a transient failure (``skip_malformed`` says which).
+
 Token counts are not judged here: the provider's adapter reads them
 (``upstream.call.Usage``), since not every protocol carries them in chunks.
 
@@ -36,6 +40,7 @@ from typing import Any
 MISSING_DONE = "missing_done"
 MISSING_FINISH_REASON = "missing_finish_reason"
 EMPTY = "empty"
+MALFORMED_EVENT = "malformed_event"
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +80,18 @@ class StreamTracker:
         self.saw_done = False
         self.finish_reasons: dict[int, str] = {}
         self.choices: set[int] = set()
+        self.skipped = 0  # malformed events skipped after the commit
+
+    def skip_malformed(self) -> bool:
+        """A malformed event arrived: True if it is skipped (an anomaly), False if fatal.
+
+        Before the commit nothing was shown, so the attempt fails and another
+        deployment may answer; after it, one bad event must not cost the answer.
+        """
+        if not self.committed:
+            return False
+        self.skipped += 1
+        return True
 
     def feed(self, chunk: Mapping[str, Any]) -> bool:
         """Account for one parsed chunk; returns True if this chunk committed the stream."""
@@ -132,4 +149,6 @@ class StreamTracker:
             anomalies.append(MISSING_FINISH_REASON)
         if not self.committed:
             anomalies.append(EMPTY)
+        if self.skipped:
+            anomalies.append(MALFORMED_EVENT)
         return Complete(tuple(anomalies), inferred, reasons)

@@ -71,7 +71,8 @@ def fallback_reason(fault: Fault, cls: FailureClass | None = None) -> FallbackRe
 
     Context-window and content-policy rejections have chains of their own;
     other request errors end the request (None); everything that made the
-    pool fail as a pool (transient, throttle, configuration, incompatible)
+    pool fail as a pool (transient, throttle, configuration, incompatible,
+    and the gateway's own failures, e.g. a credential it could not fetch)
     leads to the ``general`` chain. ``cls``: the fault's class, when already known.
 
     >>> fallback_reason(Fault(FaultKind.HTTP, "too long", 400, code="context_length_exceeded"))
@@ -82,7 +83,7 @@ def fallback_reason(fault: Fault, cls: FailureClass | None = None) -> FallbackRe
             return FallbackReason.CONTEXT_WINDOW
         if _is_content_policy(fault):
             return FallbackReason.CONTENT_POLICY
-    if (cls or classify(fault)) in (FailureClass.REQUEST, FailureClass.GATEWAY):
+    if (cls or classify(fault)) is FailureClass.REQUEST:
         return None
     return FallbackReason.GENERAL
 
@@ -95,6 +96,8 @@ def classify(fault: Fault) -> FailureClass:
     """
     if fault.kind is FaultKind.INCOMPATIBLE:
         return FailureClass.INCOMPATIBLE
+    if fault.kind is FaultKind.GATEWAY:
+        return FailureClass.GATEWAY
     if fault.kind is not FaultKind.HTTP:
         return FailureClass.TRANSIENT  # network, timeouts, truncation, malformed protocol
     status = fault.status

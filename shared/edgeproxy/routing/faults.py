@@ -21,6 +21,7 @@ class FaultKind(StrEnum):
     TRUNCATED = "truncated"  # stream ended (EOF or drop) before it was complete
     MALFORMED = "malformed"  # unparseable body or SSE chunk
     INCOMPATIBLE = "incompatible"  # the deployment cannot serve this request shape
+    GATEWAY = "gateway"  # the gateway itself failed (credential fetch): no upstream was called
 
 
 class FailureClass(StrEnum):

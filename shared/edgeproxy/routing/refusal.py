@@ -3,8 +3,8 @@
 The last upstream answer wins (its status and sanitized message); without
 one, what blocked the pool decides: every circuit open is 503
 ``model_overloaded`` with Retry-After, misconfiguration everywhere is 503
-``model_unavailable``, capacity or rpm/tpm limits are 429
-``rate_limit_exceeded``.
+``model_unavailable``, capacity or rpm/tpm limits (or capacity reserved for
+higher roles) are 429 ``rate_limit_exceeded``.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from edgeproxy.errors import (
     DeadlineExceeded,
     EdgeproxyError,
+    GatewayFailure,
     ModelOverloaded,
     ModelUnavailable,
     RateLimited,
@@ -31,10 +32,38 @@ class RouteFailure:
     primary: PoolFailure
     last_fault: Fault | None
     failures: list[PoolFailure] = field(default_factory=list)
+    last_deployment: str | None = None  # the deployment that gave ``last_fault``
 
 
-def fault_error(fault: Fault) -> EdgeproxyError:
-    """What the client sees for an upstream's failure: its status and sanitized message."""
+# An upstream rejecting the gateway's own key must not read like a rejection of
+# the client's key: the status stays (000), the code and message say whose it was.
+_CREDENTIAL_REJECTED = {
+    401: ("upstream_credential_rejected", "rejected the gateway's upstream credential"),
+    403: ("upstream_access_denied", "denied the gateway's upstream credential access"),
+}
+
+
+def fault_error(fault: Fault, deployment: str | None = None) -> EdgeproxyError:
+    """What the client sees for an upstream's failure: its status and sanitized message.
+
+    ``deployment``: the deployment that failed, named where the error is the
+    gateway's own (its credential), never the client's.
+    """
+    named = f" for deployment `{deployment}`" if deployment else ""
+    if fault.kind is FaultKind.HTTP and fault.status in _CREDENTIAL_REJECTED:
+        code, what = _CREDENTIAL_REJECTED[fault.status]
+        return UpstreamError(
+            f"The upstream provider {what}{named}; your own API key was accepted. "
+            "The gateway's operator must fix that credential.",
+            status=fault.status,
+            type="api_error",
+            code=code,
+        )
+    if fault.kind is FaultKind.GATEWAY:
+        return GatewayFailure(
+            f"The gateway failed{named} before calling the provider: {fault.message}.",
+            code=fault.code,
+        )
     if fault.kind is FaultKind.HTTP and fault.status is not None:
         return UpstreamError(
             fault.message,
@@ -61,22 +90,35 @@ def fault_error(fault: Fault) -> EdgeproxyError:
             code="unsupported_request",
             param=fault.param,
         )
+    if fault.kind is FaultKind.MALFORMED:
+        return UpstreamError(
+            "The upstream sent a malformed answer (not valid JSON or not the protocol's shape).",
+            status=502,
+            code="upstream_malformed",
+        )
     return UpstreamError(
-        "The upstream could not be reached or sent an invalid answer.",
+        "The upstream could not be reached (connection refused, reset or failed).",
         status=502,
         code="upstream_error",
     )
 
 
-def final_error(failure: RouteFailure) -> EdgeproxyError:
-    """The error for a request no pool could serve (primary spec, final error mapping)."""
+def final_error(failure: RouteFailure, *, now: float) -> EdgeproxyError:
+    """The error for a request no pool could serve (primary spec, final error mapping).
+
+    ``now`` dates the Retry-After of an rpm refusal: the limit is counted per
+    minute bucket, so the honest wait is the time to the next bucket.
+    """
     if failure.last_fault is not None:
-        return fault_error(failure.last_fault)
+        return fault_error(failure.last_fault, failure.last_deployment)
     blocked = failure.primary.blocked
     if failure.primary.rate_limited and (
         blocked is None or blocked.reason is BlockReason.EXHAUSTED
     ):
-        return RateLimited("Rate limit reached for this model; retry shortly.", retry_after=1.0)
+        return RateLimited(
+            "Rate limit reached for this model; retry after the indicated time.",
+            retry_after=60.0 - now % 60.0,
+        )
     if blocked is None:
         return DeadlineExceeded("The request's deadline passed before any upstream answered.")
     if blocked.reason is BlockReason.OVERLOADED:
@@ -89,6 +131,9 @@ def final_error(failure: RouteFailure) -> EdgeproxyError:
             "Rate limit reached for this model; retry after the indicated time.",
             retry_after=blocked.retry_after,
         )
+    if blocked.reason is BlockReason.RESERVED:
+        # The capacity exists only for higher roles: this caller sees a pool with none.
+        return RateLimited("No capacity of this model is available to this API key right now.")
     if blocked.reason is BlockReason.INCOMPATIBLE:
         return ModelUnavailable(
             "No deployment of this model accepts this kind of request.", code="model_unavailable"

@@ -13,7 +13,10 @@ When nothing is eligible the answer is a ``Blocked`` saying why, so the
 service can answer 503 ``model_overloaded`` (every circuit open, with
 Retry-After), 503 ``model_unavailable`` (every circuit opened by
 misconfiguration, or nothing routable by weight) or 429
-``rate_limit_exceeded`` (capacity or rpm/tpm limits are the blocker).
+``rate_limit_exceeded`` (capacity or rpm/tpm limits are the blocker, or
+every deployment is reserved for roles above the caller's: ``min_role``).
+Reserved deployments are filtered out before anything else, so a lower
+caller's request never counts against their health or circuits.
 
 Usage::
 
@@ -30,7 +33,9 @@ from enum import StrEnum
 
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.policies import Operation
+from edgeproxy.config.roles import Role
 from edgeproxy.config.router import Strategy
+from edgeproxy.routing.access import reachable
 from edgeproxy.routing.affinity import binding_valid
 from edgeproxy.routing.eligibility import DEFAULT_QUOTA_MAX_AGE, Eligibility, Status, assess
 from edgeproxy.routing.health import with_usable_health
@@ -45,7 +50,9 @@ class RouteRequest:
     """What the request needs; ``strategy`` is one strategy, per-tier map, or tier -> strategy.
 
     Pass ``functools.partial(config.strategy_for, pool_key)`` to honour the
-    tier -> pool -> global inheritance chain.
+    tier -> pool -> global inheritance chain. ``role``: the caller's role;
+    deployments reserved above it (``min_role``) are invisible to it (the
+    default, ``admin``, sees every deployment).
     """
 
     operation: Operation = Operation.CHAT
@@ -54,6 +61,7 @@ class RouteRequest:
     strategy: StrategyChoice = Strategy.SIMPLE_SHUFFLE
     sticky: bool = True
     quota_max_age: float = DEFAULT_QUOTA_MAX_AGE  # seconds a quota reading counts
+    role: Role = Role.ADMIN
 
     def strategy_for(self, tier: int) -> Strategy:
         """The strategy of priority tier ``tier``."""
@@ -89,6 +97,7 @@ class BlockReason(StrEnum):
     RATE_LIMITED = "rate_limited"  # capacity or rpm/tpm limits: 429 rate_limit_exceeded
     INCOMPATIBLE = "incompatible"  # no deployment serves this operation/modality
     EXHAUSTED = "exhausted"  # the caller ruled out every eligible one: answer the last error
+    RESERVED = "reserved"  # every deployment is reserved for higher roles: 429, as if absent
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +128,11 @@ def next_deployment(
     ``minute``: the current usage bucket, ``now // 60`` by default.
     """
     bucket = int(now // 60) if minute is None else minute
+    # Reserved capacity is absent for lower roles: never assessed, tried or counted.
+    visible = [d for d in deployments if reachable(d, request.role)]
+    if not visible:
+        return Blocked(BlockReason.RESERVED)
+    deployments = visible
     counts = tried if isinstance(tried, Mapping) else dict.fromkeys(tried, 1)
     statuses = {
         d.id: assess(
@@ -165,9 +179,12 @@ def _pick_in_tiers(
     if pool_size == 1:
         only = candidates[0]
         return Pick(only, only.priority, None, ranked=(only.id,))
-    for tier in sorted({d.priority for d in candidates}, reverse=True):
+    # Within a priority tier, capacity reserved for higher roles goes first, so an
+    # entitled caller spends what was kept for it before the shared capacity.
+    for tier, reserved in sorted({(d.priority, d.min_role.rank) for d in candidates}, reverse=True):
         strategy = request.strategy_for(tier)
-        ordered = order(strategy, [d for d in candidates if d.priority == tier], inputs, rng)
+        group = [d for d in candidates if (d.priority, d.min_role.rank) == (tier, reserved)]
+        ordered = order(strategy, group, inputs, rng)
         if ordered:
             return Pick(ordered[0], tier, strategy, ranked=tuple(d.id for d in ordered))
     return None

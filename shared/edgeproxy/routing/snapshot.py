@@ -12,6 +12,8 @@ import hashlib
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from edgeproxy.routing.access import KeyUsage
+
 
 class CircuitState(StrEnum):
     CLOSED = "closed"
@@ -174,6 +176,7 @@ class PoolSnapshot:
     binding: Binding | None = None
     pool_generation: int = 0
     quotas: dict[str, QuotaStatus] = field(default_factory=dict)  # by credential key
+    key_usage: KeyUsage | None = None  # the caller's key counters, when it has tpm/budget
 
     def circuit(self, deployment_id: str) -> Circuit:
         return self.circuits.get(deployment_id) or Circuit(deployment_id)

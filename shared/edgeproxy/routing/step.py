@@ -10,7 +10,11 @@ routing rule of a pool hop is decided here, from plain values:
 - a request error (or our own) ends the request: no other deployment would
   answer it differently;
 - a deployment ruled out (configuration fault, incompatible shape, lost
-  probe race, rpm limit) is not tried again in this request;
+  probe race, rpm limit, a silent route: response or idle deadline expired,
+  the gateway's own failure for it) is not tried again in this request;
+- a deployment's own policy (``execution_policy_overrides``) bounds its
+  attempts: no more than its ``max_attempts`` calls, none once its
+  ``total_ms`` (counted from the request's start) has passed;
 - reusing a deployment waits ``backoff.retry_delay``, counted from its
   failure (time already spent counts toward the wait);
 - a capacity circuit this request's own 429 opened is waited out (its
@@ -31,6 +35,7 @@ from dataclasses import dataclass, field, replace
 
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.models import FallbackReason
+from edgeproxy.config.policies import Deadline
 from edgeproxy.config.router import CircuitSettings
 from edgeproxy.routing.backoff import MAX_RETRY_AFTER_SECONDS, retry_delay
 from edgeproxy.routing.deadlines import Budget
@@ -50,6 +55,7 @@ class PoolFailure:
     blocked: Blocked | None = None
     rate_limited: bool = False  # admission refused by rpm limits
     verdict: Verdict | None = None  # the last fault's verdict
+    deployment: str | None = None  # the deployment of the last fault
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +76,7 @@ class AttemptLog:
     retry_after: Mapping[str, float] = field(default_factory=dict)
     failed_at: Mapping[str, float] = field(default_factory=dict)
     last: Verdict | None = None
+    last_deployment: str | None = None
     rate_limited: bool = False
 
     def started(self, deployment_id: str) -> AttemptLog:
@@ -101,12 +108,32 @@ class AttemptLog:
             retry_after=retry_after,
             failed_at={**self.failed_at, deployment_id: now},
             last=verdict,
+            last_deployment=deployment_id,
         )
 
     def failure(self, blocked: Blocked | None = None) -> PoolFailure:
         """The pool's failure as it stands."""
         fault = self.last.fault if self.last is not None else None
-        return PoolFailure(fault, blocked, self.rate_limited, self.last)
+        return PoolFailure(fault, blocked, self.rate_limited, self.last, self.last_deployment)
+
+    def spent(
+        self,
+        deployments: Sequence[Deployment],
+        limits: Mapping[str, Deadline],
+        budget: Budget,
+        now: float,
+    ) -> frozenset[str]:
+        """Deployments whose own policy allows no further attempt in this request."""
+        out: set[str] = set()
+        for dep in deployments:
+            policy = limits.get(dep.id)
+            if policy is None:
+                continue
+            if self.tried.get(dep.id, 0) >= policy.max_attempts or budget.tightened(policy).expired(
+                now
+            ):
+                out.add(dep.id)
+        return frozenset(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,20 +172,23 @@ def next_step(
     now: float,
     rng: random.Random,
     pinned: bool = False,
+    limits: Mapping[str, Deadline] | None = None,
 ) -> Step:
     """What the request does next in this pool.
 
     ``deployments``: the pool (with ``pinned``, only the pinned deployment).
     ``snapshot``: the pool's state with this request's own writes applied.
+    ``limits``: each deployment's effective policy (its overrides applied).
     """
     if log.last is not None and not log.last.tries_another:
         return Stop(log.failure())  # another deployment would reject it the same way
     if budget.expired(now) or log.attempts >= budget.max_attempts:
         return Stop(log.failure())
+    skip = log.skip | log.spent(deployments, limits or {}, budget, now)
     pick = (
-        _pinned(deployments[0], log)
+        _pinned(deployments[0], log, skip)
         if pinned
-        else next_deployment(deployments, snapshot, route, now, rng, tried=log.tried, skip=log.skip)
+        else next_deployment(deployments, snapshot, route, now, rng, tried=log.tried, skip=skip)
     )
     if isinstance(pick, Blocked):
         hold = _throttle_wait(pick, log)
@@ -174,9 +204,9 @@ def next_step(
     return Try(pick, wait)
 
 
-def _pinned(dep: Deployment, log: AttemptLog) -> Pick | Blocked:
+def _pinned(dep: Deployment, log: AttemptLog, skip: frozenset[str]) -> Pick | Blocked:
     """An admin pin bypasses selection and circuits (a debugging tool)."""
-    if dep.id in log.skip:
+    if dep.id in skip:
         # Ruled out (configuration fault, incompatible, rpm limit): retrying cannot help.
         return Blocked(BlockReason.EXHAUSTED)
     return Pick(dep, dep.priority, None, tries=log.tried.get(dep.id, 0))

@@ -17,15 +17,24 @@ from edgeproxy.config.models import FallbackReason
 from edgeproxy.routing.failures import classify, fallback_reason
 from edgeproxy.routing.faults import FailureClass, Fault, FaultKind
 
+_RULED_OUT = frozenset(
+    {FailureClass.CONFIGURATION, FailureClass.INCOMPATIBLE, FailureClass.GATEWAY}
+)
+# A route that accepted the request and went silent: the mature behaviour is to
+# fail over after the first expiry, not to wait it out again on the same route.
+_SILENT = frozenset({FaultKind.TIMEOUT, FaultKind.IDLE})
+
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
     """What one fault means for routing.
 
     ``tries_another``: the request may move on to another candidate (request
-    errors and gateway errors end it: every deployment would answer the same).
-    ``rules_out``: this deployment is done for the rest of the request (a
-    configuration fault or a request shape it cannot serve; retrying it cannot help).
+    errors end it: every deployment would answer the same).
+    ``rules_out``: this deployment is done for the rest of the request: a
+    configuration fault or a request shape it cannot serve (retrying it cannot
+    help), a silent route (response or idle deadline expired: retrying it
+    would multiply the wait), or the gateway's own failure for it.
     ``lowers_health``: counts as a failure of the deployment (circuit, health counters).
     ``clears_binding``: drops a sticky binding to this deployment (003's rule).
     ``fallback``: the fallback chain the request may take once the pool is spent;
@@ -47,8 +56,9 @@ def judge(fault: Fault) -> Verdict:
     return Verdict(
         fault=fault,
         cls=cls,
-        tries_another=cls not in (FailureClass.REQUEST, FailureClass.GATEWAY),
-        rules_out=cls in (FailureClass.CONFIGURATION, FailureClass.INCOMPATIBLE),
+        tries_another=cls is not FailureClass.REQUEST,
+        rules_out=cls in _RULED_OUT or fault.kind in _SILENT,
+        # Gateway failures (credential fetch, store, bugs) never touch a deployment's standing.
         lowers_health=cls in (FailureClass.TRANSIENT, FailureClass.CONFIGURATION),
         # Kept on 400/404-class request errors and on shapes the deployment cannot serve.
         clears_binding=cls
@@ -57,12 +67,11 @@ def judge(fault: Fault) -> Verdict:
     )
 
 
-# A credential that cannot be resolved is the gateway's misconfiguration of that
-# deployment: it answers like an upstream rejecting the key (401, quarantined).
+# A credential the gateway cannot fetch (SSM throttled, a missing variable) is
+# the gateway's failure, not the provider's: health-neutral, the deployment is
+# skipped for this request only, and the request may fail over.
 CREDENTIAL_UNAVAILABLE = Fault(
-    FaultKind.HTTP,
-    "upstream credential unavailable",
-    status=401,
-    type="authentication_error",
+    FaultKind.GATEWAY,
+    "the gateway could not fetch its upstream credential for this deployment",
     code="credential_unavailable",
 )

@@ -50,9 +50,13 @@ class Closing:
 
 @dataclass(frozen=True, slots=True)
 class Failed:
-    """The stream ends with ``error``; its public body is what the client may see."""
+    """The stream ends with ``error``; its public body is what the client may see.
+
+    ``routing`` is the ``unified_routing`` object when the client asked for it.
+    """
 
     error: EdgeproxyError
+    routing: dict[str, Any] | None = None
 
 
 StreamItem = Chunk | Keepalive | Closing | Failed

@@ -22,10 +22,12 @@ from edgeproxy.routing.refusal import final_error
 from edgeproxy.service.attempts import JsonCaller, StreamCaller
 from edgeproxy.service.config_cache import ConfigCache
 from edgeproxy.service.events import StreamItem
+from edgeproxy.service.keys import KeyRing
 from edgeproxy.service.outcomes import Outcomes, settle
 from edgeproxy.service.relay import Deferred, Relay
 from edgeproxy.service.request import ProxyRequest
-from edgeproxy.service.router import Router, Run, Served
+from edgeproxy.service.router import Router
+from edgeproxy.service.run import Run, Served
 from edgeproxy.service.telemetry import Telemetry
 from edgeproxy.service.trace import Trace
 from edgeproxy.state.store import SnapshotRequest, Store
@@ -65,6 +67,7 @@ class Gateway:
         trust_forwarded_for: bool = False,
         max_total_ms: int | None = None,
         aclose: Callable[[], Awaitable[None]] | None = None,
+        keys: KeyRing | None = None,
     ) -> None:
         self._store = store
         self._configs = configs
@@ -75,11 +78,18 @@ class Gateway:
         self._telemetry = telemetry
         self._json = JsonCaller(upstream)
         self._stream = StreamCaller(upstream)
-        self._relay = Relay(outcomes, clock, telemetry)
+        self._relay = Relay(
+            outcomes,
+            clock,
+            telemetry,
+            resume=lambda run, models, cut: router.resume(run, models, cut, self._stream),
+        )
         self._aclose = aclose
         self.trust_forwarded_for = trust_forwarded_for
         # The platform's ceiling on any request's total deadline (None: the configuration's).
         self.max_total_ms = max_total_ms
+        # The client keys (lookup cache, bootstrap admin key, admission).
+        self.keys = keys or KeyRing(store, clock)
 
     async def config(self) -> GatewayConfig:
         """The current configuration (cached in process for a short TTL)."""
@@ -124,7 +134,7 @@ class Gateway:
         result = await self._router.route(run, self._json)
         self._log(run)
         if not isinstance(result, Served):
-            raise final_error(result)
+            raise final_error(result, now=self._clock())
         response = result.answer.response
         assert response is not None
         body = response.body
@@ -159,7 +169,7 @@ class Gateway:
             result = await self._router.route(run, self._stream)
             self._log(run)
             if not isinstance(result, Served):
-                raise final_error(result)
+                raise final_error(result, now=self._clock())
             return result
 
         after = Deferred()

@@ -20,14 +20,14 @@ from edgeproxy.config.deployment import Deployment
 from edgeproxy.errors import StoreError
 from edgeproxy.routing import affinity, circuit
 from edgeproxy.routing.faults import FailureClass
-from edgeproxy.routing.quota import worth_recording
-from edgeproxy.routing.snapshot import Capacity, Circuit, credential_key
+from edgeproxy.routing.snapshot import Capacity, Circuit
 from edgeproxy.routing.verdict import Verdict
+from edgeproxy.service.headers_quota import quota_writes
+from edgeproxy.service.key_usage import record_key_usage
 from edgeproxy.service.pool import NOTHING, PoolContext, Standing
 from edgeproxy.service.telemetry import Telemetry
 from edgeproxy.state.store import RequestStore, UsageDelta
 from edgeproxy.upstream.headers import RateLimitInfo
-from edgeproxy.upstream.quota import readings_from_headers
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ class Outcomes:
         latency_s: float,
         rate_limits: RateLimitInfo | None = None,
     ) -> Standing:
-        """Count a success; close a probed circuit; create or renew the binding.
+        """Count a success; close a probed circuit; renew the binding; add the key's spend.
 
         ``rate_limits``: the answer's rate-limit headers; recorded as the
         credential's quota when they say something new (``routing.quota``).
@@ -116,12 +116,13 @@ class Outcomes:
             self._expiry(attempt.minute),
         )
         writes: list[Coroutine[Any, Any, Standing]] = [_nothing(usage)]
-        if rate_limits is not None and dep.credential:
-            credential = credential_key(dep.credential)
-            stored = ctx.snapshot.quotas.get(credential)
-            for reading in readings_from_headers(credential, rate_limits, now, "headers"):
-                if worth_recording(reading, stored, now):
-                    writes.append(_nothing(self._store.put_quota(reading)))
+        writes += [_nothing(w) for w in quota_writes(self._store, ctx, dep, rate_limits, now)]
+        if ctx.key is not None:
+            # The key's tokens and spend (at this deployment's prices), alongside.
+            spent = record_key_usage(
+                self._store, ctx.key, dep, attempt.minute, prompt_tokens, completion_tokens
+            )
+            writes.append(_nothing(spent))
 
         def close(c: Circuit) -> Circuit | None:
             return circuit.on_success(c, now, was_probe=attempt.probe, owner=attempt.owner)

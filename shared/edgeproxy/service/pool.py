@@ -8,11 +8,21 @@ the request then routes on its own writes without another read.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from edgeproxy.config.deployment import Deployment
+from edgeproxy.config.policies import Deadline
 from edgeproxy.config.router import CircuitSettings, StickySettings
+from edgeproxy.errors import RequestError
+from edgeproxy.routing.access import ClientKey
 from edgeproxy.routing.snapshot import BindingKey, Capacity, Circuit, PoolSnapshot
+from edgeproxy.service.key_usage import enforce_key_usage
+from edgeproxy.state.store import RequestStore, SnapshotRequest
+
+if TYPE_CHECKING:  # a Run carries PoolContexts (service.run imports this module)
+    from edgeproxy.service.run import Run
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +59,8 @@ class PoolContext:
     binding_key: BindingKey | None
     sticky: StickySettings
     circuit: CircuitSettings
+    key: ClientKey | None = None  # the caller's table key: its usage and spend are recorded
+    limits: Mapping[str, Deadline] = field(default_factory=dict)  # each deployment's policy
 
     def applied(self, standing: Standing) -> PoolContext:
         """This view with ``standing`` applied to its snapshot."""
@@ -62,3 +74,36 @@ class PoolContext:
             binding=None if standing.binding_dropped else snapshot.binding,
         )
         return replace(self, snapshot=snapshot)
+
+
+async def open_pool(store: RequestStore, run: Run, model: str, now: float) -> PoolContext:
+    """The pool's state for one hop of ``run``, read once (one BatchGetItem)."""
+    req, config = run.req, run.config
+    deployments = config.pool(model)
+    if run.resume:
+        # Only a deployment that continues an assistant prefill may take it: any
+        # other would reject it (400) or answer from scratch.
+        deployments = [d for d in deployments if d.supports_prefill]
+    if req.pin is not None:
+        deployments = [d for d in deployments if d.id == req.pin]
+        if not deployments:
+            raise RequestError(
+                f"X-Route-Pin names no deployment of `{model}`.",
+                param="x-route-pin",
+                code="invalid_pin",
+            )
+    sticky = config.sticky_for(model)
+    key = (
+        BindingKey(req.caller, model, req.protocol)
+        if sticky.enabled and req.pin is None and not run.resume
+        else None
+    )
+    client_key = req.key if req.key is not None and req.key.tracks_usage else None
+    snapshot = await store.read_pool(
+        SnapshotRequest.of(model, deployments, now, key, client_key.id if client_key else None)
+    )
+    enforce_key_usage(client_key, snapshot.key_usage, now)
+    limits = {d.id: config.policy_for(d, req.operation, req.stream) for d in deployments}
+    return PoolContext(
+        model, deployments, snapshot, key, sticky, config.router.circuit, req.key, limits
+    )

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from edgeproxy.config.policies import Operation
+from edgeproxy.config.roles import Role
+from edgeproxy.routing.access import ClientKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,6 +19,8 @@ class ProxyRequest:
     ``pin`` is an admin's ``X-Route-Pin`` (None for ordinary clients).
     ``surface`` names the inbound protocol when the client did not speak
     OpenAI's, e.g. ``anthropic.messages``; sticky bindings are kept per surface.
+    ``role``: the caller's role (deployments reserved above it are invisible).
+    ``key``: the caller's table key (its tpm limit, budget and spend), if any.
     """
 
     operation: Operation
@@ -29,6 +33,8 @@ class ProxyRequest:
     want_routing: bool = False
     modalities: frozenset[str] = field(default_factory=lambda: frozenset({"text"}))
     surface: str | None = None
+    role: Role = Role.FREE
+    key: ClientKey | None = None
 
     @property
     def protocol(self) -> str:

@@ -17,49 +17,24 @@ import functools
 import logging
 import random
 from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 
 from edgeproxy.config.models import GatewayConfig
-from edgeproxy.errors import CredentialError, ModelNotFound, RequestError, UpstreamFault
-from edgeproxy.routing.deadlines import Budget
+from edgeproxy.errors import CredentialError, ModelNotFound, UpstreamFault
 from edgeproxy.routing.refusal import RouteFailure
 from edgeproxy.routing.selection import RouteRequest
-from edgeproxy.routing.snapshot import BindingKey
 from edgeproxy.routing.step import AttemptLog, PoolFailure, Stop, Try, Wait, chain_reason, next_step
 from edgeproxy.routing.verdict import CREDENTIAL_UNAVAILABLE, Verdict, judge
-from edgeproxy.service.attempts import Answer, Caller, with_stream_usage
+from edgeproxy.service.attempts import Caller, with_stream_usage
 from edgeproxy.service.credentials import CredentialResolver
 from edgeproxy.service.outcomes import Attempt, Outcomes
-from edgeproxy.service.pool import PoolContext, Standing
-from edgeproxy.service.request import ProxyRequest
-from edgeproxy.service.trace import AttemptRecord, Trace
-from edgeproxy.state.store import RequestStore, SnapshotRequest
+from edgeproxy.service.pool import PoolContext, Standing, open_pool
+from edgeproxy.service.run import Run, Served
+from edgeproxy.service.trace import AttemptRecord
+from edgeproxy.state.store import RequestStore
 from edgeproxy.upstream.call import UpstreamCall
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(slots=True)
-class Served:
-    """The attempt that answered, with what its outcome write needs."""
-
-    answer: Answer
-    ctx: PoolContext
-    attempt: Attempt
-    model: str
-    counted: bool = False  # this request already counted a failure of this deployment
-
-
-@dataclass(slots=True)
-class Run:
-    """One request's routing state across pools."""
-
-    req: ProxyRequest
-    config: GatewayConfig
-    budget: Budget
-    trace: Trace
-    owner: str
 
 
 class Router:
@@ -90,7 +65,12 @@ class Router:
         result = await self._pool(run, req.model, caller)
         if isinstance(result, Served):
             return result
-        failure = RouteFailure(primary=result, last_fault=result.fault, failures=[result])
+        failure = RouteFailure(
+            primary=result,
+            last_fault=result.fault,
+            failures=[result],
+            last_deployment=result.deployment,
+        )
         if req.pin is not None:
             return failure  # a pinned request never falls back
         visited = {req.model}
@@ -106,17 +86,35 @@ class Router:
             if isinstance(result, Served):
                 return result
             failure.failures.append(result)
-            failure.last_fault = result.fault or failure.last_fault
+            if result.fault is not None:
+                failure.last_fault, failure.last_deployment = result.fault, result.deployment
             if depth < config.router.max_fallback_depth:
                 queue.extend((m, depth + 1) for m in self._chain(config, model, result))
         return failure
+
+    async def resume(
+        self, run: Run, models: Sequence[str], exclude: frozenset[str], caller: Caller
+    ) -> Served | None:
+        """Route a continuation (``run.resume``) like a fallback attempt: ``models`` in order,
+        prefill-capable deployments only, never ``exclude`` (the deployments that were cut)."""
+        for model in models:
+            if run.budget.expired(self._clock()):
+                break
+            result = await self._pool(run, model, caller, exclude)
+            if isinstance(result, Served):
+                return result
+        return None
 
     def _chain(self, config: GatewayConfig, model: str, failure: PoolFailure) -> list[str]:
         reason = chain_reason(failure)
         return [] if reason is None else config.fallback_chain(model, reason)
 
-    async def _pool(self, run: Run, model: str, caller: Caller) -> Served | PoolFailure:
-        ctx = await self._read(run, model)
+    async def _pool(
+        self, run: Run, model: str, caller: Caller, skip: frozenset[str] = frozenset()
+    ) -> Served | PoolFailure:
+        ctx = await open_pool(self._store, run, model, self._clock())
+        if not ctx.deployments:
+            return PoolFailure()  # a continuation with no prefill-capable deployment here
         pinned = run.req.pin is not None
         route = RouteRequest(
             operation=run.req.operation,
@@ -125,8 +123,9 @@ class Router:
             strategy=functools.partial(run.config.strategy_for, model),
             sticky=ctx.binding_key is not None,
             quota_max_age=run.config.quota_max_age_seconds,
+            role=run.req.role,
         )
-        log = AttemptLog()
+        log = AttemptLog(skip=skip)
         while True:
             step = next_step(
                 ctx.deployments,
@@ -138,6 +137,7 @@ class Router:
                 now=self._clock(),
                 rng=self._rng,
                 pinned=pinned,
+                limits=ctx.limits,
             )
             if isinstance(step, Stop):
                 if step.failure.blocked is not None:
@@ -153,29 +153,6 @@ class Router:
             if isinstance(result, Served):
                 return result
             ctx, log = result
-
-    async def _read(self, run: Run, model: str) -> PoolContext:
-        """The pool's state, read once for the whole hop (one BatchGetItem)."""
-        req, config = run.req, run.config
-        deployments = config.pool(model)
-        if req.pin is not None:
-            deployments = [d for d in deployments if d.id == req.pin]
-            if not deployments:
-                raise RequestError(
-                    f"X-Route-Pin names no deployment of `{model}`.",
-                    param="x-route-pin",
-                    code="invalid_pin",
-                )
-        sticky = config.sticky_for(model)
-        key = (
-            BindingKey(req.caller, model, req.protocol)
-            if sticky.enabled and req.pin is None
-            else None
-        )
-        snapshot = await self._store.read_pool(
-            SnapshotRequest.of(model, deployments, self._clock(), key)
-        )
-        return PoolContext(model, deployments, snapshot, key, sticky, config.router.circuit)
 
     async def _try(
         self, run: Run, ctx: PoolContext, step: Try, log: AttemptLog, caller: Caller
@@ -219,7 +196,14 @@ class Router:
         config = run.config
         policy = config.policy_for(dep, run.req.operation, run.req.stream)
         timeouts = run.budget.tightened(policy).timeouts(self._clock(), policy)
-        record = AttemptRecord(ctx.model, dep.id, 0, sticky=attempt.sticky, probe=attempt.probe)
+        record = AttemptRecord(
+            ctx.model,
+            dep.id,
+            0,
+            sticky=attempt.sticky,
+            probe=attempt.probe,
+            continuation=run.resume,
+        )
         run.trace.attempts.append(record)
         try:
             credential = await self._credentials.resolve(dep.credential)
@@ -236,11 +220,17 @@ class Router:
             answer = await caller(call, timeouts)
             answer.hide_usage = hide_usage
         except CredentialError as exc:
+            # The gateway's failure, not the provider's: neutral for the deployment.
             logger.error("deployment %s: %s", dep.id, exc)
             return await self._failed(ctx, attempt, record, judge(CREDENTIAL_UNAVAILABLE), log)
         except UpstreamFault as exc:
             return await self._failed(ctx, attempt, record, judge(exc.fault), log)
-        except BaseException:
+        except BaseException as exc:
+            # The client left (cancelled) or the gateway itself broke: no verdict on
+            # the upstream, so its circuit, health and binding stay as they are.
+            record.error_kind = "abandoned"
+            if not isinstance(exc, asyncio.CancelledError):
+                record.error_class = "gateway"
             await asyncio.shield(self._outcomes.abandon(attempt))
             raise
         record.latency_ms = int((self._clock() - attempt.started_at) * 1000)
@@ -248,7 +238,7 @@ class Router:
         run.trace.served_by = dep.id
         run.trace.served_model = ctx.model
         counted = not log.counts_failure(dep.id)
-        return Served(answer, ctx, attempt, ctx.model, counted=counted)
+        return Served(answer, ctx, attempt, ctx.model, counted=counted, record=record)
 
     async def _failed(
         self,

@@ -24,6 +24,8 @@ class AttemptRecord:
     sticky: bool = False
     probe: bool = False
     anomalies: list[str] = field(default_factory=list)  # a complete answer's irregularities
+    continuation: bool = False  # carried the continuation of a stream cut after its commit
+    usage: dict[str, int] | None = None  # tokens this attempt reported (streams)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -36,6 +38,8 @@ class AttemptRecord:
             "sticky": self.sticky,
             "probe": self.probe,
             "anomalies": list(self.anomalies),
+            "continuation": self.continuation,
+            "usage": self.usage,
         }
 
 

@@ -28,7 +28,9 @@ from edgeproxy.routing.snapshot import (
 )
 from edgeproxy.state import items, keys
 from edgeproxy.state.dynamo_admin import DynamoAdmin
+from edgeproxy.state.dynamo_keys import DynamoKeys
 from edgeproxy.state.items import number, text
+from edgeproxy.state.key_items import key_usage_from
 from edgeproxy.state.schema import TableSchema
 from edgeproxy.state.store import SnapshotRequest, StoredConfig, UsageDelta
 from edgeproxy.state.table import Table
@@ -49,11 +51,11 @@ BINDING_NAMES = "#deployment = :deployment"
 CAPACITY_RETENTION_S = 3600  # a throttle item is deleted by TTL this long after it ended
 
 
-class DynamoStore(DynamoAdmin):
+class DynamoStore(DynamoAdmin, DynamoKeys):
     """The ``Store`` protocol on one table; the client is injected, never built here.
 
     The request path's calls are here; the jobs' and the admin plane's are in
-    ``DynamoAdmin``.
+    ``DynamoAdmin``, the client keys' in ``DynamoKeys``.
     """
 
     def __init__(self, client: Any, table_name: str, schema: TableSchema) -> None:
@@ -63,7 +65,11 @@ class DynamoStore(DynamoAdmin):
     # -- reads -----------------------------------------------------------------
 
     async def read_pool(self, request: SnapshotRequest) -> PoolSnapshot:
-        """Circuits, the last two usage buckets, health, capacity, binding, generation, quotas."""
+        """Circuits, the last two usage buckets, health, capacity, binding, generation, quotas.
+
+        With ``request.key_id``, also the client key's minute bucket and spend
+        (its tpm limit and budget are checked on the same read).
+        """
         minutes = (request.minute - 1, request.minute)
         deps = list(request.deployment_ids)
         wanted = [keys.circuit_key(d) for d in deps]
@@ -74,7 +80,17 @@ class DynamoStore(DynamoAdmin):
         wanted += [keys.quota_key(c) for c in request.credentials]
         if request.binding is not None:
             wanted.append(keys.binding_key(request.binding))
+        if request.key_id is not None:
+            key_bucket = keys.key_usage_key(request.key_id, request.minute)
+            wanted += [key_bucket, keys.key_spend_key(request.key_id)]
         found = await self._table.batch_get(wanted)
+        key_usage = None
+        if request.key_id is not None:
+            key_usage = key_usage_from(
+                request.minute,
+                found.get(key_bucket, {}),
+                found.get(keys.key_spend_key(request.key_id), {}),
+            )
 
         binding = None
         if request.binding is not None and (k := keys.binding_key(request.binding)) in found:
@@ -110,6 +126,7 @@ class DynamoStore(DynamoAdmin):
                 for c in request.credentials
                 if (k := keys.quota_key(c)) in found
             },
+            key_usage=key_usage,
         )
 
     async def load_config(self) -> StoredConfig | None:

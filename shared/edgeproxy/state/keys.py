@@ -43,6 +43,13 @@ configuration       ``config``                   ``current``          document, 
 audit entry         ``audit``                    ``<ms>#<id>``        id, at, actor, action,
                                                                       target, changes, version
                                                                       (no TTL)
+client key          ``keys``                     ``<digest>``         name, role, prefix, models,
+                                                                      rpm_limit, tpm_limit,
+                                                                      budget_usd, key_expires_at,
+                                                                      revoked, created_at,
+                                                                      last_used_at (no TTL)
+key usage bucket    ``key#<id>``                 ``usage#<minute>``   requests, tokens, expires_at
+key spend           ``key#<id>``                 ``spend``            spend_usd, tokens (no TTL)
 ==================  ===========================  ===================  =========================
 
 ``circuit.reason`` is set only while an operator forced the circuit open
@@ -64,7 +71,21 @@ kept until deleted.
 
 ``<minute>`` is ``epoch_seconds // 60``, zero-padded to ten digits so that the
 string order of sort keys is the numeric order (``BETWEEN`` works on it).
-``<caller>`` is already a hash or an IP bucket, never a raw key. Any ``#`` or
+``<caller>`` is already a hash or an IP bucket, never a raw key.
+
+Client keys: ``<digest>`` is the sha256 hex digest of the key (the key itself
+is never stored; ``prefix`` keeps its first characters for display) and
+``<id>``, the public id, is the digest's first 16 hex characters. Every key
+shares the partition ``keys``: a lookup is one GetItem on the digest, the
+listing one Query, and ``GET /admin/keys/{id}`` one Query with
+``begins_with(sk, id)``. The partition is read at most once per key per
+cache TTL per process and written only by admins and the last-used touch
+(at most once a minute per key and process), far below a partition's limits.
+A key's expiry is ``key_expires_at``, not the TTL attribute: an expired key
+stays listable (and refusable with a clear message) until an admin deletes it.
+The usage bucket is written only for keys with an rpm limit (conditional
+admission, like a deployment's) or a tpm limit (tokens, after the answer);
+the spend item gathers every answer's cost at the serving deployment's prices. Any ``#`` or
 ``%`` inside a component is percent-escaped, so two different tuples can
 never produce the same key. ``version`` counts conditional writes of an item
 (0 means absent); counters change only with ``ADD``.
@@ -176,3 +197,22 @@ def audit_sk(at: float, entry_id: str) -> str:
 def audit_key(at: float, entry_id: str) -> Key:
     """One audit entry (every entry shares the ``audit`` partition)."""
     return AUDIT_PK, audit_sk(at, entry_id)
+
+
+KEYS_PK = "keys"
+SPEND = "spend"
+
+
+def client_key_key(digest: str) -> Key:
+    """A client key, by the sha256 hex digest of the key."""
+    return KEYS_PK, digest
+
+
+def key_usage_key(key_id: str, minute: int) -> Key:
+    """Requests and tokens of one client key in one minute bucket."""
+    return f"key#{_part(key_id)}", usage_sk(minute)
+
+
+def key_spend_key(key_id: str) -> Key:
+    """Total spend (USD) and tokens of one client key."""
+    return f"key#{_part(key_id)}", SPEND

@@ -5,15 +5,18 @@ implementation only translates these calls to its database. The protocol is
 split by audience, so each caller depends on what it uses only:
 
     ConfigSource   load_config                       every audience
+    KeyStore       get_client_key, admit_key,        the request path's key check
+                   record_key_usage, touch_client_key
     RequestStore   read_pool, admit, record,         the request path (router, outcomes)
                    write_circuit, extend_capacity,
                    put_binding, delete_binding,
-                   count_rejection, clear_rejections
+                   count_rejection, clear_rejections, KeyStore
     JobStore       read_usage, put_health            the scheduled jobs
     AdminStore     read_pool, read_usage,            the CLI and the admin API
                    delete_binding, bump_pool_generation,
                    save_config, read_circuit, write_circuit_audited,
-                   record_audit, read_audit
+                   record_audit, read_audit,
+                   put/list/find/revoke_client_key, read_key_usage
     Store          all of them                       what a backend implements
 
 Every method that changes routing state or the configuration is a
@@ -28,6 +31,7 @@ from dataclasses import dataclass
 from typing import Protocol, TypeAlias
 
 from edgeproxy.config.deployment import Deployment
+from edgeproxy.routing.access import ClientKey, KeyUsage
 from edgeproxy.routing.snapshot import (
     Binding,
     BindingKey,
@@ -52,6 +56,7 @@ class SnapshotRequest:
     minute: int
     binding: BindingKey | None = None
     credentials: Sequence[str] = ()  # credential keys whose quota routing checks
+    key_id: str | None = None  # also read this client key's usage (tpm limit, budget)
 
     @classmethod
     def of(
@@ -60,6 +65,7 @@ class SnapshotRequest:
         deployments: Sequence[Deployment],
         now: float,
         binding: BindingKey | None = None,
+        key_id: str | None = None,
     ) -> SnapshotRequest:
         """The read for routing ``deployments`` of ``pool`` at ``now`` (its minute bucket)."""
         return cls(
@@ -69,6 +75,7 @@ class SnapshotRequest:
             minute=int(now // 60),
             binding=binding,
             credentials=sorted({credential_key(d.credential) for d in deployments if d.credential}),
+            key_id=key_id,
         )
 
 
@@ -98,7 +105,29 @@ class QuotaSink(Protocol):
         ...
 
 
-class RequestStore(ConfigSource, QuotaSink, Protocol):
+class KeyStore(Protocol):
+    """The request path's client-key calls: look a key up, admit and count its requests."""
+
+    async def get_client_key(self, digest: str) -> ClientKey | None:
+        """The key whose sha256 is ``digest`` (revoked and expired ones too), or None."""
+        ...
+
+    async def admit_key(self, key_id: str, minute: int, rpm_limit: int, expires_at: float) -> bool:
+        """Count one request of the key in bucket ``minute`` only while it is under ``rpm_limit``."""
+        ...
+
+    async def record_key_usage(
+        self, key_id: str, minute: int | None, tokens: int, spend_usd: float, expires_at: float
+    ) -> None:
+        """ADD an answer's tokens to the key's bucket ``minute`` (None: none) and to its spend."""
+        ...
+
+    async def touch_client_key(self, digest: str, now: float) -> None:
+        """Set the key's last-used time (callers do it at most once a minute per key)."""
+        ...
+
+
+class RequestStore(ConfigSource, KeyStore, QuotaSink, Protocol):
     """What the request path needs: one read, then counters and conditional writes."""
 
     async def read_pool(self, request: SnapshotRequest) -> PoolSnapshot:
@@ -231,6 +260,26 @@ class AdminStore(ConfigSource, UsageSource, Protocol):
         self, limit: int, before: str | None = None
     ) -> tuple[list[AuditEntry], str | None]:
         """Up to ``limit`` entries newest first, older than cursor ``before``; the next cursor."""
+        ...
+
+    async def put_client_key(self, key: ClientKey) -> bool:
+        """Create ``key``; False (nothing written) if a key with its digest exists."""
+        ...
+
+    async def list_client_keys(self) -> list[ClientKey]:
+        """Every client key, revoked ones included, oldest first."""
+        ...
+
+    async def find_client_key(self, key_id: str) -> ClientKey | None:
+        """The key with public id ``key_id``, or None."""
+        ...
+
+    async def revoke_client_key(self, key_id: str) -> ClientKey | None:
+        """Mark the key revoked (idempotent); the revoked key, or None if unknown."""
+        ...
+
+    async def read_key_usage(self, key_id: str, minute: int) -> KeyUsage:
+        """The key's tokens in bucket ``minute`` and its spend so far."""
         ...
 
 

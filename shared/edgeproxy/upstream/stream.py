@@ -4,7 +4,9 @@ Completeness follows the spec ("What counts as complete") and is judged by
 the core's ``StreamTracker``, fed each event as it is handed out: a stream
 that reached its end marker, or whose every choice got a finish reason, is
 complete even if the other signal is missing; only a stream that stops with
-neither fails, as TRUNCATED. The idle deadline counts every received byte
+neither fails, as TRUNCATED. An event that is not valid JSON is handed to the
+tracker's judgement when its turn comes: skipped (an anomaly) after the commit,
+a MALFORMED failure before it. The idle deadline counts every received byte
 (keepalive comments included), because it is checked per network read, not
 per event.
 """
@@ -59,7 +61,8 @@ class UpstreamStream:
         self._translator = translator
         self._idle = idle_timeout_s
         self._parser = SSEParser()
-        self._pending: deque[StreamEvent] = deque()
+        # A malformed event waits in line as its fault, judged when its turn comes.
+        self._pending: deque[StreamEvent | UpstreamFault] = deque()
         self._ended = False
         self._failure: UpstreamFault | None = None  # raised once the events before it are out
 
@@ -78,6 +81,25 @@ class UpstreamStream:
 
     async def __anext__(self) -> StreamEvent:
         """The next event; raises ``UpstreamFault`` (IDLE, TRUNCATED, MALFORMED, HTTP)."""
+        while True:
+            event = await self._next_pending()
+            if not isinstance(event, UpstreamFault):
+                break
+            if not self.tracker.skip_malformed():
+                await self.aclose()
+                raise event
+            # Skipped after the commit: an anomaly on the attempt, not a failure.
+        # Judged as handed out, so a reader stopping at the commit sees exactly that.
+        if event.chunk is not None:
+            self.tracker.feed(event.chunk)
+        if event.done:
+            self.tracker.end()
+            self._ended = True
+            self._pending.clear()
+            self._failure = None  # nothing after the end marker can spoil the answer
+        return event
+
+    async def _next_pending(self) -> StreamEvent | UpstreamFault:
         while not self._pending:
             if self._failure is not None:
                 await self.aclose()
@@ -94,16 +116,7 @@ class UpstreamStream:
                     # a complete answer (the upstream merely skipped [DONE]).
                     raise StopAsyncIteration from None
                 raise
-        event = self._pending.popleft()
-        # Judged as handed out, so a reader stopping at the commit sees exactly that.
-        if event.chunk is not None:
-            self.tracker.feed(event.chunk)
-        if event.done:
-            self.tracker.end()
-            self._ended = True
-            self._pending.clear()
-            self._failure = None  # nothing after the end marker can spoil the answer
-        return event
+        return self._pending.popleft()
 
     async def _read(self) -> None:
         with translate_errors(STREAM):
@@ -119,7 +132,12 @@ class UpstreamStream:
             return
         try:
             for sse in self._parser.feed(data):
-                self._pending.extend(self._translator.feed(sse))
+                try:
+                    self._pending.extend(self._translator.feed(sse))
+                except UpstreamFault as exc:
+                    if exc.fault.kind is not FaultKind.MALFORMED:
+                        raise
+                    self._pending.append(exc)
         except UpstreamFault as exc:
             self._failure = exc
 

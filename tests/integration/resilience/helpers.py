@@ -14,9 +14,10 @@ import httpx
 import openai
 
 from edgeproxy.config.policies import default_execution_policies
+from tests.fixtures.secrets import remember
 
-ADMIN_KEY = "sk-admin-resilience"
-CLIENT_KEY = "sk-client-resilience"
+ADMIN_KEY = remember("sk-admin-resilience")
+CLIENT_KEY = remember("sk-client-resilience")
 HELLO = [{"role": "user", "content": "Hello!"}]
 
 

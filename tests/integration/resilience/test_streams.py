@@ -91,14 +91,21 @@ def test_stall_after_commit_is_detected_at_idle_ms(single, sdk, upstream_a: Mock
     )
 
 
-def test_malformed_chunk_after_commit_sends_no_garbage(single, upstream_a: MockUpstream) -> None:
-    upstream_a.set_faults([{"malformed_after_chunks": 3}])
-    answer = post_chat(single.base_url, "fast-chat", stream=True)
+def test_malformed_tenth_event_is_skipped_and_the_stream_completes(
+    single, upstream_a: MockUpstream
+) -> None:
+    # "Hello from a! You said: Hello!" is 1 role + 6 content + 1 finish event: pad it.
+    long = " ".join(f"w{i}" for i in range(12))
+    upstream_a.set_faults([{"malformed_after_chunks": 9, "content": long}])
+    answer = post_chat(single.base_url, "fast-chat", stream=True, metadata=True)
     events = sse_events(answer)
-    assert BAD_EVENT not in answer.text
-    assert stream_text(events) == "Hello from "
-    assert events[-1]["error"]["type"]
-    assert "[DONE]" not in events
+    assert BAD_EVENT not in answer.text  # not relayed
+    assert stream_text(events) == long  # not fatal: every other event arrived
+    assert events[-1] == "[DONE]"
+    assert not any("error" in e for e in events if isinstance(e, dict))
+    [routing] = [e["unified_routing"] for e in events[:-1] if "unified_routing" in e]
+    assert routing["attempts"][-1]["anomalies"] == ["malformed_event"]
+    assert len(model_requests(upstream_a)) == 1
 
 
 def test_malformed_json_answer_is_transient(pair, sdk, upstream_a: MockUpstream) -> None:

@@ -221,3 +221,12 @@ async def test_message_stream_closes_its_source_when_the_client_leaves() -> None
     assert first.startswith(b"event: message_start")
     await stream.aclose()  # what Starlette does when the client disconnects
     assert closed == [True]
+
+
+def test_an_in_band_error_carries_the_routing_trace_when_asked() -> None:
+    routing = {"deployment": "a", "attempts": []}
+    events = translate([chunk({"content": "a"}), Failed(RateLimited("slow"), routing)])
+    kind, payload = events[-1]
+    assert kind == "error"
+    assert payload["unified_routing"] == routing
+    assert payload["error"]["type"] == "rate_limit_error"

@@ -117,3 +117,11 @@ def test_a_request_keeps_one_id() -> None:
     fresh = Request({"type": "http", "headers": []})
     assert request_id(fresh) == request_id(fresh)
     assert len(request_id(fresh)) == 32
+
+
+async def test_a_failed_stream_carries_the_routing_trace_when_asked() -> None:
+    routing = {"deployment": "a", "attempts": [{"deployment": "a", "error_kind": "truncated"}]}
+    frames = await render([chunk({"content": "Hi"}), Failed(ModelOverloaded("busy"), routing)])
+    last = data(frames[-1])
+    assert last["error"]["code"] == "model_overloaded"
+    assert last["unified_routing"] == routing

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -14,6 +15,7 @@ from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import ModelOverloaded
 from edgeproxy.service.events import Chunk, Closing, StreamItem
 from edgeproxy.service.gateway import JsonAnswer, StreamAnswer
+from edgeproxy.service.keys import KeyRing
 from edgeproxy.service.request import ProxyRequest
 from edgeproxy.upstream.call import Usage
 
@@ -29,7 +31,26 @@ ANSWER = {
 
 
 def settings() -> GatewayConfig:
-    return GatewayConfig.model_validate({"deployments": []})
+    digest = hashlib.sha256(KEY.encode()).hexdigest()
+    return GatewayConfig.model_validate(
+        {"deployments": [], "gateway": {"api_keys": [{"name": "caller", "sha256": digest}]}}
+    )
+
+
+class NoTableKeys:
+    """A ``KeyStore`` with no keys: the caller's key is a YAML one."""
+
+    async def get_client_key(self, digest: str) -> None:
+        return None
+
+    async def admit_key(self, *args: object) -> bool:
+        return True
+
+    async def record_key_usage(self, *args: object) -> None:
+        return None
+
+    async def touch_client_key(self, *args: object) -> None:
+        return None
 
 
 class StandIn:
@@ -38,6 +59,7 @@ class StandIn:
     trust_forwarded_for = False
 
     def __init__(self) -> None:
+        self.keys = KeyRing(NoTableKeys(), time.time)
         self.configs: list[GatewayConfig] = []
         self.calls: list[tuple[ProxyRequest, GatewayConfig]] = []
         self.error: Exception | None = None

@@ -173,14 +173,17 @@ def test_probe_success_closes_and_resets_level() -> None:
     assert admission(closed, reopened.open_until + 2).kind is AdmissionKind.ALLOW
 
 
+UNBOUNDED = CircuitSettings(max_probe_interval_seconds=None)  # 000's cooldown alone
+
+
 def test_failed_probe_reopens_exponentially_with_bounded_jitter_and_cap() -> None:
-    c = opened(100.0)
+    c = opened(100.0, UNBOUNDED)
     now = c.open_until
     cooldowns: list[float] = []
     for _ in range(8):
-        leased = take_probe(c, "p", now, S)
+        leased = take_probe(c, "p", now, UNBOUNDED)
         assert leased is not None
-        nxt = fail(leased, now, probe=True, seed=len(cooldowns))
+        nxt = fail(leased, now, settings=UNBOUNDED, probe=True, seed=len(cooldowns))
         assert nxt is not None
         assert nxt.state is CircuitState.OPEN
         assert nxt.level == c.level + 1
@@ -190,6 +193,64 @@ def test_failed_probe_reopens_exponentially_with_bounded_jitter_and_cap() -> Non
         base = 5 * 2**level
         assert min(base, 300) <= cooldown <= min(base * 1.25, 300), (level, cooldown)
     assert cooldowns[-1] == 300.0  # 5 * 2**8 = 1280: capped at max_cooldown_seconds
+
+
+def test_probe_interval_bounds_the_exponential_growth() -> None:
+    # Defaults: 5 s doubling (000) until the 20 s probe interval, then held there.
+    rng = random.Random(3)
+    cooldowns = [reopen_cooldown(level, S, rng) for level in range(1, 8)]
+    assert 10.0 <= cooldowns[0] <= 12.5
+    assert max(cooldowns) == 20.0
+    assert cooldowns[2:] == [20.0] * 5
+    assert reopen_cooldown(6, UNBOUNDED, rng) == 300.0
+
+
+class _WorstJitter(random.Random):
+    """Jitter always at its maximum (the slowest recovery the rule allows)."""
+
+    def random(self) -> float:
+        return 0.999999
+
+    def uniform(self, a: float, b: float) -> float:
+        return b
+
+
+def _flapping_primary(settings: CircuitSettings, recovered_at: float = 60.0) -> float:
+    """Primary answers 503 until ``recovered_at``, then recovers; one request every 4 s.
+
+    Each request tries the primary when its circuit admits it (taking the probe
+    lease when half-open), as the router does. Returns how long after the
+    recovery the first request was served by the primary again.
+    """
+    rng = _WorstJitter()
+    c = Circuit("primary")
+    for step in range(0, 200):
+        now = step * 4.0 + 0.5
+        gate = admission(c, now)
+        if gate.kind is AdmissionKind.BLOCKED:
+            continue  # served by the fallback
+        probe = gate.kind is AdmissionKind.PROBE
+        if probe:
+            leased = take_probe(c, f"r{step}", now, settings)
+            assert leased is not None
+            c = leased
+        done = now + 0.2
+        if done < recovered_at:
+            changed = on_failure(
+                c, T, done, settings, rng, was_probe=probe, attempt_started_at=now, owner=f"r{step}"
+            )
+            c = changed or c
+            continue
+        return now - recovered_at
+    raise AssertionError("the primary never got traffic back")
+
+
+def test_flapping_primary_gets_traffic_back_within_30_s_of_recovery() -> None:
+    # Every phase of the recovery against the probe schedule, a 60 s outage and longer.
+    ends = [60.0 + tenth / 10 for tenth in range(0, 1200, 5)]
+    assert max(_flapping_primary(S, end) for end in ends) <= 30.0
+    # Without the bound (000's doubling alone) it can take longer: the rule is what helps.
+    assert max(_flapping_primary(UNBOUNDED, end) for end in ends) > 30.0
 
 
 def test_reopen_jitter_spreads_but_stays_within_25_percent() -> None:

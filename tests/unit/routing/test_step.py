@@ -7,6 +7,7 @@ import random
 import pytest
 
 from edgeproxy.config.models import FallbackReason
+from edgeproxy.config.policies import Deadline
 from edgeproxy.config.router import CircuitSettings
 from edgeproxy.routing.backoff import MAX_RETRY_AFTER_SECONDS
 from edgeproxy.routing.deadlines import Budget
@@ -46,6 +47,7 @@ def step(
     within: Budget | None = None,
     pinned: bool = False,
     settings: CircuitSettings = SETTINGS,
+    limits: dict[str, Deadline] | None = None,
 ) -> Step:
     return next_step(
         pool,
@@ -57,6 +59,7 @@ def step(
         now=now,
         rng=random.Random(3),
         pinned=pinned,
+        limits=limits,
     )
 
 
@@ -199,3 +202,50 @@ def test_the_log_is_immutable() -> None:
     log = AttemptLog()
     log.started("a").skipped("b")
     assert log == AttemptLog()
+
+
+@pytest.mark.parametrize("kind", [FaultKind.TIMEOUT, FaultKind.IDLE])
+def test_a_silent_route_is_left_at_once_and_not_retried(kind: FaultKind) -> None:
+    log = failed(AttemptLog(), "a", Fault(kind, "silent"))
+    assert tried(step(log)) == "b"  # no wait: b is untried
+    log = failed(log, "b", http(503))
+    # b may be reused after its backoff; a, which went silent, never again in this request.
+    again = step(log, now=NOW + 20)
+    assert tried(again) == "b"
+    only_a = failed(AttemptLog(), "a", Fault(kind, "silent"))
+    assert isinstance(step(only_a, pool=[A]), Stop)
+
+
+def test_a_deployments_own_max_attempts_bounds_its_retries() -> None:
+    one = Deadline(response_ms=1000, total_ms=30_000, max_attempts=1)
+    log = failed(AttemptLog(), "a", http(503))
+    assert isinstance(step(log, pool=[A], limits={"a": one}), Stop)
+    # Without the override the pool budget (3 attempts) allows a reuse of a.
+    assert tried(step(log, pool=[A], now=NOW + 20)) == "a"
+    # Other deployments keep the pool's budget.
+    assert tried(step(log, limits={"a": one})) == "b"
+
+
+def test_a_deployments_own_total_ms_bounds_its_attempts() -> None:
+    short = Deadline(response_ms=1000, total_ms=2_000, max_attempts=3)
+    log = failed(AttemptLog(), "a", http(503), at=NOW + 1)
+    assert isinstance(step(log, pool=[A], now=NOW + 2.5, limits={"a": short}), Stop)
+    assert isinstance(step(AttemptLog(), pool=[A], now=NOW + 2.5, limits={"a": short}), Stop)
+    assert tried(step(AttemptLog(), pool=[A], now=NOW + 1.5, limits={"a": short})) == "a"
+    # A pin obeys the deployment's own limits too.
+    assert isinstance(step(log, pool=[A], now=NOW + 2.5, limits={"a": short}, pinned=True), Stop)
+
+
+def test_a_gateway_failure_moves_on_without_counting_against_the_deployment() -> None:
+    from edgeproxy.routing.verdict import CREDENTIAL_UNAVAILABLE
+
+    verdict = judge(CREDENTIAL_UNAVAILABLE)
+    assert verdict.cls.value == "gateway"
+    assert verdict.tries_another
+    assert verdict.rules_out
+    assert not verdict.lowers_health
+    assert not verdict.clears_binding
+    assert verdict.fallback is FallbackReason.GENERAL
+    log = AttemptLog().started("a").failed("a", verdict, NOW)
+    assert tried(step(log)) == "b"
+    assert isinstance(step(log, pool=[A], now=NOW + 20), Stop)

@@ -87,3 +87,30 @@ def test_unbind_needs_the_key_variable_set(
 def test_unbind_needs_exactly_one_caller(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["bindings", "unbind", "--pool", "p"])
+
+
+@pytest.mark.parametrize("action", ["create", "list", "show", "revoke", "import"])
+def test_every_keys_command_has_help_with_an_example(
+    action: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["keys", action, "--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert "edgeproxy keys create --url http://127.0.0.1:8080 --name billing-app" in out
+
+
+def test_keys_over_http_need_an_admin_key_in_the_environment(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("EDGEPROXY_ADMIN_KEY", raising=False)
+    assert main(["keys", "list", "--url", "http://127.0.0.1:9"]) == 2
+    assert "EDGEPROXY_ADMIN_KEY" in capsys.readouterr().err
+    # No argument takes a key: argparse refuses one before anything runs.
+    with pytest.raises(SystemExit):
+        main(["keys", "list", "--admin-key", "ep-secret"])
+
+
+def test_a_bad_key_body_is_refused_before_the_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["keys", "create", "--name", "x", "--rpm", "0"]) == 2
+    assert "rpm_limit" in capsys.readouterr().err

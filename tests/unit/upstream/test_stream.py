@@ -11,9 +11,11 @@ import pytest
 from edgeproxy.config.deployment import Deployment, ProviderKind
 from edgeproxy.config.policies import Operation
 from edgeproxy.errors import UpstreamFault
+from edgeproxy.routing.completeness import Complete
 from edgeproxy.routing.faults import FaultKind
 from edgeproxy.upstream.call import StreamEvent, UpstreamCall, Usage
 from edgeproxy.upstream.client import UpstreamClient
+from edgeproxy.upstream.stream import UpstreamStream
 
 DEPLOYMENT = Deployment(
     id="oa",
@@ -65,19 +67,37 @@ async def read(parts: list[bytes], error: Exception | None = None) -> list[Strea
         return got
 
 
-async def test_events_before_a_malformed_one_come_first() -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
-        body = Body([chunk("a") + chunk("b") + b"data: {bad\n\n" + chunk("c")])
-        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=body)
+async def _open(parts: list[bytes], http: httpx.AsyncClient) -> UpstreamStream:
+    return await UpstreamClient(http).open_stream(CALL)
 
-    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as http:
-        stream = await UpstreamClient(http).open_stream(CALL)
+
+def _transport(parts: list[bytes]) -> httpx.MockTransport:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(
+            200, headers={"content-type": "text/event-stream"}, stream=Body(parts)
+        )
+
+    return httpx.MockTransport(handler)
+
+
+async def test_a_malformed_event_after_the_commit_is_skipped_as_an_anomaly() -> None:
+    parts = [chunk("a") + chunk("b") + b"data: {bad\n\n" + chunk("c") + chunk(finish="stop")]
+    async with httpx.AsyncClient(transport=_transport(parts)) as http:
+        stream = await _open(parts, http)
+        got = [event.chunk async for event in stream]
+        contents = [c["choices"][0]["delta"].get("content") for c in got if c]
+        assert contents == ["a", "b", "c", None]
+        outcome = stream.tracker.outcome()
+        assert isinstance(outcome, Complete)
+        assert "malformed_event" in outcome.anomalies
+
+
+async def test_a_malformed_event_before_the_commit_fails_the_attempt() -> None:
+    parts = [chunk() + b"data: {bad\n\n" + chunk("c")]
+    async with httpx.AsyncClient(transport=_transport(parts)) as http:
+        stream = await _open(parts, http)
         first = await anext(stream)
-        second = await anext(stream)
-        assert [first.chunk, second.chunk] == [
-            {"choices": [{"index": 0, "delta": {"content": c}, "finish_reason": None}]}
-            for c in "ab"
-        ]
+        assert first.chunk is not None
         with pytest.raises(UpstreamFault) as info:
             await anext(stream)
         assert info.value.fault.kind is FaultKind.MALFORMED

@@ -1,0 +1,73 @@
+"""Client-key items: ``ClientKey`` to and from DynamoDB typed attribute maps."""
+
+from __future__ import annotations
+
+from edgeproxy.config.roles import Role
+from edgeproxy.routing.access import ClientKey, KeyUsage
+from edgeproxy.state.items import (
+    AttributeValue,
+    Item,
+    get_float,
+    get_int,
+    get_optional_float,
+    get_text,
+    number,
+    text,
+)
+
+
+def client_key_item(key: ClientKey) -> Item:
+    """The attributes of a client key item (optional fields left out when unset)."""
+    item: Item = {
+        "name": text(key.name),
+        "role": text(key.role.value),
+        "prefix": text(key.prefix),
+        "revoked": {"BOOL": key.revoked},
+        "created_at": number(key.created_at),
+        "last_used_at": number(key.last_used_at),
+    }
+    if key.models is not None:
+        item["models"] = {"L": [text(m) for m in sorted(key.models)]}
+    optional: dict[str, float | None] = {
+        "rpm_limit": key.rpm_limit,
+        "tpm_limit": key.tpm_limit,
+        "budget_usd": key.budget_usd,
+        "key_expires_at": key.expires_at,
+    }
+    item.update({name: number(v) for name, v in optional.items() if v is not None})
+    return item
+
+
+def _optional_int(item: Item, name: str) -> int | None:
+    return get_int(item, name) if name in item else None
+
+
+def _models(value: AttributeValue | None) -> frozenset[str] | None:
+    if value is None:
+        return None
+    return frozenset(str(v["S"]) for v in value.get("L", []))
+
+
+def client_key_from(digest: str, item: Item) -> ClientKey:
+    """A client key from its stored item (``digest`` is its sort key)."""
+    return ClientKey(
+        digest=digest,
+        name=get_text(item, "name") or "",
+        role=Role(get_text(item, "role") or Role.FREE.value),
+        prefix=get_text(item, "prefix") or "",
+        models=_models(item.get("models")),
+        rpm_limit=_optional_int(item, "rpm_limit"),
+        tpm_limit=_optional_int(item, "tpm_limit"),
+        budget_usd=get_optional_float(item, "budget_usd"),
+        expires_at=get_optional_float(item, "key_expires_at"),
+        revoked=bool(item.get("revoked", {}).get("BOOL", False)),
+        created_at=get_float(item, "created_at"),
+        last_used_at=get_float(item, "last_used_at"),
+    )
+
+
+def key_usage_from(minute: int, bucket: Item, spend: Item) -> KeyUsage:
+    """A key's counters from its minute bucket and its spend item (absent: zero)."""
+    return KeyUsage(
+        minute=minute, tokens=get_int(bucket, "tokens"), spend_usd=get_float(spend, "spend_usd")
+    )

@@ -1,0 +1,41 @@
+"""Error headers: Retry-After rounded up, x-should-retry only where a retry cannot help."""
+
+from __future__ import annotations
+
+from edgeproxy.api.errors import error_headers, should_retry
+from edgeproxy.errors import (
+    AuthenticationError,
+    EdgeproxyError,
+    ModelNotFound,
+    ModelOverloaded,
+    ModelUnavailable,
+    RateLimited,
+    RequestError,
+    UpstreamError,
+)
+
+
+def test_errors_a_retry_cannot_fix_say_so() -> None:
+    for error in (
+        RequestError("bad"),
+        ModelNotFound("none"),
+        AuthenticationError("key"),
+        ModelUnavailable("misconfigured"),
+        UpstreamError("no", status=401, code="upstream_credential_rejected"),
+    ):
+        assert not should_retry(error), error
+        assert error_headers(error)["x-should-retry"] == "false"
+
+
+def test_errors_a_retry_may_fix_leave_the_sdk_to_decide() -> None:
+    for error in (
+        RateLimited("slow", retry_after=2.2),
+        ModelOverloaded("busy", retry_after=0.2),
+        UpstreamError("down", status=503),
+        UpstreamError("timeout", status=408),
+        EdgeproxyError("internal"),
+    ):
+        assert should_retry(error), error
+        assert "x-should-retry" not in error_headers(error)
+    assert error_headers(RateLimited("slow", retry_after=2.2))["retry-after"] == "3"
+    assert error_headers(ModelOverloaded("busy", retry_after=0.2))["retry-after"] == "1"

@@ -1,0 +1,96 @@
+"""The continuation's bookkeeping: what the client saw, and its chunks rebased onto the answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from edgeproxy.routing.completeness import StreamTracker
+from edgeproxy.routing.faults import Fault, FaultKind
+from edgeproxy.service.continuation import Progress, continuable, continuation_body
+from edgeproxy.upstream.call import Usage
+
+
+def chunk(cid: str, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {
+        "id": cid,
+        "created": 1 if cid == "first" else 2,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+def usage_chunk(cid: str, prompt: int, completion: int) -> dict[str, Any]:
+    usage = {"prompt_tokens": prompt, "completion_tokens": completion}
+    return {"id": cid, "choices": [], "usage": usage}
+
+
+def test_a_continuation_reads_as_the_rest_of_the_first_answer() -> None:
+    progress = Progress()
+    for delta in ({"role": "assistant", "content": ""}, {"content": "Hello "}, {"content": "wor"}):
+        assert progress.owed(chunk("first", delta), hide_usage=False) is not None
+    progress.failed(Fault(FaultKind.TRUNCATED, "cut"), "a", Usage(10, 2))
+    assert progress.prefill() == "Hello wor"
+    progress.resumed = True
+    # The continuation's role event says nothing new; its chunks take the first id.
+    assert (
+        progress.owed(chunk("second", {"role": "assistant", "content": ""}), hide_usage=False)
+        is None
+    )
+    rest = progress.owed(chunk("second", {"content": "ld!"}), hide_usage=False)
+    assert rest == {
+        "id": "first",
+        "created": 1,
+        "choices": [{"index": 0, "delta": {"content": "ld!"}, "finish_reason": None}],
+    }
+    end = progress.owed(chunk("second", {}, "stop"), hide_usage=False)
+    assert end is not None
+    assert end["choices"][0]["finish_reason"] == "stop"
+    summed = progress.owed(usage_chunk("second", 12, 3), hide_usage=False)
+    assert summed is not None
+    assert summed["id"] == "first"
+    assert summed["usage"] == {"prompt_tokens": 22, "completion_tokens": 5, "total_tokens": 27}
+    assert progress.owed(usage_chunk("second", 12, 3), hide_usage=True) is None
+    assert "".join(progress.text) == "Hello world!"
+
+
+def test_whitespace_left_out_of_the_prefill_is_not_repeated() -> None:
+    progress = Progress()
+    progress.owed(chunk("first", {"content": "The quick "}), hide_usage=False)
+    assert progress.prefill() == "The quick"  # providers reject a prefill ending in whitespace
+    progress.resumed = True
+    again = progress.owed(chunk("second", {"content": " brown"}), hide_usage=False)
+    assert again is not None
+    assert again["choices"][0]["delta"] == {"content": "brown"}
+    later = progress.owed(chunk("second", {"content": " fox"}), hide_usage=False)
+    assert later is not None
+    assert later["choices"][0]["delta"] == {"content": " fox"}  # only the owed space went
+    assert "".join(progress.text) == "The quick brown fox"
+
+
+def test_only_plain_text_of_one_choice_can_be_continued() -> None:
+    text = StreamTracker()
+    text.feed(chunk("x", {"content": "Hi"}))
+    assert continuable(text, "Hi")
+    assert not continuable(text, "  ")  # nothing shown to continue from
+    tools = StreamTracker()
+    tools.feed(chunk("x", {"tool_calls": [{"index": 0, "function": {"arguments": "{"}}]}))
+    assert not continuable(tools, "Hi")
+    two = StreamTracker()
+    two.feed(
+        {
+            "choices": [
+                {"index": 0, "delta": {"content": "a"}},
+                {"index": 1, "delta": {"content": "b"}},
+            ]
+        }
+    )
+    assert not continuable(two, "a")
+
+
+def test_the_continuation_body_appends_the_prefill() -> None:
+    body = {"model": "m", "messages": [{"role": "user", "content": "Hi"}], "stream": True}
+    out = continuation_body(body, "Hello wor")
+    assert out["messages"] == [
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "Hello wor"},
+    ]
+    assert body["messages"] == [{"role": "user", "content": "Hi"}]  # the original is untouched
