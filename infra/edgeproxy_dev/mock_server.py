@@ -29,6 +29,10 @@ _BAD_EVENT = b'data: {"choices": [{"delta": \n\n'
 _ANTHROPIC_STOP = b'event: message_stop\ndata: {"type": "message_stop"}\n\n'
 
 
+QUOTA_PATHS = frozenset({"/v1/key", "/v1/quota"})  # OpenRouter-style and a generic JSON one
+HEALTHY_QUOTA = {"data": {"remaining": 1000, "limit": 1000, "limit_remaining": 1000.0, "usage": 0}}
+
+
 class MockServer:
     """One mock upstream on the current event loop (see ``mock_upstream``)."""
 
@@ -151,6 +155,14 @@ class MockServer:
         if request.method == "GET" and request.path == "/v1/models":
             data = [{"id": m, "object": "model", "owned_by": self.name} for m in self._models]
             await http.write_json(writer, 200, {"object": "list", "data": data}, {})
+        elif request.method == "GET" and request.path in QUOTA_PATHS:
+            # A provider's quota endpoint: the next fault's body and status (quota fetchers).
+            fault, _ = self._next()
+            if fault.stall:
+                await http.wait_for_close(reader)
+                return False
+            payload = fault.body if fault.body is not None else HEALTHY_QUOTA
+            await http.write_json(writer, fault.status, payload, dict(fault.headers))
         elif request.method != "POST" or route is None:
             await http.write_json(writer, 404, openai_error(404, {"message": "Not found."}), {})
         elif self._api_key and self._api_key not in (

@@ -5,7 +5,8 @@ from template.yaml, starts the mock upstreams the example configuration
 points at, stores the configuration, mints the keys (a bootstrap admin key,
 passed as the credential reference ``env:EDGEPROXY_LOCAL_ADMIN_KEY`` as the
 template passes an SSM parameter, and one ``free`` client key in the table),
-prints them, and serves the same ASGI app as Lambda under uvicorn on 127.0.0.1.
+prints them, runs the scheduled jobs (health, quota refresh) every minute in
+the background, and serves the same ASGI app as Lambda under uvicorn on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from edgeproxy.service.keys import mint_key
 from edgeproxy.settings import Settings
 from edgeproxy_dev.aws import DUMMY_CREDENTIALS, REGION
 from edgeproxy_dev.clock import Clock, clock_control
+from edgeproxy_dev.schedule import Schedule
 from edgeproxy_dev.serving import server_config
 from edgeproxy_dev.template import default_template_path
 
@@ -214,7 +216,9 @@ def main(argv: list[str] | None = None) -> None:
         settings, admin_key = with_admin_key(local_settings(dynamo.endpoint_url))
         asyncio.run(store_config(settings, config))
         client_key = asyncio.run(mint_client_key(settings, "local-client"))
-        serve(settings, args.port, banner=(admin_key, client_key), clock=clock)
+        # The health job and the quota refresh, every minute, as EventBridge runs them on AWS.
+        with Schedule(settings, local_session()):
+            serve(settings, args.port, banner=(admin_key, client_key), clock=clock)
 
 
 if __name__ == "__main__":

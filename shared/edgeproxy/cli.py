@@ -8,6 +8,7 @@
     edgeproxy bindings share --pool gpt-4o --minutes 60 [--json]
     printf %s "$KEY" | edgeproxy hash-key      # the sha256 for gateway.api_keys
     edgeproxy status | settings get|set | audit  # see cli_admin (admin API or table)
+    edgeproxy job health|quota-refresh           # one pass of a scheduled job (cli_jobs)
     edgeproxy keys create|list|show|revoke|import   # client keys (see edgeproxy keys --help)
 
 The table comes from the environment (``EDGEPROXY_TABLE``,
@@ -35,7 +36,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TextIO
 
-from edgeproxy import cli_admin, cli_keys
+from edgeproxy import cli_admin, cli_jobs, cli_keys
 from edgeproxy.config.loader import from_document, load_config_file
 from edgeproxy.errors import ConfigError, EdgeproxyError, UsageError
 from edgeproxy.routing.affinity import caller_id, key_digest
@@ -87,6 +88,7 @@ def _parser() -> argparse.ArgumentParser:
 
     commands.add_parser("hash-key", help="print the sha256 of a key read from standard input")
     cli_admin.add_commands(commands)  # status, settings, audit
+    cli_jobs.add_commands(commands)  # job
     cli_keys.register(commands)
     return parser
 
@@ -202,6 +204,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "hash-key":
             return _hash_key(sys.stdin)
+        if args.command == "job":
+            return cli_jobs.run(args)
         if args.command == "keys":
             return cli_keys.run(args)
         if args.command in cli_admin.COMMANDS:

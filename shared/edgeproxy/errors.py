@@ -25,6 +25,7 @@
     │       └── StoreUnavailable        503
     ├── UpstreamFault                   one attempt failed; ``.fault`` says how, as plain data
     ├── CredentialError                 a credential reference cannot be resolved
+    ├── QuotaFetchError                 a quota source could not be read (the refresh job logs it)
     ├── ValueError
     │   └── ConfigError                 a configuration document is malformed or invalid
     └── UsageError                      a command line the CLI cannot carry out
@@ -33,7 +34,8 @@ Each ``EdgeproxyError`` maps to the OpenAI error JSON (``body``). The other
 roots stop inside the project: the service judges an ``UpstreamFault`` (in
 ``routing``) into an ``EdgeproxyError`` or an in-band stream error; the router
 turns a ``CredentialError`` into a configuration failure of that deployment;
-the CLI prints ``ConfigError`` and ``UsageError`` and exits with status 2.
+the CLI prints ``ConfigError`` and ``UsageError`` and exits with status 2;
+the quota refresh records a ``QuotaFetchError`` beside the last good snapshot.
 Anything else that reaches a handler is logged and answered as a generic 500.
 
 Foreign errors are translated into this tree where their client is, most
@@ -234,6 +236,10 @@ class UpstreamFault(Exception):
 
 class CredentialError(Exception):
     """A reference that cannot be resolved. The message names the reference, never a value."""
+
+
+class QuotaFetchError(Exception):
+    """A quota source could not be read. The message names the source, never a credential."""
 
 
 class ConfigError(ValueError):

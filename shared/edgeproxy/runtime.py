@@ -82,6 +82,16 @@ async def open_store(
     return DynamoStore(BoundedClient(client, budget), settings.table, schema)
 
 
+def open_credentials(
+    settings: Settings, stack: contextlib.AsyncExitStack, session: Any
+) -> CredentialResolver:
+    """A resolver for ``env:``, ``ssm:`` and ``secretsmanager:`` references (clients on first use)."""
+    secrets = AwsSecrets(functools.partial(session.client, region_name=settings.region), stack)
+    return CredentialResolver(
+        settings.environ, ssm=secrets.parameter, secretsmanager=secrets.secret
+    )
+
+
 async def build_gateway(
     settings: Settings,
     telemetry: Telemetry | None = None,
@@ -103,13 +113,10 @@ async def build_gateway(
     store = await open_store(settings, stack, session)
     http = make_http_client()
     stack.push_async_callback(http.aclose)
-    secrets = AwsSecrets(functools.partial(session.client, region_name=settings.region), stack)
+    credentials = open_credentials(settings, stack, session)
     telemetry = telemetry or NoTelemetry()
     rng = rng or random.Random()  # load spreading, not security
     outcomes = Outcomes(store, clock, rng, telemetry)
-    credentials = CredentialResolver(
-        settings.environ, ssm=secrets.parameter, secretsmanager=secrets.secret
-    )
     warn_about_auth(settings)
     keys = KeyRing(
         store,

@@ -8,8 +8,29 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from edgeproxy_dev.mock_upstream import MockUpstream
+from tests.fixtures.configs import config, deployment
+
 # The key every sample event sends (Authorization: Bearer sk-event-client).
 EVENT_KEY_SHA256 = hashlib.sha256(b"sk-event-client").hexdigest()
+
+
+def handler_config(upstream: MockUpstream) -> dict[str, Any]:
+    """The configuration every handler test stores: chat, embeddings and one quota source."""
+    return config(
+        deployment("a", upstream),
+        deployment("emb", upstream, model="text-embed", operations=["embeddings"]),
+        quota_sources=[
+            {
+                "name": "mock",
+                "fetcher": "json",
+                "credential": "env:EDGEPROXY_MOCK_KEY",
+                "params": {"url": upstream.base_url + "/quota", "remaining": "data.remaining"},
+            }
+        ],
+        # The events' key: a deployed gateway refuses every request without one.
+        gateway={"api_keys": [{"name": "events", "sha256": EVENT_KEY_SHA256}]},
+    )
 
 
 def body_of(response: dict[str, Any]) -> str:
@@ -56,6 +77,11 @@ def check_health_job(response: dict[str, Any]) -> None:
     assert response == {"scored": 2}
 
 
+def check_quota_refresh(response: dict[str, Any]) -> None:
+    # The handler tests' configuration has one source, on the mock upstream's quota endpoint.
+    assert response == {"refreshed": 1, "failed": []}
+
+
 EXPECTED: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
     "chat.json": ("proxy", check_chat),
     "chat_named_stage.json": ("proxy", check_chat),  # /dev/v1/...: the stage is stripped
@@ -65,4 +91,5 @@ EXPECTED: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
     "models_named_stage.json": ("proxy", check_models),
     "chat_unknown_model.json": ("proxy", check_unknown_model),
     "health_job.json": ("health_job", check_health_job),
+    "quota_refresh.json": ("quota_refresh", check_quota_refresh),
 }

@@ -23,11 +23,10 @@ import pytest
 
 from edgeproxy_dev.dynamo_server import DUMMY_CREDENTIALS
 from edgeproxy_dev.mock_upstream import MockUpstream
-from tests.fixtures.configs import config, deployment
 from tests.fixtures.gateway import store
 from tests.fixtures.table import TableView
 from tests.handlers import artifact
-from tests.handlers.expectations import EVENT_KEY_SHA256, EXPECTED
+from tests.handlers.expectations import EXPECTED, handler_config
 
 pytestmark = pytest.mark.slow
 
@@ -48,12 +47,7 @@ def lambda_env(
     store(
         dynamo_endpoint,
         gateway_table,
-        config(
-            deployment("a", upstream_a),
-            deployment("emb", upstream_a, model="text-embed", operations=["embeddings"]),
-            # The events' key: a deployed gateway refuses every request without one.
-            gateway={"api_keys": [{"name": "events", "sha256": EVENT_KEY_SHA256}]},
-        ),
+        handler_config(upstream_a),
     )
     return {
         "PATH": os.environ.get("PATH", ""),
@@ -92,7 +86,11 @@ def _invoke(built: Path, function: str, events: list[Path], env: dict[str, str])
     return answers
 
 
-FUNCTIONS = {"proxy": "ProxyFunction", "health_job": "HealthJobFunction"}
+FUNCTIONS = {
+    "proxy": "ProxyFunction",
+    "health_job": "HealthJobFunction",
+    "quota_refresh": "QuotaRefreshFunction",
+}
 
 
 def test_every_event_answers_from_the_built_functions(

@@ -22,10 +22,9 @@ import pytest
 
 from edgeproxy_dev.dynamo_server import DUMMY_CREDENTIALS
 from edgeproxy_dev.mock_upstream import MockUpstream
-from tests.fixtures.configs import config, deployment
 from tests.fixtures.gateway import store
 from tests.fixtures.table import TableView
-from tests.handlers.expectations import EVENT_KEY_SHA256, EXPECTED, body_of
+from tests.handlers.expectations import EXPECTED, body_of, handler_config
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"
@@ -61,12 +60,7 @@ def environment(
     store(
         dynamo_endpoint,
         gateway_table,
-        config(
-            deployment("a", upstream_a),
-            deployment("emb", upstream_a, model="text-embed", operations=["embeddings"]),
-            # The events' client key (every request needs one).
-            gateway={"api_keys": [{"name": "events", "sha256": EVENT_KEY_SHA256}]},
-        ),
+        handler_config(upstream_a),
     )
     for name, value in {
         "EDGEPROXY_DYNAMODB_ENDPOINT": dynamo_endpoint,

@@ -339,14 +339,26 @@ async def test_pool_generation_bumps_are_counted(any_store: Store) -> None:
 
 
 async def test_put_health_replaces_the_previous_result(any_store: Store) -> None:
-    await any_store.put_health(
-        Health("d1", score=0.2, ewma_tokens_per_s=10.0, updated_at=NOW), LATER
+    first = Health(
+        "d1", score=0.2, ewma_tokens_per_s=10.0, updated_at=NOW, samples=3, minute=MINUTE
     )
-    await any_store.put_health(Health("d1", score=0.9, updated_at=NOW + 60), LATER)
+    assert await any_store.put_health(first, LATER)
+    later = Health("d1", score=0.9, updated_at=NOW + 60, samples=4, minute=MINUTE + 1)
+    assert await any_store.put_health(later, LATER)
 
     snapshot = await any_store.read_pool(_request())
-    assert snapshot.health_of("d1") == Health("d1", score=0.9, updated_at=NOW + 60)
+    assert snapshot.health_of("d1") == later
     assert snapshot.health_of("d2") == Health("d2")  # never written: neutral
+
+
+async def test_a_run_for_the_same_or_an_earlier_minute_changes_nothing(any_store: Store) -> None:
+    stored = Health("d1", score=0.9, updated_at=NOW, samples=4, minute=MINUTE)
+    assert await any_store.put_health(stored, LATER)
+    again = Health("d1", score=0.1, updated_at=NOW + 1, samples=1, minute=MINUTE)
+    older = Health("d1", score=0.1, updated_at=NOW + 2, samples=1, minute=MINUTE - 1)
+    results = await asyncio.gather(*(any_store.put_health(h, LATER) for h in (again, older)))
+    assert results == [False, False]
+    assert (await any_store.read_pool(_request())).health_of("d1") == stored
 
 
 async def test_config_saves_are_conditional_on_the_version(any_store: Store) -> None:

@@ -83,6 +83,14 @@ def test_each_kind_of_function_has_its_own_least_privilege_role(template: dict[s
         "ProxyFunction": "ProxyRole",
         "StreamFunction": "ProxyRole",
         "HealthJobFunction": "JobRole",
+        "QuotaRefreshFunction": "QuotaRole",
+    }
+    # The quota refresh reads credentials (its sources' references) but never deletes or scans.
+    quota = _actions(resources["QuotaRole"])
+    assert {a for a in quota if a.startswith("dynamodb:")} == {
+        "dynamodb:GetItem",
+        "dynamodb:BatchGetItem",
+        "dynamodb:UpdateItem",
     }
 
 

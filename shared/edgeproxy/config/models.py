@@ -15,6 +15,7 @@ from pydantic import Field, model_validator
 from edgeproxy.config.base import Positive, Strict
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.policies import Deadline, Operation
+from edgeproxy.config.quota import QuotaSource
 from edgeproxy.config.roles import Role
 from edgeproxy.config.router import (
     Continuation,
@@ -93,6 +94,9 @@ class GatewayConfig(Strict):
     pools: dict[str, PoolSettings] = Field(default_factory=dict)
     deployments: list[Deployment] = Field(default_factory=list)
     fallbacks: list[FallbackChain] = Field(default_factory=list)
+    quota_sources: list[QuotaSource] = Field(default_factory=list)
+    # A quota snapshot older than this is ignored by routing (the refresh runs every minute).
+    quota_max_age_seconds: Positive = 600
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
@@ -100,6 +104,9 @@ class GatewayConfig(Strict):
         dupes = sorted({i for i in ids if ids.count(i) > 1})
         if dupes:
             raise ValueError("duplicate deployment ids: " + ", ".join(dupes))
+        names = [s.name for s in self.quota_sources]
+        if len(set(names)) != len(names):
+            raise ValueError("duplicate quota source names: " + ", ".join(sorted(names)))
         pools = {d.pool_key for d in self.deployments}
         unknown_pools = sorted(set(self.pools) - pools)
         if unknown_pools:

@@ -8,12 +8,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import aioboto3
 from aws_lambda_powertools import Logger
 
 from edgeproxy.entrypoint import Entrypoint
 from edgeproxy.jobs.health import HealthJob
-from edgeproxy.runtime import open_store
+from edgeproxy.jobs.quota import QuotaJob
+from edgeproxy.runtime import open_credentials, open_store
 from edgeproxy.settings import Settings
+from edgeproxy.upstream.client import make_http_client
 
 
 def build_health_handler(
@@ -39,6 +42,42 @@ def build_health_handler(
 
     def invoke(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return {"scored": loop.run_until_complete(run())}
+
+    def close() -> None:
+        loop.run_until_complete(stack.aclose())
+        loop.close()
+
+    return Entrypoint(logger.inject_lambda_context(invoke), close)
+
+
+def build_quota_handler(
+    settings: Settings | None = None,
+    session: Any | None = None,
+    *,
+    clock: Callable[[], float] = time.time,
+) -> Entrypoint:
+    """The quota refresh's ``handler``; clients built once per execution environment."""
+    settings = settings or Settings.from_env()
+    logger = Logger(service="edgeproxy-quota", level=settings.log_level)
+    loop = asyncio.new_event_loop()
+    stack = contextlib.AsyncExitStack()
+    jobs: list[QuotaJob] = []
+
+    async def run() -> dict[str, Any]:
+        if not jobs:
+            aws = session or aioboto3.Session()
+            store = await open_store(settings, stack, aws)
+            http = make_http_client()
+            stack.push_async_callback(http.aclose)
+            jobs.append(QuotaJob(store, http, open_credentials(settings, stack, aws), clock))
+        results = await jobs[0].run()
+        return {
+            "refreshed": sum(r.error is None for r in results),
+            "failed": sorted(r.source for r in results if r.error),
+        }
+
+    def invoke(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        return loop.run_until_complete(run())
 
     def close() -> None:
         loop.run_until_complete(stack.aclose())

@@ -1,8 +1,9 @@
 """The scheduled health job: recompute every deployment's health score from usage.
 
 Runs every minute (template.yaml). One Query per deployment (its usage
-buckets in the window) and one PutItem; readers fall back to neutral when a
-score is missing or stale.
+buckets in the window) and one conditional PutItem on the minute it scored,
+so overlapping or repeated runs are harmless; readers ignore a score that is
+stale or has no traffic behind it (``routing.health``).
 """
 
 from __future__ import annotations
@@ -38,12 +39,16 @@ class HealthJob:
         now = self._clock()
         first, last = window(now)
 
-        async def score(deployment_id: str) -> Health:
+        async def score(deployment_id: str) -> Health | None:
             buckets = await self._store.read_usage(deployment_id, first, last)
-            health = health_from_usage(deployment_id, buckets, now)
-            await self._store.put_health(health, now + HEALTH_RETENTION_SECONDS)
+            health = health_from_usage(deployment_id, buckets, now, minute=last)
+            # A deployment without traffic still gets its item: "no data" (samples 0)
+            # replaces numbers that would otherwise linger until they expire.
+            if not await self._store.put_health(health, now + HEALTH_RETENTION_SECONDS):
+                return None  # another run already scored this minute
             return health
 
         results = await asyncio.gather(*(score(d.id) for d in config.deployments))
-        logger.info("health scores updated for %d deployments", len(results))
-        return list(results)
+        written = [h for h in results if h is not None]
+        logger.info("health scores updated for %d of %d deployments", len(written), len(results))
+        return written

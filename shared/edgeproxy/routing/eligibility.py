@@ -16,7 +16,10 @@ from enum import StrEnum
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.policies import Operation
 from edgeproxy.routing.circuit import AdmissionKind, admission
-from edgeproxy.routing.snapshot import OpenCause, PoolSnapshot
+from edgeproxy.routing.quota import spent_for
+from edgeproxy.routing.snapshot import OpenCause, PoolSnapshot, credential_key
+
+DEFAULT_QUOTA_MAX_AGE = 600.0  # GatewayConfig.quota_max_age_seconds's default
 
 
 class Status(StrEnum):
@@ -31,6 +34,7 @@ class Limit(StrEnum):
     CAPACITY = "capacity"
     RPM = "rpm"
     TPM = "tpm"
+    QUOTA = "quota"  # the provider reported the credential's quota spent
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +74,12 @@ def assess(
     *,
     operation: Operation | None = None,
     modalities: Set[str] = frozenset(),
+    quota_max_age: float = DEFAULT_QUOTA_MAX_AGE,
 ) -> Eligibility:
-    """The eligibility of ``dep`` at ``now`` (``minute``: the current usage bucket)."""
+    """The eligibility of ``dep`` at ``now`` (``minute``: the current usage bucket).
+
+    ``quota_max_age``: seconds after which a quota reading is ignored.
+    """
     if not supports(dep, operation, modalities):
         return Eligibility(dep.id, Status.INCOMPATIBLE, eligible=False)
     circuit = snapshot.circuit(dep.id)
@@ -82,7 +90,7 @@ def assess(
             dep.id, status, eligible=False, retry_after=gate.retry_after, cause=circuit.cause
         )
     probe = gate.kind is AdmissionKind.PROBE
-    limited = _limit(dep, snapshot, now, minute)
+    limited = _limit(dep, snapshot, now, minute, quota_max_age)
     if limited is not None:
         limit, retry_after = limited
         return Eligibility(
@@ -93,11 +101,16 @@ def assess(
 
 
 def _limit(
-    dep: Deployment, snapshot: PoolSnapshot, now: float, minute: int
+    dep: Deployment, snapshot: PoolSnapshot, now: float, minute: int, quota_max_age: float
 ) -> tuple[Limit, float] | None:
     throttled_until = snapshot.capacity(dep.domain).throttled_until
     if now < throttled_until:
         return Limit.CAPACITY, throttled_until - now
+    if dep.credential:
+        status = snapshot.quotas.get(credential_key(dep.credential))
+        spent = spent_for(status, now, quota_max_age)
+        if spent is not None:
+            return Limit.QUOTA, spent
     usage = snapshot.usage_of(dep.id, minute)
     next_minute = max(0.0, (minute + 1) * 60.0 - now)
     if dep.rpm_limit is not None and usage.requests >= dep.rpm_limit:
@@ -108,8 +121,11 @@ def _limit(
 
 
 def pool_status(
-    deployments: list[Deployment], snapshot: PoolSnapshot, now: float
+    deployments: list[Deployment],
+    snapshot: PoolSnapshot,
+    now: float,
+    quota_max_age: float = DEFAULT_QUOTA_MAX_AGE,
 ) -> list[Eligibility]:
     """Every deployment's status for the deployments view, regardless of request shape."""
     minute = int(now // 60)
-    return [assess(dep, snapshot, now, minute) for dep in deployments]
+    return [assess(dep, snapshot, now, minute, quota_max_age=quota_max_age) for dep in deployments]

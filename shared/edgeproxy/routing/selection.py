@@ -37,7 +37,8 @@ from edgeproxy.config.roles import Role
 from edgeproxy.config.router import Strategy
 from edgeproxy.routing.access import reachable
 from edgeproxy.routing.affinity import binding_valid
-from edgeproxy.routing.eligibility import Eligibility, Status, assess
+from edgeproxy.routing.eligibility import DEFAULT_QUOTA_MAX_AGE, Eligibility, Status, assess
+from edgeproxy.routing.health import with_usable_health
 from edgeproxy.routing.snapshot import OpenCause, PoolSnapshot
 from edgeproxy.routing.strategies import StrategyInputs, order
 
@@ -59,6 +60,7 @@ class RouteRequest:
     caller: str = ""
     strategy: StrategyChoice = Strategy.SIMPLE_SHUFFLE
     sticky: bool = True
+    quota_max_age: float = DEFAULT_QUOTA_MAX_AGE  # seconds a quota reading counts
     role: Role = Role.ADMIN
 
     def strategy_for(self, tier: int) -> Strategy:
@@ -134,12 +136,19 @@ def next_deployment(
     counts = tried if isinstance(tried, Mapping) else dict.fromkeys(tried, 1)
     statuses = {
         d.id: assess(
-            d, snapshot, now, bucket, operation=request.operation, modalities=request.modalities
+            d,
+            snapshot,
+            now,
+            bucket,
+            operation=request.operation,
+            modalities=request.modalities,
+            quota_max_age=request.quota_max_age,
         )
         for d in deployments
     }
     usable = [d for d in deployments if statuses[d.id].eligible and d.id not in skip]
-    inputs = StrategyInputs(snapshot, bucket, request.caller)
+    # Metric strategies rank only by recent health with data behind it.
+    inputs = StrategyInputs(with_usable_health(snapshot, now), bucket, request.caller)
 
     binding = snapshot.binding
     if request.sticky and binding_valid(binding, now, snapshot.pool_generation):

@@ -8,6 +8,7 @@ A ``version`` of 0 means "no item stored yet".
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -82,6 +83,7 @@ class Usage:
     failures: int = 0
     latency_ms_sum: int = 0
     output_tokens_per_s_sum: float = 0.0
+    throughput_samples: int = 0  # successes that reported output tokens (throughput's divisor)
     sticky_hits: int = 0
 
     @property
@@ -93,6 +95,9 @@ class Usage:
 class Health:
     """Scores written by the scheduled health job; absent means neutral 0.5 / no data.
 
+    ``samples``: attempts with a verdict in the job's window (0: the job saw no
+    traffic, so metric strategies must not rank by these numbers).
+    ``minute``: the bucket the job ran for (a run never overwrites a later one).
     ``credential_rejections``: consecutive upstream 401/403 answers (configuration
     class), counted by the outcome writes and reset by the next success.
     """
@@ -103,6 +108,43 @@ class Health:
     ewma_tokens_per_s: float | None = None
     updated_at: float = 0.0
     credential_rejections: int = 0
+    samples: int = 0
+    minute: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Quota:
+    """One provider credential's remaining quota in one unit, as last reported.
+
+    ``credential`` is ``credential_key`` of the deployment's credential
+    reference (never the secret). ``source`` is the fetcher's name, or
+    ``headers`` for rate-limit headers captured from answers. ``error`` is the
+    last failed refresh, kept beside the last good numbers (a failed fetch
+    never deletes them; ``fetched_at`` says how old they are).
+    """
+
+    credential: str
+    unit: str
+    remaining: float | None = None
+    limit: float | None = None
+    reset_at: float | None = None
+    source: str = ""
+    fetched_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaStatus:
+    """Every unit's quota of one credential, and its last refresh failure."""
+
+    credential: str
+    quotas: tuple[Quota, ...] = ()
+    error: str | None = None
+    error_at: float = 0.0
+
+
+def credential_key(reference: str) -> str:
+    """The key a credential's quota is stored under: a digest of its reference."""
+    return hashlib.sha256(reference.encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +175,7 @@ class PoolSnapshot:
     health: dict[str, Health] = field(default_factory=dict)
     binding: Binding | None = None
     pool_generation: int = 0
+    quotas: dict[str, QuotaStatus] = field(default_factory=dict)  # by credential key
     key_usage: KeyUsage | None = None  # the caller's key counters, when it has tpm/budget
 
     def circuit(self, deployment_id: str) -> Circuit:

@@ -149,6 +149,7 @@ class Gateway:
                     prompt_tokens=response.usage.prompt_tokens,
                     completion_tokens=response.usage.completion_tokens,
                     latency_s=response.elapsed_s,
+                    rate_limits=response.rate_limits,
                 )
             )
 
@@ -180,15 +181,8 @@ class Gateway:
         if not deployments:
             raise ModelNotFound(f"The model `{model}` does not exist.", param="model")
         now = self._clock()
-        snapshot = await self._store.read_pool(
-            SnapshotRequest(
-                pool=model,
-                deployment_ids=[d.id for d in deployments],
-                domains=sorted({d.domain for d in deployments}),
-                minute=int(now // 60),
-            )
-        )
-        statuses = pool_status(deployments, snapshot, now)
+        snapshot = await self._store.read_pool(SnapshotRequest.of(model, deployments, now))
+        statuses = pool_status(deployments, snapshot, now, config.quota_max_age_seconds)
         return {
             "model": model,
             "deployments": [
@@ -197,6 +191,7 @@ class Gateway:
                     "status": s.status.value,
                     "retry_after_ms": int(s.retry_after * 1000),
                     "cause": s.cause.value if s.cause else None,
+                    "limit": s.limit.value if s.limit else None,  # rpm, tpm, capacity, quota
                 }
                 for s in statuses
             ],

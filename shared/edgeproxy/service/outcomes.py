@@ -22,10 +22,12 @@ from edgeproxy.routing import affinity, circuit
 from edgeproxy.routing.faults import FailureClass
 from edgeproxy.routing.snapshot import Capacity, Circuit
 from edgeproxy.routing.verdict import Verdict
+from edgeproxy.service.headers_quota import quota_writes
 from edgeproxy.service.key_usage import record_key_usage
 from edgeproxy.service.pool import NOTHING, PoolContext, Standing
 from edgeproxy.service.telemetry import Telemetry
 from edgeproxy.state.store import RequestStore, UsageDelta
+from edgeproxy.upstream.headers import RateLimitInfo
 
 logger = logging.getLogger(__name__)
 
@@ -83,14 +85,20 @@ class Outcomes:
         prompt_tokens: int,
         completion_tokens: int,
         latency_s: float,
+        rate_limits: RateLimitInfo | None = None,
     ) -> Standing:
-        """Count a success; close a probed circuit; renew the binding; add the key's spend."""
+        """Count a success; close a probed circuit; renew the binding; add the key's spend.
+
+        ``rate_limits``: the answer's rate-limit headers; recorded as the
+        credential's quota when they say something new (``routing.quota``).
+        """
         self._telemetry.count(
             "Attempts", outcome="success", deployment=attempt.deployment.id, model=ctx.model
         )
         await attempt.admitted()
         now = self._clock()
         dep = attempt.deployment
+        rated = completion_tokens > 0 and latency_s > 0
         usage = self._store.record(
             UsageDelta(
                 dep.id,
@@ -100,12 +108,15 @@ class Outcomes:
                 prompt_tokens=prompt_tokens,
                 completion_tokens=completion_tokens,
                 latency_ms_sum=int(latency_s * 1000),
-                output_tokens_per_s_sum=completion_tokens / latency_s if latency_s > 0 else 0.0,
+                # Throughput averages only the successes that reported tokens.
+                output_tokens_per_s_sum=completion_tokens / latency_s if rated else 0.0,
+                throughput_samples=int(rated),
                 sticky_hits=1 if attempt.sticky else 0,
             ),
             self._expiry(attempt.minute),
         )
         writes: list[Coroutine[Any, Any, Standing]] = [_nothing(usage)]
+        writes += [_nothing(w) for w in quota_writes(self._store, ctx, dep, rate_limits, now)]
         if ctx.key is not None:
             # The key's tokens and spend (at this deployment's prices), alongside.
             spent = record_key_usage(

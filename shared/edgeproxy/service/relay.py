@@ -200,6 +200,7 @@ class Relay:
                 prompt_tokens=own.prompt_tokens if own else 0,
                 completion_tokens=own.completion_tokens if own else 0,
                 latency_s=self._clock() - served.attempt.started_at,
+                rate_limits=stream.rate_limits,
             )
         )
         return closing

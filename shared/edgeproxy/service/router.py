@@ -122,6 +122,7 @@ class Router:
             caller=run.req.caller,
             strategy=functools.partial(run.config.strategy_for, model),
             sticky=ctx.binding_key is not None,
+            quota_max_age=run.config.quota_max_age_seconds,
             role=run.req.role,
         )
         log = AttemptLog(skip=skip)

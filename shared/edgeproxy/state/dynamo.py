@@ -65,7 +65,7 @@ class DynamoStore(DynamoAdmin, DynamoKeys):
     # -- reads -----------------------------------------------------------------
 
     async def read_pool(self, request: SnapshotRequest) -> PoolSnapshot:
-        """Circuits, the last two usage buckets, health, capacity, binding, generation.
+        """Circuits, the last two usage buckets, health, capacity, binding, generation, quotas.
 
         With ``request.key_id``, also the client key's minute bucket and spend
         (its tpm limit and budget are checked on the same read).
@@ -77,6 +77,7 @@ class DynamoStore(DynamoAdmin, DynamoKeys):
         wanted += [keys.usage_key(d, m) for d in deps for m in minutes]
         wanted += [keys.capacity_key(d) for d in request.domains]
         wanted.append(keys.pool_key(request.pool))
+        wanted += [keys.quota_key(c) for c in request.credentials]
         if request.binding is not None:
             wanted.append(keys.binding_key(request.binding))
         if request.key_id is not None:
@@ -120,6 +121,11 @@ class DynamoStore(DynamoAdmin, DynamoKeys):
             },
             binding=binding,
             pool_generation=items.get_int(found.get(keys.pool_key(request.pool), {}), "generation"),
+            quotas={
+                c: items.quota_status_from(c, found[k])
+                for c in request.credentials
+                if (k := keys.quota_key(c)) in found
+            },
             key_usage=key_usage,
         )
 

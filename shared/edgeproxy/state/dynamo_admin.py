@@ -10,15 +10,23 @@ apart from it; ``DynamoStore`` inherits them and supplies the table.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
-from edgeproxy.routing.snapshot import Health, Usage
+from edgeproxy.routing.snapshot import Health, Quota, QuotaStatus, Usage
 from edgeproxy.state import items, keys
 from edgeproxy.state.audit import AuditEntry
 from edgeproxy.state.dynamo_audit import DynamoAudit
 from edgeproxy.state.items import number, text
 from edgeproxy.state.schema import TableSchema
 from edgeproxy.state.table import Table
+
+# Two health-job runs must not let an earlier minute overwrite a later one, nor run one minute twice.
+OLDER_MINUTE = "attribute_not_exists(#minute) OR #minute < :minute"
+
+
+# A slow refresh must not overwrite a newer reading of the same unit (headers race the job).
+NEWER_READING = "attribute_not_exists(#fetched) OR #fetched < :fetched"
 
 
 class DynamoAdmin(DynamoAudit):
@@ -90,8 +98,13 @@ class DynamoAdmin(DynamoAudit):
             writes.append(("Put", self._audit_put(dataclasses.replace(audit, version=version))))
         return version if await self._table.transact_if(writes) else None
 
-    async def put_health(self, health: Health, expires_at: float) -> None:
-        """Store the health job's result for one deployment (the rejection counter is kept)."""
+    async def put_health(self, health: Health, expires_at: float) -> bool:
+        """Store the health job's result for one deployment, unless a run for a later minute did.
+
+        An update, so the rejection counter the outcome writes keep is left as it
+        is. Returns False when the stored item is of the same or a later minute
+        (two overlapping runs: the first one wins, the second changes nothing).
+        """
         attrs = {**items.health_item(health), self._schema.ttl: number(expires_at)}
         names = {f"#a{i}": name for i, name in enumerate(attrs)}
         values = {f":a{i}": value for i, value in enumerate(attrs.values())}
@@ -100,13 +113,15 @@ class DynamoAdmin(DynamoAudit):
         if gone:
             names.update({f"#r{i}": name for i, name in enumerate(gone)})
             expression += " REMOVE " + ", ".join(f"#r{i}" for i in range(len(gone)))
-        await self._table.call(
+        won, _ = await self._table.write_if(
             "update_item",
             Key=self._table.key(keys.health_key(health.deployment_id)),
             UpdateExpression=expression,
-            ExpressionAttributeNames=names,
-            ExpressionAttributeValues=values,
+            ConditionExpression=OLDER_MINUTE,
+            ExpressionAttributeNames={**names, "#minute": "minute"},
+            ExpressionAttributeValues={**values, ":minute": number(health.minute)},
         )
+        return won
 
     async def count_rejection(self, deployment_id: str) -> None:
         """One more consecutive upstream credential rejection (401/403) of a deployment."""
@@ -127,3 +142,39 @@ class DynamoAdmin(DynamoAudit):
             ExpressionAttributeNames={"#rejections": "credential_rejections"},
             ExpressionAttributeValues={":zero": number(0)},
         )
+
+    async def put_quota(self, quota: Quota) -> bool:
+        """Store one unit's reading of a credential's quota; False if a newer one is stored."""
+        attributes = items.quota_attributes(quota)
+        names = {f"#a{i}": name for i, name in enumerate(attributes)}
+        values = {f":a{i}": value for i, value in enumerate(attributes.values())}
+        sets = ", ".join(f"#a{i} = :a{i}" for i in range(len(attributes)))
+        won, _ = await self._table.write_if(
+            "update_item",
+            Key=self._table.key(keys.quota_key(quota.credential)),
+            UpdateExpression=f"SET {sets}",
+            ConditionExpression=NEWER_READING,
+            ExpressionAttributeNames={**names, "#fetched": f"{quota.unit}_fetched_at"},
+            ExpressionAttributeValues={**values, ":fetched": number(quota.fetched_at)},
+        )
+        return won
+
+    async def note_quota_failure(self, credential: str, error: str, at: float) -> None:
+        """Record a failed refresh beside the last good readings (which stay as they are)."""
+        await self._table.call(
+            "update_item",
+            Key=self._table.key(keys.quota_key(credential)),
+            UpdateExpression="SET #error = :error, #at = :at",
+            ExpressionAttributeNames={"#error": "error", "#at": "error_at"},
+            ExpressionAttributeValues={":error": text(error[:500]), ":at": number(at)},
+        )
+
+    async def read_quotas(self, credentials: Sequence[str]) -> dict[str, QuotaStatus]:
+        """The quota items of ``credentials`` (status views, the refresh job's report)."""
+        wanted = [keys.quota_key(c) for c in credentials]
+        found = await self._table.batch_get(wanted)
+        return {
+            c: items.quota_status_from(c, found[k])
+            for c in credentials
+            if (k := keys.quota_key(c)) in found
+        }

@@ -21,6 +21,8 @@ from edgeproxy.routing.snapshot import (
     CircuitState,
     Health,
     OpenCause,
+    Quota,
+    QuotaStatus,
     Usage,
 )
 
@@ -128,7 +130,12 @@ def usage_from(deployment_id: str, minute: int, item: Item) -> Usage:
 
 def health_item(health: Health) -> Item:
     """The attributes of a health item the health job sets (not the rejection counter)."""
-    item: Item = {"score": number(health.score), "updated_at": number(health.updated_at)}
+    item: Item = {
+        "score": number(health.score),
+        "updated_at": number(health.updated_at),
+        "samples": number(health.samples),
+        "minute": number(health.minute),
+    }
     if health.ewma_latency_ms is not None:
         item["ewma_latency_ms"] = number(health.ewma_latency_ms)
     if health.ewma_tokens_per_s is not None:
@@ -144,6 +151,8 @@ def health_from(deployment_id: str, item: Item) -> Health:
         ewma_latency_ms=get_optional_float(item, "ewma_latency_ms"),
         ewma_tokens_per_s=get_optional_float(item, "ewma_tokens_per_s"),
         updated_at=get_float(item, "updated_at"),
+        samples=get_int(item, "samples"),
+        minute=get_int(item, "minute"),
         credential_rejections=get_int(item, "credential_rejections"),
     )
 
@@ -174,4 +183,44 @@ def binding_from(key: BindingKey, item: Item, ttl_name: str) -> Binding:
         expires_at=get_float(item, ttl_name),
         generation=get_int(item, "generation"),
         version=get_int(item, "version"),
+    )
+
+
+QUOTA_UNITS = ("requests", "tokens", "usd")
+
+
+def quota_attributes(quota: Quota) -> Item:
+    """The attributes one unit's reading sets on its credential's quota item."""
+    unit = quota.unit
+    item: Item = {
+        f"{unit}_source": text(quota.source),
+        f"{unit}_fetched_at": number(quota.fetched_at),
+    }
+    for name, value in (
+        ("remaining", quota.remaining),
+        ("limit", quota.limit),
+        ("reset_at", quota.reset_at),
+    ):
+        if value is not None:
+            item[f"{unit}_{name}"] = number(value)
+    return item
+
+
+def quota_status_from(credential: str, item: Item) -> QuotaStatus:
+    """Every unit's last reading and the last refresh failure of one credential."""
+    quotas = tuple(
+        Quota(
+            credential=credential,
+            unit=unit,
+            remaining=get_optional_float(item, f"{unit}_remaining"),
+            limit=get_optional_float(item, f"{unit}_limit"),
+            reset_at=get_optional_float(item, f"{unit}_reset_at"),
+            source=get_text(item, f"{unit}_source") or "",
+            fetched_at=get_float(item, f"{unit}_fetched_at"),
+        )
+        for unit in QUOTA_UNITS
+        if f"{unit}_fetched_at" in item
+    )
+    return QuotaStatus(
+        credential, quotas, error=get_text(item, "error"), error_at=get_float(item, "error_at")
     )

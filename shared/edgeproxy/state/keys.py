@@ -31,6 +31,14 @@ capacity circuit    ``domain#<name>``            ``capacity``         throttled_
 binding             ``bind#<caller>#<pool>#      ``binding``          deployment_id, expires_at,
                     <protocol>``                                      generation, version
 pool generation     ``pool#<pool>``              ``meta``             generation
+credential quota    ``cred#<credential>``        ``quota``            per unit (requests, tokens,
+                                                                      usd): <unit>_remaining,
+                                                                      <unit>_limit,
+                                                                      <unit>_reset_at,
+                                                                      <unit>_source,
+                                                                      <unit>_fetched_at; error,
+                                                                      error_at (last failed
+                                                                      refresh; no TTL)
 configuration       ``config``                   ``current``          document, version
 audit entry         ``audit``                    ``<ms>#<id>``        id, at, actor, action,
                                                                       target, changes, version
@@ -109,6 +117,7 @@ HEALTH = "health"
 CAPACITY = "capacity"
 BINDING = "binding"
 META = "meta"
+QUOTA = "quota"
 USAGE_PREFIX = "usage#"
 MINUTE_DIGITS = 10
 
@@ -164,6 +173,11 @@ def binding_key(key: BindingKey) -> Key:
 def pool_key(pool: str) -> Key:
     """Per-pool metadata: the binding generation."""
     return f"pool#{_part(pool)}", META
+
+
+def quota_key(credential: str) -> Key:
+    """Every unit's quota of one credential (``credential``: ``credential_key`` of its reference)."""
+    return f"cred#{_part(credential)}", QUOTA
 
 
 def config_key() -> Key:

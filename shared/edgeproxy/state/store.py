@@ -38,7 +38,10 @@ from edgeproxy.routing.snapshot import (
     Circuit,
     Health,
     PoolSnapshot,
+    Quota,
+    QuotaStatus,
     Usage,
+    credential_key,
 )
 from edgeproxy.state.audit import AuditEntry
 
@@ -52,6 +55,7 @@ class SnapshotRequest:
     domains: Sequence[str]
     minute: int
     binding: BindingKey | None = None
+    credentials: Sequence[str] = ()  # credential keys whose quota routing checks
     key_id: str | None = None  # also read this client key's usage (tpm limit, budget)
 
     @classmethod
@@ -70,6 +74,7 @@ class SnapshotRequest:
             domains=sorted({d.domain for d in deployments}),
             minute=int(now // 60),
             binding=binding,
+            credentials=sorted({credential_key(d.credential) for d in deployments if d.credential}),
             key_id=key_id,
         )
 
@@ -89,6 +94,14 @@ class ConfigSource(Protocol):
 
     async def load_config(self) -> StoredConfig | None:
         """The stored configuration document, or None if none was loaded."""
+        ...
+
+
+class QuotaSink(Protocol):
+    """Where quota readings go: the refresh job's, and those answers' headers carry."""
+
+    async def put_quota(self, quota: Quota) -> bool:
+        """Store one unit's reading of a credential's quota; False if a newer one is stored."""
         ...
 
 
@@ -114,7 +127,7 @@ class KeyStore(Protocol):
         ...
 
 
-class RequestStore(ConfigSource, KeyStore, Protocol):
+class RequestStore(ConfigSource, KeyStore, QuotaSink, Protocol):
     """What the request path needs: one read, then counters and conditional writes."""
 
     async def read_pool(self, request: SnapshotRequest) -> PoolSnapshot:
@@ -183,11 +196,20 @@ class UsageSource(Protocol):
         ...
 
 
-class JobStore(ConfigSource, UsageSource, Protocol):
-    """What the scheduled jobs need: usage in, health scores out."""
+class JobStore(ConfigSource, UsageSource, QuotaSink, Protocol):
+    """What the scheduled jobs need: usage in, health scores and quota snapshots out."""
 
-    async def put_health(self, health: Health, expires_at: float) -> None:
-        """Store the health job's result for one deployment."""
+    async def note_quota_failure(self, credential: str, error: str, at: float) -> None:
+        """Record a failed refresh; the last good readings stay as they are."""
+        ...
+
+    async def read_quotas(self, credentials: Sequence[str]) -> dict[str, QuotaStatus]:
+        """The stored quota of each credential that has one."""
+        ...
+
+    async def put_health(self, health: Health, expires_at: float) -> bool:
+        """Store the health job's result for one deployment; False if a run for
+        ``health.minute`` or a later one already stored its own."""
         ...
 
 

@@ -1,21 +1,32 @@
-"""Health scores from usage buckets: neutral without data, EWMAs over per-minute means."""
+"""Health scores from usage buckets: neutral without data, per-request EWMAs replayed from minute sums."""
 
 from __future__ import annotations
 
 import pytest
 
-from edgeproxy.routing.health import ALPHA, health_from_usage, window
-from edgeproxy.routing.snapshot import Usage
+from edgeproxy.routing.health import (
+    ALPHA,
+    HEALTH_MAX_AGE_SECONDS,
+    health_from_usage,
+    usable,
+    window,
+    with_usable_health,
+)
+from edgeproxy.routing.snapshot import Health, PoolSnapshot, Usage
 
 
-def bucket(minute: int, successes: int, failures: int = 0, latency_ms: int = 0) -> Usage:
+def bucket(
+    minute: int, successes: int, failures: int = 0, latency_ms: int = 0, rated: int | None = None
+) -> Usage:
+    rated = successes if rated is None else rated
     return Usage(
         "d",
         minute,
         successes=successes,
         failures=failures,
         latency_ms_sum=latency_ms * successes,
-        output_tokens_per_s_sum=50.0 * successes,
+        output_tokens_per_s_sum=50.0 * rated,
+        throughput_samples=rated,
     )
 
 
@@ -36,6 +47,46 @@ def test_latency_ewma_weights_recent_minutes_and_ignores_empty_ones() -> None:
     # Oldest first: 100, then 300 (minute 2 had no success and no latency sample).
     assert health.ewma_latency_ms == pytest.approx(ALPHA * 300 + (1 - ALPHA) * 100)
     assert health.ewma_tokens_per_s == pytest.approx(50.0)
+    assert health.samples == 7
+
+
+def test_one_outlier_then_99_fast_answers_reads_fast() -> None:
+    # The per-request EWMA (alpha 0.2) forgets one 1000 ms outlier after 99 answers of 100 ms.
+    health = health_from_usage(
+        "d", [bucket(1, 1, latency_ms=1000), bucket(2, 99, latency_ms=100)], now=180.0
+    )
+    assert health.ewma_latency_ms == pytest.approx(100.0, rel=0.10)
+    # The old per-minute-mean EWMA read 820 ms here.
+    assert health.ewma_latency_ms < 110
+
+
+def test_a_minute_of_n_answers_moves_the_average_as_n_requests_would() -> None:
+    health = health_from_usage(
+        "d", [bucket(1, 1, latency_ms=200), bucket(2, 3, latency_ms=100)], now=180.0
+    )
+    per_request = 200.0
+    for _ in range(3):
+        per_request = ALPHA * 100 + (1 - ALPHA) * per_request
+    assert health.ewma_latency_ms == pytest.approx(per_request)
+
+
+def test_throughput_counts_only_answers_that_reported_tokens() -> None:
+    # Ten successes, one with tokens at 50 tokens/s: throughput is 50, not 5.
+    health = health_from_usage("d", [bucket(1, 10, latency_ms=100, rated=1)], now=120.0)
+    assert health.ewma_tokens_per_s == pytest.approx(50.0)
+
+
+def test_no_traffic_is_no_data_and_old_health_is_ignored() -> None:
+    now = 10_000.0
+    idle = health_from_usage("d", [], now=now)
+    assert idle.samples == 0
+    assert not usable(idle, now)
+    fresh = Health("d", score=0.9, updated_at=now - 10, samples=5)
+    stale = Health("d", score=0.9, updated_at=now - HEALTH_MAX_AGE_SECONDS - 1, samples=5)
+    assert usable(fresh, now)
+    assert not usable(stale, now)
+    snapshot = PoolSnapshot(health={"a": fresh, "b": stale, "c": idle})
+    assert set(with_usable_health(snapshot, now).health) == {"a"}
 
 
 def test_the_window_is_the_last_ten_minutes() -> None:

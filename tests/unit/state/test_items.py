@@ -48,6 +48,7 @@ def test_usage_counters_keep_their_stored_attribute_names() -> None:
         "failures",
         "latency_ms_sum",
         "output_tokens_per_s_sum",
+        "throughput_samples",
         "sticky_hits",
     )
 

@@ -1,0 +1,64 @@
+"""The health job against a running gateway's table: what metric strategies then route on."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+
+import aioboto3
+import httpx
+
+from edgeproxy.jobs.health import HealthJob
+from edgeproxy.routing.snapshot import Health
+from edgeproxy.state.dynamo import DynamoStore
+from edgeproxy_dev.aws import client_kwargs
+from edgeproxy_dev.mock_upstream import MockUpstream
+from edgeproxy_dev.template import default_template_path, table_schema
+from tests.fixtures.clock import FleetClock
+from tests.fixtures.configs import config, deployment
+
+REQUESTS = 400
+
+
+def run_job(endpoint: str, table: str, now: float) -> list[Health]:
+    async def run() -> list[Health]:
+        async with aioboto3.Session().client("dynamodb", **client_kwargs(endpoint)) as client:
+            store = DynamoStore(client, table, table_schema(default_template_path()))
+            return await HealthJob(store, lambda: now).run()
+
+    return asyncio.run(run())
+
+
+def test_health_aware_without_traffic_splits_by_weight_after_a_job_run(
+    start_gateway,
+    dynamo_endpoint: str,
+    gateway_table: str,
+    clock: FleetClock,
+    upstream_a: MockUpstream,
+    upstream_b: MockUpstream,
+) -> None:
+    gw = start_gateway(
+        config(
+            deployment("a", upstream_a, weight=3),
+            deployment("b", upstream_b, weight=1),
+            router={"strategy": "health-aware", "sticky": {"enabled": False}},
+        )
+    )
+    written = run_job(dynamo_endpoint, gateway_table, clock.now())
+    # No traffic in the window: each deployment gets an explicit "no data" item.
+    assert sorted((h.deployment_id, h.samples) for h in written) == [("a", 0), ("b", 0)]
+    # A second run for the same minute changes nothing (idempotent under overlap).
+    assert run_job(dynamo_endpoint, gateway_table, clock.now()) == []
+
+    served: Counter[str] = Counter()
+    with httpx.Client(base_url=gw.base_url, timeout=30) as client:
+        for n in range(REQUESTS):
+            answer = client.post(
+                "/v1/chat/completions",
+                json={"model": "fast-chat", "messages": [{"role": "user", "content": f"#{n}"}]},
+            )
+            assert answer.status_code == 200
+            served[answer.headers["x-edgeproxy-deployment"]] += 1
+    # Weighted random, 3:1 (a neutral 0.5 for both used to send all of it to "a").
+    share = served["a"] / REQUESTS
+    assert 0.65 <= share <= 0.85, served
