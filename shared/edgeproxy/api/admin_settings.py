@@ -43,15 +43,27 @@ async def edit(
     return done
 
 
+PLATFORM = "platform"  # the read-only limits of the endpoint that answered
+
+
 async def get_router_settings(call: AdminCall) -> Response:
-    """The effective router settings and the configuration version."""
+    """The effective router settings and the configuration version.
+
+    Behind a platform limit (API Gateway's 30 s) the answer also says what this
+    endpoint caps every request's ``total_ms`` at: ``platform.max_total_ms``
+    (read-only; a ``PUT`` may send it back and it is ignored).
+    """
     current = await editor(call).current()
-    return versioned(current.document["router"], current.version)
+    settings = dict(current.document["router"])
+    if call.gateway.max_total_ms is not None:
+        settings[PLATFORM] = {"max_total_ms": call.gateway.max_total_ms}
+    return versioned(settings, current.version)
 
 
 async def put_router_settings(call: AdminCall) -> Response:
     """Partial update: omitted fields keep their value; ``execution_policies`` whole."""
     body = await json_body(call)
+    body.pop(PLATFORM, None)  # what the platform imposes is not a setting
     version = version_of(call, body)
     done = await edit(
         call, version, changes.router_settings(body), "router-settings.update", "router"

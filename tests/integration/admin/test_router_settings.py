@@ -217,3 +217,18 @@ def test_a_change_reaches_a_second_gateway_process_within_the_cache_ttl(
     assert _strategy_seen_by(other.base_url) == "simple-shuffle"  # within its TTL: old
     clock.advance(10.5)
     assert _strategy_seen_by(other.base_url) == "least-busy"  # TTL over: the new settings
+
+
+def test_the_platform_ceiling_on_deadlines_is_shown_and_a_round_trip_put_keeps_working(
+    start_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream
+) -> None:
+    # Behind API Gateway the template sets this: every total_ms is capped below 30 s.
+    gw = start_gateway(
+        two_deployments(upstream_a, upstream_b), env={"EDGEPROXY_MAX_TOTAL_MS": "27000"}
+    )
+    body = ok(admin(gw.base_url, "GET", SETTINGS))
+    assert body["platform"] == {"max_total_ms": 27000}
+    assert body["execution_policies"]["chat"]["json"]["total_ms"] > 27000  # configured, not capped
+    version = body.pop("version")
+    # Sending the whole document back (platform included) is a valid, empty change.
+    assert _put(gw.base_url, body, version).status_code == 200
