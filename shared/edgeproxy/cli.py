@@ -222,6 +222,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EdgeproxyError as exc:
         print(f"edgeproxy: {exc.message or type(exc).__name__}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # The reader left (`edgeproxy audit | head`): stop quietly, as other shell tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush must not fail
+        return 141  # 128 + SIGPIPE
 
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import io
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -114,3 +116,25 @@ def test_keys_over_http_need_an_admin_key_in_the_environment(
 def test_a_bad_key_body_is_refused_before_the_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["keys", "create", "--name", "x", "--rpm", "0"]) == 2
     assert "rpm_limit" in capsys.readouterr().err
+
+
+def test_a_reader_that_leaves_early_ends_the_command_quietly() -> None:
+    # `edgeproxy audit | head`: the pipe closes while the command still prints.
+    script = (
+        "import sys\n"
+        "from edgeproxy import cli\n"
+        "def endless(path):\n"
+        "    while True:\n"
+        "        print('x' * 1000)\n"
+        "cli._check = endless\n"
+        "sys.exit(cli.main(['config', 'check', 'any.yaml']))\n"
+    )
+    process = subprocess.Popen(  # noqa: S603 - fixed arguments
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert process.stdout is not None
+    process.stdout.read(10)
+    process.stdout.close()
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 141
+    assert b"Traceback" not in err
