@@ -24,10 +24,11 @@ from edgeproxy.service.config_cache import ConfigCache
 from edgeproxy.service.events import StreamItem
 from edgeproxy.service.keys import KeyRing
 from edgeproxy.service.outcomes import Outcomes, settle
-from edgeproxy.service.relay import Deferred, Relay
+from edgeproxy.service.relay import Relay
 from edgeproxy.service.request import ProxyRequest
 from edgeproxy.service.router import Router
 from edgeproxy.service.run import Run, Served
+from edgeproxy.service.settlement import Deferred
 from edgeproxy.service.telemetry import Telemetry
 from edgeproxy.service.trace import Trace
 from edgeproxy.state.store import SnapshotRequest, Store

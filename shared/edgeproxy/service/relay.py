@@ -38,8 +38,9 @@ from edgeproxy.service.continuation import (
 )
 from edgeproxy.service.events import KEEPALIVE, Chunk, Closing, Failed, StreamItem
 from edgeproxy.service.outcomes import Outcomes, settle
+from edgeproxy.service.readahead import ReadAhead
 from edgeproxy.service.run import Run, Served
-from edgeproxy.service.settlement import RelayStream, Settlement
+from edgeproxy.service.settlement import Deferred, RelayStream, Settlement
 from edgeproxy.service.telemetry import Telemetry
 
 logger = logging.getLogger(__name__)
@@ -47,27 +48,6 @@ logger = logging.getLogger(__name__)
 KEEPALIVE_INTERVAL_S = 5.0
 # Routes a continuation run to the given models, excluding the cut deployments.
 Resume = Callable[[Run, Sequence[str], frozenset[str]], Awaitable[Served | None]]
-
-
-class Deferred:
-    """The success write of a relayed stream, run after the body was sent.
-
-    The stream's outcome is known only once its last chunk went out; writing
-    it in the body generator would hold the end of the response for one more
-    store round trip, so the generator leaves it here for the response's
-    background task.
-    """
-
-    def __init__(self) -> None:
-        self._write: Coroutine[Any, Any, object] | None = None
-
-    def set(self, write: Coroutine[Any, Any, object]) -> None:
-        self._write = write
-
-    async def __call__(self) -> None:
-        write, self._write = self._write, None
-        if write is not None:
-            await settle(write)
 
 
 class Relay:
@@ -130,6 +110,7 @@ class Relay:
         writes: list[asyncio.Future[None]] = []  # failure writes of cut attempts, in flight
         try:
             while True:
+                finished_at: float | None = None  # the upstream's last event (latency's end)
                 answer = served.answer
                 stream = answer.stream
                 assert stream is not None
@@ -139,15 +120,20 @@ class Relay:
                         if owed is not None:
                             yield Chunk(owed)
                     if not answer.ended:
-                        async with asyncio.timeout(run.budget.remaining(self._clock())):
-                            async for event in stream:
-                                if event.done:
-                                    break
-                                if event.chunk is None:
-                                    continue
-                                owed = progress.owed(event.chunk, hide_usage=answer.hide_usage)
-                                if owed is not None:
-                                    yield Chunk(owed)
+                        reader = ReadAhead(stream, self._clock)
+                        try:
+                            async with asyncio.timeout(run.budget.remaining(self._clock())):
+                                async for event in reader:
+                                    if event.done:
+                                        break
+                                    if event.chunk is None:
+                                        continue
+                                    owed = progress.owed(event.chunk, hide_usage=answer.hide_usage)
+                                    if owed is not None:
+                                        yield Chunk(owed)
+                        finally:
+                            await reader.aclose()
+                        finished_at = reader.finished_at
                 except (UpstreamFault, TimeoutError) as exc:
                     resumed = await self._failed(run, served, settlement, progress, exc, writes)
                     if resumed is None:
@@ -158,7 +144,7 @@ class Relay:
                         return
                     served = resumed
                     continue
-                yield self._closing(run, served, progress, after, settlement)
+                yield self._closing(run, served, progress, after, settlement, finished_at)
                 await _written(writes)
                 return
         finally:
@@ -168,7 +154,13 @@ class Relay:
                 await asyncio.shield(settlement.release())
 
     def _closing(
-        self, run: Run, served: Served, progress: Progress, after: Deferred, settlement: Settlement
+        self,
+        run: Run,
+        served: Served,
+        progress: Progress,
+        after: Deferred,
+        settlement: Settlement,
+        finished_at: float | None,
     ) -> Closing:
         """The end of a complete answer; leaves its success write in ``after``."""
         stream = served.answer.stream
@@ -199,7 +191,7 @@ class Relay:
                 served.attempt,
                 prompt_tokens=own.prompt_tokens if own else 0,
                 completion_tokens=own.completion_tokens if own else 0,
-                latency_s=self._clock() - served.attempt.started_at,
+                latency_s=(finished_at or self._clock()) - served.attempt.started_at,
                 rate_limits=stream.rate_limits,
             )
         )

@@ -13,11 +13,33 @@ in-flight count and record it as abandoned.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
+from typing import Any
 
 from edgeproxy.service.events import StreamItem
 from edgeproxy.service.outcomes import Outcomes, settle
 from edgeproxy.service.run import Served
+
+
+class Deferred:
+    """The success write of a relayed stream, run after the body was sent.
+
+    The stream's outcome is known only once its last chunk went out; writing
+    it in the body generator would hold the end of the response for one more
+    store round trip, so the generator leaves it here for the response's
+    background task.
+    """
+
+    def __init__(self) -> None:
+        self._write: Coroutine[Any, Any, object] | None = None
+
+    def set(self, write: Coroutine[Any, Any, object]) -> None:
+        self._write = write
+
+    async def __call__(self) -> None:
+        write, self._write = self._write, None
+        if write is not None:
+            await settle(write)
 
 
 class Settlement:
