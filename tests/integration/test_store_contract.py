@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from typing import Any
 
 import pytest
 
@@ -153,6 +154,51 @@ async def test_limit_applies_per_bucket(any_store: Store) -> None:
     assert not await any_store.admit("d1", MINUTE, 1, LATER)
     assert await any_store.admit("d1", MINUTE + 1, 1, LATER)
     assert await any_store.admit("d2", MINUTE, 1, LATER)
+
+
+async def test_token_reservations_fill_a_tpm_limit_exactly(any_store: Store) -> None:
+    fits = [
+        await any_store.admit("d1", MINUTE, None, LATER, tpm_limit=1000, reserve=300)
+        for _ in range(4)
+    ]
+
+    assert fits == [True, True, True, False]  # 900 reserved; 300 more would pass 1000
+    assert await any_store.admit("d1", MINUTE, None, LATER, tpm_limit=1000, reserve=100)
+    assert not await any_store.admit("d1", MINUTE, None, LATER, tpm_limit=1000, reserve=1)
+    (bucket,) = await any_store.read_usage("d1", MINUTE, MINUTE)
+    assert (bucket.reserved_tokens, bucket.requests, bucket.inflight) == (1000, 4, 4)
+
+
+async def test_concurrent_reservations_never_pass_the_tpm_limit(any_store: Store) -> None:
+    results = await asyncio.gather(
+        *(any_store.admit("d1", MINUTE, None, LATER, tpm_limit=1000, reserve=70) for _ in range(40))
+    )
+
+    assert results.count(True) == 14  # 14 * 70 = 980; a 15th would make 1050
+    (bucket,) = await any_store.read_usage("d1", MINUTE, MINUTE)
+    assert bucket.reserved_tokens == 980
+
+
+async def test_rpm_and_tpm_limits_hold_together(any_store: Store) -> None:
+    def admit(reserve: int) -> Any:
+        return any_store.admit("d1", MINUTE, 2, LATER, tpm_limit=100, reserve=reserve)
+
+    assert [await admit(10), await admit(95), await admit(10), await admit(10)] == [
+        True,
+        False,  # no token room
+        True,
+        False,  # no request room
+    ]
+    (bucket,) = await any_store.read_usage("d1", MINUTE, MINUTE)
+    assert (bucket.requests, bucket.reserved_tokens) == (2, 20)
+
+
+async def test_a_reconciled_reservation_makes_room_again(any_store: Store) -> None:
+    assert await any_store.admit("d1", MINUTE, None, LATER, tpm_limit=100, reserve=100)
+    assert not await any_store.admit("d1", MINUTE, None, LATER, tpm_limit=100, reserve=10)
+    await any_store.record(UsageDelta("d1", MINUTE, reserved_tokens=-60, inflight=-1), LATER)
+
+    assert await any_store.admit("d1", MINUTE, None, LATER, tpm_limit=100, reserve=60)
 
 
 async def test_record_adds_every_counter(any_store: Store) -> None:

@@ -115,7 +115,7 @@ def _limit(
     next_minute = max(0.0, (minute + 1) * 60.0 - now)
     if dep.rpm_limit is not None and usage.requests >= dep.rpm_limit:
         return Limit.RPM, next_minute
-    if dep.tpm_limit is not None and usage.tokens >= dep.tpm_limit:
+    if dep.tpm_limit is not None and usage.tpm_used >= dep.tpm_limit:
         return Limit.TPM, next_minute
     return None
 

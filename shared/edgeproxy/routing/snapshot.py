@@ -85,10 +85,17 @@ class Usage:
     output_tokens_per_s_sum: float = 0.0
     throughput_samples: int = 0  # successes that reported output tokens (throughput's divisor)
     sticky_hits: int = 0
+    # Admitted against tpm limits: estimates at start, reconciled to actual usage at the end.
+    reserved_tokens: int = 0
 
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def tpm_used(self) -> int:
+        """What counts against a tpm limit: reservations, or usage where that is more."""
+        return max(self.tokens, self.reserved_tokens)
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,7 +45,7 @@ async def pool_report(
                 "health_score": round(health.score, 4),
                 "health_updated_at": health.updated_at or None,
                 "rpm": {"used": usage.requests, "limit": dep.rpm_limit},
-                "tpm": {"used": usage.tokens, "limit": dep.tpm_limit},
+                "tpm": {"used": usage.tpm_used, "limit": dep.tpm_limit},
                 "inflight": snapshot.inflight_of(dep.id),
                 "credential_rejections": health.credential_rejections,
             }

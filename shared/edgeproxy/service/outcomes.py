@@ -13,7 +13,6 @@ import asyncio
 import logging
 import random
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass, field
 from typing import Any
 
 from edgeproxy.config.deployment import Deployment
@@ -22,6 +21,7 @@ from edgeproxy.routing import affinity, circuit
 from edgeproxy.routing.faults import FailureClass
 from edgeproxy.routing.snapshot import Capacity, Circuit
 from edgeproxy.routing.verdict import Verdict
+from edgeproxy.service.admission import Attempt, bucket_expiry
 from edgeproxy.service.headers_quota import quota_writes
 from edgeproxy.service.key_usage import record_key_usage
 from edgeproxy.service.pool import NOTHING, PoolContext, Standing
@@ -31,35 +31,8 @@ from edgeproxy.upstream.headers import RateLimitInfo
 
 logger = logging.getLogger(__name__)
 
-USAGE_RETENTION_SECONDS = 3600  # buckets outlive the health job's 10-minute window
 MAX_CIRCUIT_RACES = 3
 CREDENTIAL_REJECTIONS = frozenset({401, 403})  # counted for /health/deep until a success
-
-
-@dataclass(frozen=True, slots=True)
-class Attempt:
-    """What an outcome write needs to know about the attempt."""
-
-    deployment: Deployment
-    minute: int  # the bucket its start was counted in (in-flight is decremented there)
-    started_at: float
-    probe: bool
-    sticky: bool
-    owner: str
-    admission: asyncio.Future[bool] | None = field(default=None, compare=False)
-
-    async def admitted(self) -> None:
-        """Wait for the start count to land (it may run alongside the upstream call).
-
-        A failed count is logged, not raised: the attempt already happened,
-        and its outcome must still be recorded.
-        """
-        if self.admission is None:
-            return
-        try:
-            await self.admission
-        except StoreError:
-            logger.warning("could not count the start of an attempt on %s", self.deployment.id)
 
 
 class Outcomes:
@@ -99,23 +72,19 @@ class Outcomes:
         now = self._clock()
         dep = attempt.deployment
         rated = completion_tokens > 0 and latency_s > 0
-        usage = self._store.record(
-            UsageDelta(
-                dep.id,
-                attempt.minute,
-                inflight=-1,
-                successes=1,
-                prompt_tokens=prompt_tokens,
-                completion_tokens=completion_tokens,
-                latency_ms_sum=int(latency_s * 1000),
-                # Throughput averages only the successes that reported tokens.
-                output_tokens_per_s_sum=completion_tokens / latency_s if rated else 0.0,
-                throughput_samples=int(rated),
-                sticky_hits=1 if attempt.sticky else 0,
-            ),
-            self._expiry(attempt.minute),
+        used = prompt_tokens + completion_tokens
+        deltas = await attempt.ended(
+            used - attempt.reserved if used else 0,  # no usage reported: the estimate stands
+            successes=1,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            latency_ms_sum=int(latency_s * 1000),
+            # Throughput averages only the successes that reported tokens.
+            output_tokens_per_s_sum=completion_tokens / latency_s if rated else 0.0,
+            throughput_samples=int(rated),
+            sticky_hits=1 if attempt.sticky else 0,
         )
-        writes: list[Coroutine[Any, Any, Standing]] = [_nothing(usage)]
+        writes: list[Coroutine[Any, Any, Standing]] = self._usage(deltas)
         writes += [_nothing(w) for w in quota_writes(self._store, ctx, dep, rate_limits, now)]
         if ctx.key is not None:
             # The key's tokens and spend (at this deployment's prices), alongside.
@@ -157,12 +126,9 @@ class Outcomes:
         """
         now = self._clock()
         dep = attempt.deployment
-        usage = self._store.record(
-            # Throttles and request errors are health-neutral.
-            UsageDelta(dep.id, attempt.minute, inflight=-1, failures=int(verdict.lowers_health)),
-            self._expiry(attempt.minute),
-        )
-        writes: list[Coroutine[Any, Any, Standing]] = [_nothing(usage)]
+        # Throttles and request errors are health-neutral; a failed call used no reservation.
+        deltas = await attempt.ended(-attempt.reserved, failures=int(verdict.lowers_health))
+        writes: list[Coroutine[Any, Any, Standing]] = self._usage(deltas)
         self._telemetry.count("Attempts", outcome="failure", deployment=dep.id, model=ctx.model)
         await attempt.admitted()
         self._telemetry.count(
@@ -236,10 +202,8 @@ class Outcomes:
         """An attempt that ended with no verdict (client went away): release its in-flight count."""
         self._telemetry.count("Attempts", outcome="abandoned", deployment=attempt.deployment.id)
         await attempt.admitted()
-        await self._store.record(
-            UsageDelta(attempt.deployment.id, attempt.minute, inflight=-1),
-            self._expiry(attempt.minute),
-        )
+        # What an abandoned call used is unknown: its reservation stands.
+        await _all(self._usage(await attempt.ended(0)))
 
     async def _write_circuit(
         self, current: Circuit, new: Circuit, decide: Callable[[Circuit], Circuit | None]
@@ -266,8 +230,8 @@ class Outcomes:
             new = redo
         return Standing(circuits=(current,))
 
-    def _expiry(self, minute: int) -> float:
-        return minute * 60.0 + USAGE_RETENTION_SECONDS
+    def _usage(self, deltas: list[UsageDelta]) -> list[Coroutine[Any, Any, Standing]]:
+        return [_nothing(self._store.record(d, bucket_expiry(d.minute))) for d in deltas]
 
 
 async def settle(write: Awaitable[object]) -> None:

@@ -24,10 +24,12 @@ from edgeproxy.errors import CredentialError, ModelNotFound, UpstreamFault
 from edgeproxy.routing.refusal import RouteFailure
 from edgeproxy.routing.selection import RouteRequest
 from edgeproxy.routing.step import AttemptLog, PoolFailure, Stop, Try, Wait, chain_reason, next_step
+from edgeproxy.routing.tokens import estimate_tokens
 from edgeproxy.routing.verdict import CREDENTIAL_UNAVAILABLE, Verdict, judge
+from edgeproxy.service.admission import Attempt, InFlight, bucket_expiry
 from edgeproxy.service.attempts import Caller, with_stream_usage
 from edgeproxy.service.credentials import CredentialResolver
-from edgeproxy.service.outcomes import Attempt, Outcomes
+from edgeproxy.service.outcomes import Outcomes
 from edgeproxy.service.pool import PoolContext, Standing, open_pool
 from edgeproxy.service.run import Run, Served
 from edgeproxy.service.trace import AttemptRecord
@@ -168,21 +170,45 @@ class Router:
         if step.wait > 0:
             await asyncio.sleep(step.wait)
         minute = int(self._clock() // 60)
-        # The start count (requests +1, in-flight +1). With an rpm limit it is the
-        # conditional admission and must land before the call; without one it
-        # cannot be refused, so it runs alongside the upstream call and the
-        # critical path keeps one store round trip (the outcome write awaits it).
+        # The start count (requests +1, in-flight +1, the tokens it reserves). With
+        # an rpm or tpm limit it is the conditional admission and must land before
+        # the call; without one it cannot be refused, so it runs alongside the
+        # upstream call and the critical path keeps one store round trip (the
+        # outcome write awaits it).
+        limited = dep.rpm_limit is not None or dep.tpm_limit is not None
+        reserve = 0
+        if dep.tpm_limit is not None:
+            reserve = min(estimate_tokens(run.req.body, run.req.operation), dep.tpm_limit)
         admission = asyncio.ensure_future(
-            self._store.admit(dep.id, minute, dep.rpm_limit, minute * 60.0 + 3600)
+            self._store.admit(
+                dep.id,
+                minute,
+                dep.rpm_limit,
+                bucket_expiry(minute),
+                tpm_limit=dep.tpm_limit,
+                reserve=reserve,
+            )
         )
-        if dep.rpm_limit is not None and not await admission:
-            # At its rpm limit (another instance got there first).
+        if limited and not await admission:
+            # At its rpm or tpm limit (another instance got there first).
             if pick.probe:
                 # An unused lease would hold off every other prober until it expires.
                 ctx = ctx.applied(await self._outcomes.release_probe(ctx, run.owner, dep))
             return ctx, log.skipped(dep.id, rate_limited=True)
         log = log.started(dep.id)
-        attempt = Attempt(dep, minute, self._clock(), pick.probe, pick.sticky, run.owner, admission)
+        inflight = InFlight(self._store, dep.id, minute, self._clock, run.budget.deadline_at)
+        inflight.follow(admission)
+        attempt = Attempt(
+            dep,
+            minute,
+            self._clock(),
+            pick.probe,
+            pick.sticky,
+            run.owner,
+            admission,
+            reserved=reserve,
+            inflight=inflight,
+        )
         result = await self._attempt(run, ctx, attempt, caller, log)
         if isinstance(result, Served):
             return result

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.routing.deadlines import Budget
+from edgeproxy.service.admission import Attempt
 from edgeproxy.service.attempts import Answer
-from edgeproxy.service.outcomes import Attempt
 from edgeproxy.service.pool import PoolContext
 from edgeproxy.service.request import ProxyRequest
 from edgeproxy.service.trace import AttemptRecord, Trace

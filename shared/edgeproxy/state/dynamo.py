@@ -26,6 +26,7 @@ from edgeproxy.routing.snapshot import (
     Circuit,
     PoolSnapshot,
 )
+from edgeproxy.state import conditions as cond
 from edgeproxy.state import items, keys
 from edgeproxy.state.dynamo_admin import DynamoAdmin
 from edgeproxy.state.dynamo_keys import DynamoKeys
@@ -34,19 +35,6 @@ from edgeproxy.state.key_items import key_usage_from
 from edgeproxy.state.schema import TableSchema
 from edgeproxy.state.store import SnapshotRequest, StoredConfig, UsageDelta
 from edgeproxy.state.table import Table
-
-# A concurrent admit must not push a bucket past its limit: check and increment are one write.
-UNDER_LIMIT = "attribute_not_exists(#requests) OR #requests < :limit"
-# Two instances creating the same item must not both succeed (first circuit, first binding).
-ITEM_ABSENT = "attribute_not_exists(#pk)"
-# Two instances that decided from the same circuit version must not both commit a transition.
-VERSION_UNCHANGED = "#version = :expected"
-# A late, shorter Retry-After must not cut a longer throttle of the same failure domain short.
-THROTTLE_SHORTER = "attribute_not_exists(#until) OR #until < :until"
-# A renewal must not overwrite a binding another instance re-pointed or recreated meanwhile.
-BINDING_UNCHANGED = "#deployment = :deployment AND #version = :expected"
-# A delete after a failure must not drop a binding another instance already re-pointed.
-BINDING_NAMES = "#deployment = :deployment"
 
 CAPACITY_RETENTION_S = 3600  # a throttle item is deleted by TTL this long after it ended
 
@@ -165,19 +153,34 @@ class DynamoStore(DynamoAdmin, DynamoKeys):
         return won
 
     async def admit(
-        self, deployment_id: str, minute: int, rpm_limit: int | None, expires_at: float
+        self,
+        deployment_id: str,
+        minute: int,
+        rpm_limit: int | None,
+        expires_at: float,
+        *,
+        tpm_limit: int | None = None,
+        reserve: int = 0,
     ) -> bool:
-        """Count one attempt start; with ``rpm_limit``, only while the bucket is under it."""
-        if rpm_limit is not None and rpm_limit <= 0:
+        """Count one attempt start; with limits, only while the bucket has room for it."""
+        if (rpm_limit is not None and rpm_limit <= 0) or (tpm_limit is not None and tpm_limit <= 0):
             return False
-        condition: dict[str, Any] = {}
+        parts: list[tuple[str, str, str, str, int]] = []
         if rpm_limit is not None:
+            parts.append((cond.UNDER_LIMIT, "#requests", "requests", ":limit", rpm_limit))
+        if tpm_limit is not None:
+            room = max(0, tpm_limit - reserve)
+            parts.append((cond.TOKENS_FIT, "#reserved", "reserved_tokens", ":room", room))
+        condition: dict[str, Any] = {}
+        if parts:
             condition = {
-                "ConditionExpression": UNDER_LIMIT,
-                "ExpressionAttributeNames": {"#requests": "requests"},
-                "ExpressionAttributeValues": {":limit": number(rpm_limit)},
+                "ConditionExpression": " AND ".join(f"({p[0]})" for p in parts),
+                "ExpressionAttributeNames": {p[1]: p[2] for p in parts},
+                "ExpressionAttributeValues": {p[3]: number(p[4]) for p in parts},
             }
         counters: dict[str, float] = {"requests": 1, "inflight": 1}
+        if reserve:
+            counters["reserved_tokens"] = reserve
         return await self._add(
             keys.usage_key(deployment_id, minute), counters, expires_at, **condition
         )
@@ -197,12 +200,12 @@ class DynamoStore(DynamoAdmin, DynamoKeys):
         condition: dict[str, Any]
         if expected_version == 0:
             condition = {
-                "ConditionExpression": ITEM_ABSENT,
+                "ConditionExpression": cond.ITEM_ABSENT,
                 "ExpressionAttributeNames": {"#pk": self._schema.pk},
             }
         else:
             condition = {
-                "ConditionExpression": VERSION_UNCHANGED,
+                "ConditionExpression": cond.VERSION_UNCHANGED,
                 "ExpressionAttributeNames": {"#version": "version"},
                 "ExpressionAttributeValues": {":expected": number(expected_version)},
             }
@@ -223,7 +226,7 @@ class DynamoStore(DynamoAdmin, DynamoKeys):
             "update_item",
             Key=self._table.key(keys.capacity_key(domain)),
             UpdateExpression="SET #until = :until, #ttl = :ttl ADD #version :one",
-            ConditionExpression=THROTTLE_SHORTER,
+            ConditionExpression=cond.THROTTLE_SHORTER,
             ExpressionAttributeNames={
                 "#until": "throttled_until",
                 "#ttl": self._schema.ttl,
@@ -260,12 +263,12 @@ class DynamoStore(DynamoAdmin, DynamoKeys):
             self._schema.ttl: number(binding.expires_at),
         }
         condition: dict[str, Any] = {
-            "ConditionExpression": ITEM_ABSENT,
+            "ConditionExpression": cond.ITEM_ABSENT,
             "ExpressionAttributeNames": {"#pk": self._schema.pk},
         }
         if expected is not None:
             condition = {
-                "ConditionExpression": BINDING_UNCHANGED,
+                "ConditionExpression": cond.BINDING_UNCHANGED,
                 "ExpressionAttributeNames": {"#deployment": "deployment_id", "#version": "version"},
                 "ExpressionAttributeValues": {
                     ":deployment": text(expected.deployment_id),
@@ -284,7 +287,7 @@ class DynamoStore(DynamoAdmin, DynamoKeys):
         condition: dict[str, Any] = {}
         if deployment_id is not None:
             condition = {
-                "ConditionExpression": BINDING_NAMES,
+                "ConditionExpression": cond.BINDING_NAMES,
                 "ExpressionAttributeNames": {"#deployment": "deployment_id"},
                 "ExpressionAttributeValues": {":deployment": text(deployment_id)},
             }

@@ -21,7 +21,9 @@ usage bucket        ``dep#<id>``                 ``usage#<minute>``   requests, 
                                                                       successes, failures,
                                                                       latency_ms_sum,
                                                                       output_tokens_per_s_sum,
-                                                                      sticky_hits, expires_at
+                                                                      throughput_samples,
+                                                                      sticky_hits,
+                                                                      reserved_tokens, expires_at
 health              ``dep#<id>``                 ``health``           score, ewma_latency_ms,
                                                                       ewma_tokens_per_s,
                                                                       updated_at, expires_at,

@@ -139,12 +139,21 @@ class RequestStore(ConfigSource, KeyStore, QuotaSink, Protocol):
         ...
 
     async def admit(
-        self, deployment_id: str, minute: int, rpm_limit: int | None, expires_at: float
+        self,
+        deployment_id: str,
+        minute: int,
+        rpm_limit: int | None,
+        expires_at: float,
+        *,
+        tpm_limit: int | None = None,
+        reserve: int = 0,
     ) -> bool:
         """Count one attempt start (requests +1, inflight +1) in bucket ``minute``.
 
         With ``rpm_limit`` the increment is conditional on the bucket being under
-        it; returns False (and changes nothing) when the limit is reached.
+        it. ``reserve`` tokens are added to ``reserved_tokens``; with
+        ``tpm_limit`` only if the bucket's reservations then stay within it.
+        Returns False (and changes nothing) when a limit has no room.
         """
         ...
 

@@ -15,7 +15,8 @@ from edgeproxy.config.router import CircuitSettings, StickySettings
 from edgeproxy.routing.faults import Fault, FaultKind
 from edgeproxy.routing.snapshot import Circuit, CircuitState
 from edgeproxy.routing.verdict import judge
-from edgeproxy.service.outcomes import Attempt, Outcomes
+from edgeproxy.service.admission import Attempt
+from edgeproxy.service.outcomes import Outcomes
 from edgeproxy.service.pool import PoolContext
 from edgeproxy.service.telemetry import NoTelemetry
 from edgeproxy.state.dynamo import DynamoStore

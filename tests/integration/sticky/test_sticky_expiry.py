@@ -15,8 +15,9 @@ from edgeproxy.config.deployment import Deployment, ProviderKind
 from edgeproxy.config.router import CircuitSettings, StickySettings
 from edgeproxy.routing.selection import Pick, RouteRequest, next_deployment
 from edgeproxy.routing.snapshot import Binding, BindingKey
+from edgeproxy.service.admission import Attempt
 from edgeproxy.service.bindings import invalidate_pool, unbind
-from edgeproxy.service.outcomes import Attempt, Outcomes
+from edgeproxy.service.outcomes import Outcomes
 from edgeproxy.service.pool import PoolContext
 from edgeproxy.service.telemetry import NoTelemetry
 from edgeproxy.state.dynamo import DynamoStore

@@ -50,6 +50,7 @@ def test_usage_counters_keep_their_stored_attribute_names() -> None:
         "output_tokens_per_s_sum",
         "throughput_samples",
         "sticky_hits",
+        "reserved_tokens",
     )
 
 

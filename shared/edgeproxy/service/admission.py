@@ -1,0 +1,144 @@
+"""One admitted attempt, as its outcome write needs it, and its live in-flight count.
+
+An attempt's start is counted in its start minute's bucket (requests +1,
+in-flight +1, and the tokens it reserved against a tpm limit). Readers see
+the last two buckets only, so an attempt that runs for minutes (a long
+stream) would drop out of ``least-busy`` and the two-choices tiebreak.
+``InFlight`` keeps it counted: each minute it moves the count into the
+current bucket (+1 there first, then -1 in the old one), and the outcome
+releases it from whichever bucket holds it. A crashed instance moves
+nothing, so its counts stop being read within two minutes of its last move;
+the buckets themselves expire after an hour.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from edgeproxy.config.deployment import Deployment
+from edgeproxy.errors import StoreError
+from edgeproxy.state.store import RequestStore, UsageDelta
+
+logger = logging.getLogger(__name__)
+
+USAGE_RETENTION_SECONDS = 3600  # buckets outlive the health job's 10-minute window
+# How often a running attempt looks at the clock for a new minute (a jumped test clock too).
+FOLLOW_TICK_S = 2.0
+
+
+def bucket_expiry(minute: int) -> float:
+    """When a usage bucket's TTL lets DynamoDB delete it."""
+    return minute * 60.0 + USAGE_RETENTION_SECONDS
+
+
+class InFlight:
+    """Moves one running attempt's in-flight count into the current minute bucket."""
+
+    def __init__(
+        self,
+        store: RequestStore,
+        deployment_id: str,
+        minute: int,
+        clock: Callable[[], float],
+        until: float,
+    ) -> None:
+        self.minute = minute  # the bucket that holds the count now
+        self._store = store
+        self._deployment_id = deployment_id
+        self._clock = clock
+        self._until = until  # never past the request's deadline, however the attempt ends
+        self._stopped = asyncio.Event()
+        self._task: asyncio.Future[None] | None = None
+
+    def follow(self, admission: asyncio.Future[bool] | None) -> None:
+        """Start moving the count, once the start count has landed."""
+        self._task = asyncio.ensure_future(self._follow(admission))
+
+    async def stop(self) -> int:
+        """Stop moving; the bucket that holds the count (its release goes there)."""
+        self._stopped.set()
+        if self._task is not None:
+            await asyncio.shield(self._task)
+        return self.minute
+
+    async def _follow(self, admission: asyncio.Future[bool] | None) -> None:
+        if admission is not None:
+            try:
+                if not await admission:
+                    return
+            except StoreError:
+                return
+        while not self._stopped.is_set():
+            now = self._clock()
+            if now >= self._until:
+                return
+            wait = min(FOLLOW_TICK_S, max(0.05, (self.minute + 1) * 60.0 - now))
+            try:
+                await asyncio.wait_for(self._stopped.wait(), timeout=wait)
+                return
+            except TimeoutError:
+                pass
+            current = int(self._clock() // 60)
+            if current > self.minute:
+                await self._move(current)
+
+    async def _move(self, current: int) -> None:
+        dep = self._deployment_id
+        try:
+            await self._store.record(UsageDelta(dep, current, inflight=1), bucket_expiry(current))
+            moved_from, self.minute = self.minute, current
+            await self._store.record(
+                UsageDelta(dep, moved_from, inflight=-1), bucket_expiry(moved_from)
+            )
+        except StoreError:
+            logger.warning("could not move the in-flight count of an attempt on %s", dep)
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """What an outcome write needs to know about the attempt."""
+
+    deployment: Deployment
+    minute: int  # the bucket its start was counted in
+    started_at: float
+    probe: bool
+    sticky: bool
+    owner: str
+    admission: asyncio.Future[bool] | None = field(default=None, compare=False)
+    reserved: int = 0  # tokens reserved against the deployment's tpm limit at start
+    inflight: InFlight | None = field(default=None, compare=False)
+
+    async def admitted(self) -> None:
+        """Wait for the start count to land (it may run alongside the upstream call).
+
+        A failed count is logged, not raised: the attempt already happened,
+        and its outcome must still be recorded.
+        """
+        if self.admission is None:
+            return
+        try:
+            await self.admission
+        except StoreError:
+            logger.warning("could not count the start of an attempt on %s", self.deployment.id)
+
+    async def ended(self, reconcile: int, **counters: Any) -> list[UsageDelta]:
+        """The usage writes that close the attempt: ``counters`` in its start bucket,
+        the in-flight release where the count is held, ``reconcile`` added to the
+        reservation (actual usage minus the estimate, or minus the estimate).
+        """
+        held = await self.inflight.stop() if self.inflight is not None else self.minute
+        dep = self.deployment.id
+        main = UsageDelta(
+            dep,
+            self.minute,
+            inflight=-1 if held == self.minute else 0,
+            reserved_tokens=reconcile if self.reserved else 0,
+            **counters,
+        )
+        if held == self.minute:
+            return [main]
+        return [main, UsageDelta(dep, held, inflight=-1)]
