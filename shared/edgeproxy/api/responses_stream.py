@@ -80,7 +80,7 @@ class ResponseEvents:
         """Events owed when the source ends: a failure if it ended without closing."""
         if self._ended:
             return []
-        return self._error(EdgeproxyError(_UNFINISHED), None)
+        return self._failure("server_error", _UNFINISHED, None, None)
 
     def _event(self, kind: str, payload: Mapping[str, Any]) -> bytes:
         data = {"type": kind, **payload, "sequence_number": self._seq}
@@ -224,13 +224,18 @@ class ResponseEvents:
         return [_sse(str(event["type"]), event)]
 
     def _error(self, error: EdgeproxyError, routing: Mapping[str, Any] | None) -> list[bytes]:
-        self._ended = True
         # In-band: the HTTP status is long sent, so the error says what happened.
         body = error.body()["error"]
         assert isinstance(body, dict)  # body() always builds this object; it also hides secrets
-        code = body.get("code") or body.get("type") or "server_error"
+        code = str(body.get("code") or body.get("type") or "server_error")
         message = str(body.get("message") or "The request failed.")
-        out = [self._event("error", {"code": code, "message": message, "param": body.get("param")})]
+        return self._failure(code, message, body.get("param"), routing)
+
+    def _failure(
+        self, code: str, message: str, param: Any, routing: Mapping[str, Any] | None
+    ) -> list[bytes]:
+        self._ended = True
+        out = [self._event("error", {"code": code, "message": message, "param": param})]
         if self._native is not None:
             self._id = str(self._native.get("id") or self._id)
             self._model = self._native.get("model") or self._model
