@@ -201,3 +201,88 @@ def sse_frames(anthropic: bool, args: Args, body: Mapping[str, Any]) -> list[byt
         f"data: {json.dumps(chunk)}\n\n".encode()
         for chunk in chat_chunks(*args, include_usage=include_usage)
     ]
+
+
+def tool_result(body: Mapping[str, Any]) -> str | None:
+    """The tool result a chat or Messages conversation ends with, if it does."""
+    messages = body.get("messages") or []
+    last = messages[-1] if messages else None
+    if not isinstance(last, Mapping):
+        return None
+    if last.get("role") == "tool":
+        return str(last.get("content"))
+    content = last.get("content")
+    for block in content if last.get("role") == "user" and isinstance(content, list) else []:
+        if isinstance(block, Mapping) and block.get("type") == "tool_result":
+            inner = block.get("content")
+            if isinstance(inner, list):
+                return "".join(str(b.get("text", "")) for b in inner if isinstance(b, Mapping))
+            return str(inner)
+    return None
+
+
+def tool_call_answer(anthropic: bool, args: Args, call: Mapping[str, Any]) -> dict[str, Any]:
+    """A JSON answer calling ``call["name"]`` with ``call["arguments"]`` (a JSON string)."""
+    name, seq = args[0], args[1]
+    arguments = str(call.get("arguments", "{}"))
+    if anthropic:
+        message = anthropic_message(*args)
+        block = {"type": "tool_use", "id": f"toolu_mock_{name}_{seq}", "name": call["name"]}
+        message["content"] = [{**block, "input": json.loads(arguments)}]
+        message["stop_reason"] = "tool_use"
+        return message
+    completion = chat_completion(*args)
+    function = {"name": call["name"], "arguments": arguments}
+    reply = {"role": "assistant", "content": None, "tool_calls": [_chat_call(name, seq, function)]}
+    completion["choices"][0].update(message=reply, finish_reason="tool_calls")
+    return completion
+
+
+def _chat_call(name: str, seq: int, function: Mapping[str, Any]) -> dict[str, Any]:
+    return {"id": f"call_mock_{name}_{seq}", "type": "function", "function": dict(function)}
+
+
+def tool_call_frames(anthropic: bool, args: Args, call: Mapping[str, Any]) -> list[bytes]:
+    """The streamed form of ``tool_call_answer`` (without the end marker)."""
+    name, seq = args[0], args[1]
+    arguments = str(call.get("arguments", "{}"))
+    if anthropic:
+        message = anthropic_message(*args[:3], "", None, args[5])
+        block = {"type": "tool_use", "id": f"toolu_mock_{name}_{seq}", "name": call["name"]}
+        events: list[dict[str, Any]] = [
+            {"type": "message_start", "message": message},
+            {"type": "content_block_start", "index": 0, "content_block": {**block, "input": {}}},
+        ]
+        events += [
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": p},
+            }
+            for p in pieces(arguments)
+        ]
+        events += [
+            {"type": "content_block_stop", "index": 0},
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "tool_use"},
+                "usage": {"output_tokens": 3},
+            },
+        ]
+        return [f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events]
+    first = chat_chunks(*args[:3], "", None, args[5], include_usage=False)[0]
+    chunks = [first]
+    opened = _chat_call(name, seq, {"name": call["name"], "arguments": ""})
+    chunks.append(_with_delta(first, {"tool_calls": [{"index": 0, **opened}]}, None))
+    for part in pieces(arguments):
+        delta = {"tool_calls": [{"index": 0, "function": {"arguments": part}}]}
+        chunks.append(_with_delta(first, delta, None))
+    chunks.append(_with_delta(first, {}, "tool_calls"))
+    return [f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks]
+
+
+def _with_delta(
+    chunk: Mapping[str, Any], delta: dict[str, Any], reason: str | None
+) -> dict[str, Any]:
+    choice = {"index": 0, "delta": delta, "finish_reason": reason, "logprobs": None}
+    return {**chunk, "choices": [choice]}

@@ -18,12 +18,14 @@ from typing import Any
 from edgeproxy_dev import mock_answers as answers
 from edgeproxy_dev import mock_hostile as hostile
 from edgeproxy_dev import mock_http as http
+from edgeproxy_dev import mock_responses as responses
 from edgeproxy_dev.mock_faults import MockFault, anthropic_error, openai_error
 
 _ROUTES = {
     "/v1/chat/completions": "chat",
     "/v1/embeddings": "embeddings",
     "/v1/messages": "messages",
+    "/v1/responses": "responses",
 }
 _BAD_EVENT = b'data: {"choices": [{"delta": \n\n'
 _ANTHROPIC_STOP = b'event: message_stop\ndata: {"type": "message_stop"}\n\n'
@@ -222,8 +224,12 @@ class MockServer:
             await http.write_json(writer, fault.status, payload, headers, raw=malformed)
             return True
         content = fault.content if fault.content is not None else self._content(body)
-        prompt = answers.prompt_tokens(body)
+        native = route == "responses"
+        prompt = (responses.prompt_tokens if native else answers.prompt_tokens)(body)
         args: answers.Args = (self.name, seq, model, content, fault.finish_reason, prompt)
+        call = fault.tool_call
+        if native or call is not None:
+            return await self._tools_or_native(route, args, call, body, fault, reader, writer)
         if not body.get("stream"):
             await asyncio.sleep(fault.first_token_delay_ms / 1000)
             build = answers.anthropic_message if anthropic else answers.chat_completion
@@ -235,6 +241,39 @@ class MockServer:
             frames = hostile.nan_frames(frames)
         if not fault.no_done:
             frames.append(_ANTHROPIC_STOP if anthropic else b"data: [DONE]\n\n")
+        return await self._stream(writer, reader, fault, headers, frames)
+
+    async def _tools_or_native(
+        self,
+        route: str,
+        args: answers.Args,
+        call: Mapping[str, Any] | None,
+        body: Mapping[str, Any],
+        fault: MockFault,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> bool:
+        """A Responses API answer, or a tool call in the chat / Messages protocol."""
+        native, anthropic = route == "responses", route == "messages"
+        headers = self._headers(anthropic, fault, args[1])
+        if not body.get("stream"):
+            await asyncio.sleep(fault.first_token_delay_ms / 1000)
+            if fault.body is not None:
+                payload = fault.body
+            elif native:
+                payload = responses.response(args, call)
+            else:
+                assert call is not None
+                payload = answers.tool_call_answer(anthropic, args, call)
+            await http.write_json(writer, fault.status, payload, headers)
+            return True
+        if native:
+            frames = responses.frames(args, call, terminal=not fault.no_done)
+        else:
+            assert call is not None
+            frames = answers.tool_call_frames(anthropic, args, call)
+            if not fault.no_done:
+                frames.append(_ANTHROPIC_STOP if anthropic else b"data: [DONE]\n\n")
         return await self._stream(writer, reader, fault, headers, frames)
 
     async def _stream(
@@ -277,7 +316,12 @@ class MockServer:
     def _canonical(self, body: Mapping[str, Any]) -> str:
         if self._default_content is not None:
             return self._default_content
-        said = answers.last_user_text(body)[:200]
+        result = answers.tool_result(body)
+        if result is None:
+            result = responses.tool_output(body)
+        if result is not None:
+            return f"Hello from {self.name}! The tool said: {result}"
+        said = (answers.last_user_text(body) or responses.input_text(body))[:200]
         return f"Hello from {self.name}! You said: {said}" if said else f"Hello from {self.name}!"
 
     def _headers(self, anthropic: bool, fault: MockFault, seq: int) -> dict[str, str]:

@@ -57,6 +57,7 @@ def create_app(runtime: RuntimeFactory) -> Starlette:
         Route("/v1/chat/completions", guarded(endpoints.chat), methods=["POST"]),
         Route("/v1/embeddings", guarded(endpoints.embeddings), methods=["POST"]),
         Route("/v1/messages", guarded(endpoints.messages, MESSAGES.error), methods=["POST"]),
+        Route("/v1/responses", guarded(endpoints.responses), methods=["POST"]),
         Route("/v1/models", guarded(endpoints.models), methods=["GET"]),
         Route(
             "/v1/models/{model:path}/deployments",

@@ -5,8 +5,8 @@
     stream   the relay's typed events    -> the client's SSE bytes
     error    an ``EdgeproxyError``       -> the client's error response
 
-The OpenAI surface (``api/openai.py``) and the Anthropic Messages surface
-(``api/messages.py``) implement it; ``api/pipeline.py`` runs every request
+The OpenAI surface (``api/openai.py``), the Anthropic Messages surface
+(``api/messages.py``) and the Responses API (``api/responses.py``) implement it; ``api/pipeline.py`` runs every request
 through one of them. A new surface is one more codec and one more route.
 """
 
@@ -23,6 +23,7 @@ from starlette.responses import Response
 from edgeproxy.config.policies import Operation
 from edgeproxy.errors import EdgeproxyError
 from edgeproxy.service.events import StreamItem
+from edgeproxy.service.request import Translated
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +34,7 @@ class Parsed:
     body: dict[str, Any]
     stream: bool
     modalities: frozenset[str]
+    chat: Translated | None = None  # a Responses body's chat translation (``ProxyRequest.chat``)
 
 
 class Codec(Protocol):

@@ -17,6 +17,7 @@ from edgeproxy.api.identity import may_use
 from edgeproxy.api.messages import MESSAGES
 from edgeproxy.api.openai import CHAT, EMBEDDINGS
 from edgeproxy.api.pipeline import identified, serve
+from edgeproxy.api.responses import RESPONSES
 from edgeproxy.errors import PermissionDenied
 
 
@@ -33,6 +34,11 @@ async def embeddings(request: Request) -> Response:
 async def messages(request: Request) -> Response:
     """``POST /v1/messages`` (Anthropic Messages)."""
     return await serve(request, MESSAGES)
+
+
+async def responses(request: Request) -> Response:
+    """``POST /v1/responses`` (the OpenAI Responses API)."""
+    return await serve(request, RESPONSES)
 
 
 async def models(request: Request) -> Response:

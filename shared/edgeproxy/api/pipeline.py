@@ -130,6 +130,7 @@ async def serve(request: Request, codec: Codec) -> Response:
         surface=codec.surface,
         role=who.role,
         key=who.key,
+        chat=parsed.chat,
     )
     headers = codec.headers(req.request_id)
     gone = Response(status_code=CLIENT_CLOSED, headers=headers)  # nobody is listening

@@ -18,6 +18,9 @@ class Operation(StrEnum):
     AUDIO = "audio"
     VIDEO_SUBMIT = "video_submit"
     VIDEO_DOWNLOAD = "video_download"
+    # The OpenAI Responses API (``/v1/responses``); a deployment listing it is sent
+    # such requests as they are, the others (serving ``chat``) get them translated.
+    RESPONSES = "responses"
 
 
 class Deadline(Strict):
@@ -107,4 +110,10 @@ def default_execution_policies() -> dict[Operation, OperationPolicy]:
         Operation.AUDIO: _policy(600, 300, 1800, 2, json_response_s=900),
         Operation.VIDEO_SUBMIT: _policy(120, None, 300, 2),
         Operation.VIDEO_DOWNLOAD: _policy(120, 120, 900, 2, json_idle=True),
+        Operation.RESPONSES: OperationPolicy(  # a chat turn in another shape: chat's deadlines
+            json=Deadline(response_ms=600_000, total_ms=1_800_000, max_attempts=3),
+            stream=Deadline(
+                response_ms=600_000, idle_ms=600_000, total_ms=3_600_000, max_attempts=3
+            ),
+        ),
     }

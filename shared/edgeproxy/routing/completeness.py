@@ -19,6 +19,13 @@ An event that is not valid JSON after the commit point is skipped and
 recorded (``malformed_event``) as long as the stream then completes; before
 the commit it is a transient failure (``skip_malformed`` says which).
 
+A Responses API stream (``/v1/responses`` passed through to a native
+deployment) is a sequence of typed events instead, judged by the same rules:
+it commits at its first output (a ``*.delta`` event, a function call item, or
+any finished output item), and only its terminal event (``response.completed``
+or ``response.incomplete``) completes it; it has no ``[DONE]`` to fall back on.
+``response.failed`` and ``error`` events are failures the adapter raises.
+
 Token counts are not judged here: the provider's adapter reads them
 (``upstream.call.Usage``), since not every protocol carries them in chunks.
 
@@ -41,6 +48,8 @@ MISSING_DONE = "missing_done"
 MISSING_FINISH_REASON = "missing_finish_reason"
 EMPTY = "empty"
 MALFORMED_EVENT = "malformed_event"
+# Responses API terminal events and the finish reason each amounts to.
+TERMINAL_EVENTS = {"response.completed": "stop", "response.incomplete": "length"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +90,7 @@ class StreamTracker:
         self.finish_reasons: dict[int, str] = {}
         self.choices: set[int] = set()
         self.skipped = 0  # malformed events skipped after the commit
+        self.events = False  # a Responses API event stream: only its terminal event completes it
 
     def skip_malformed(self) -> bool:
         """A malformed event arrived: True if it is skipped (an anomaly), False if fatal.
@@ -96,6 +106,10 @@ class StreamTracker:
     def feed(self, chunk: Mapping[str, Any]) -> bool:
         """Account for one parsed chunk; returns True if this chunk committed the stream."""
         was_committed = self.committed
+        kind = chunk.get("type")
+        if isinstance(kind, str) and "choices" not in chunk:
+            self._feed_event(kind, chunk)
+            return self.committed and not was_committed
         choices = chunk.get("choices")
         for choice in choices if isinstance(choices, list) else []:
             if isinstance(choice, Mapping):
@@ -106,6 +120,21 @@ class StreamTracker:
         """The protocol's end marker (``[DONE]``, ``message_stop``) arrived."""
         self.saw_done = True
 
+    def _feed_event(self, kind: str, event: Mapping[str, Any]) -> None:
+        self.events = True
+        self.choices.add(0)  # one answer, as choice 0
+        item = event.get("item")
+        if isinstance(item, Mapping) and item.get("type") == "function_call":
+            self.tool_calls = True
+            self.committed = True  # the call's name is output the client was shown
+        if kind.endswith(".delta") or kind == "response.output_item.done":
+            self.committed = True
+        if kind in TERMINAL_EVENTS:
+            reason = TERMINAL_EVENTS[kind]
+            self.finish_reasons[0] = (
+                "tool_calls" if reason == "stop" and self.tool_calls else reason
+            )
+
     @property
     def finished(self) -> bool:
         """Every choice seen so far has a finish reason."""
@@ -114,7 +143,7 @@ class StreamTracker:
     @property
     def complete(self) -> bool:
         """The stream may end here without being a failure."""
-        return self.saw_done or self.finished
+        return self.finished or (self.saw_done and not self.events)
 
     def _feed_choice(self, choice: Mapping[str, Any]) -> None:
         index = _int(choice.get("index"))
@@ -135,10 +164,10 @@ class StreamTracker:
     def outcome(self) -> Complete | Truncated:
         """The verdict once the stream ended."""
         finished = self.finished
-        if not finished and not self.saw_done:
+        if not self.complete:
             return Truncated(committed=self.committed)
         anomalies: list[str] = []
-        if not self.saw_done:
+        if not self.saw_done and not self.events:  # Responses streams have no [DONE]
             anomalies.append(MISSING_DONE)
         reasons = dict(self.finish_reasons)
         inferred = None

@@ -20,6 +20,7 @@ from edgeproxy.routing.quota import spent_for
 from edgeproxy.routing.snapshot import OpenCause, PoolSnapshot, credential_key
 
 DEFAULT_QUOTA_MAX_AGE = 600.0  # GatewayConfig.quota_max_age_seconds's default
+_SERVED_BY = {Operation.RESPONSES: frozenset({Operation.RESPONSES, Operation.CHAT})}
 
 
 class Status(StrEnum):
@@ -60,8 +61,12 @@ class Eligibility:
 
 
 def supports(dep: Deployment, operation: Operation | None, modalities: Set[str]) -> bool:
-    """Whether ``dep`` can serve ``operation`` with inputs of ``modalities``."""
-    if operation is not None and operation not in dep.operations:
+    """Whether ``dep`` can serve ``operation`` with inputs of ``modalities``.
+
+    A Responses request is served natively (``responses`` listed) or, translated,
+    by any chat deployment; one that cannot be translated is refused per attempt.
+    """
+    if operation is not None and not (_SERVED_BY.get(operation, {operation}) & dep.operations):
         return False
     return modalities <= dep.modalities
 

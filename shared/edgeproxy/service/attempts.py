@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from edgeproxy.config.deployment import Deployment
+from edgeproxy.config.policies import Operation
 from edgeproxy.routing.deadlines import AttemptTimeouts
 from edgeproxy.routing.faults import FaultKind
+from edgeproxy.service.request import ProxyRequest
 from edgeproxy.upstream.call import UpstreamCall, UpstreamResponse
 from edgeproxy.upstream.client import UpstreamClient
 from edgeproxy.upstream.errors import fault
@@ -44,6 +46,27 @@ def with_stream_usage(
     if not stream or "stream_options" in body or not deployment.asks_stream_usage:
         return body, False
     return {**body, "stream_options": {"include_usage": True}}, True
+
+
+def wire(req: ProxyRequest, deployment: Deployment) -> tuple[Operation, Mapping[str, Any], bool]:
+    """The operation, body and ``hide_usage`` of ``req``'s attempt on ``deployment``.
+
+    A Responses request goes as it is to a deployment that lists ``responses``
+    and as its chat translation to the others; one that has none is
+    INCOMPATIBLE there (neutral: routing tries a native deployment next).
+    """
+    operation, body = req.operation, req.body
+    if operation is Operation.RESPONSES and operation not in deployment.operations:
+        chat = req.chat
+        if chat is None or chat.body is None:
+            param = chat.param if chat else None
+            reason = chat.reason if chat else "it needs a deployment serving the Responses API"
+            raise fault(FaultKind.INCOMPATIBLE, f"{param}: {reason}", param=param)
+        operation, body = Operation.CHAT, chat.body
+    if operation is Operation.RESPONSES:
+        return operation, body, False  # its streams always end with their usage
+    sent, hide_usage = with_stream_usage(body, deployment, req.stream)
+    return operation, sent, hide_usage
 
 
 def usage_only(chunk: Mapping[str, Any]) -> bool:

@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Seque
 from dataclasses import replace
 from typing import Any
 
+from edgeproxy.config.policies import Operation
 from edgeproxy.errors import EdgeproxyError, UpstreamFault
 from edgeproxy.routing.completeness import Complete
 from edgeproxy.routing.faults import Fault, FaultKind
@@ -243,6 +244,7 @@ class Relay:
         if (
             self._resume is None
             or run.req.pin is not None  # a pinned request never leaves its deployment
+            or run.req.operation is not Operation.CHAT  # a prefill continues chat only
             or spent
             or not targets
             or progress.continuations >= MAX_CONTINUATIONS

@@ -11,6 +11,20 @@ from edgeproxy.routing.access import ClientKey
 
 
 @dataclass(frozen=True, slots=True)
+class Translated:
+    """A request as a chat body, for deployments that do not speak its surface natively.
+
+    ``body`` is None when the request uses something chat cannot express;
+    ``param`` names it and ``reason`` says why, for the 400 the client gets
+    when no native deployment takes the request.
+    """
+
+    body: dict[str, Any] | None
+    param: str | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class ProxyRequest:
     """A validated request: which pool, what to send, who asks.
 
@@ -21,6 +35,8 @@ class ProxyRequest:
     OpenAI's, e.g. ``anthropic.messages``; sticky bindings are kept per surface.
     ``role``: the caller's role (deployments reserved above it are invisible).
     ``key``: the caller's table key (its tpm limit, budget and spend), if any.
+    ``chat``: for a Responses request, its chat translation (deployments that
+    do not list ``responses`` get that instead of ``body``).
     """
 
     operation: Operation
@@ -35,6 +51,7 @@ class ProxyRequest:
     surface: str | None = None
     role: Role = Role.FREE
     key: ClientKey | None = None
+    chat: Translated | None = None
 
     @property
     def protocol(self) -> str:

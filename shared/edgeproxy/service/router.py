@@ -27,7 +27,7 @@ from edgeproxy.routing.step import AttemptLog, PoolFailure, Stop, Try, Wait, cha
 from edgeproxy.routing.tokens import estimate_tokens
 from edgeproxy.routing.verdict import CREDENTIAL_UNAVAILABLE, Verdict, judge
 from edgeproxy.service.admission import Attempt, InFlight, bucket_expiry
-from edgeproxy.service.attempts import Caller, with_stream_usage
+from edgeproxy.service.attempts import Caller, wire
 from edgeproxy.service.credentials import CredentialResolver
 from edgeproxy.service.outcomes import Outcomes
 from edgeproxy.service.pool import PoolContext, Standing, open_pool
@@ -233,10 +233,10 @@ class Router:
         run.trace.attempts.append(record)
         try:
             credential = await self._credentials.resolve(dep.credential)
-            body, hide_usage = with_stream_usage(run.req.body, dep, run.req.stream)
+            operation, body, hide_usage = wire(run.req, dep)
             call = UpstreamCall(
                 deployment=dep,
-                operation=run.req.operation,
+                operation=operation,
                 body=body,
                 stream=run.req.stream,
                 credential=credential.get_secret_value() if credential else None,

@@ -49,11 +49,11 @@ class Usage:
 
     @classmethod
     def from_openai(cls, usage: Any) -> Usage | None:
-        """Read an OpenAI ``usage`` object; ``None`` if there is none."""
+        """Read an OpenAI ``usage`` object (chat's or the Responses API's); ``None`` if none."""
         if not isinstance(usage, Mapping):
             return None
-        prompt = usage.get("prompt_tokens")
-        completion = usage.get("completion_tokens")
+        prompt = usage.get("prompt_tokens", usage.get("input_tokens"))
+        completion = usage.get("completion_tokens", usage.get("output_tokens"))
         return cls(
             prompt_tokens=prompt if isinstance(prompt, int) else 0,
             completion_tokens=completion if isinstance(completion, int) else 0,

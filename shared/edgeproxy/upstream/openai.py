@@ -1,4 +1,11 @@
-"""OpenAI and OpenAI-compatible upstreams: the body passes through almost untouched."""
+"""OpenAI and OpenAI-compatible upstreams: the body passes through almost untouched.
+
+Chat completions and embeddings, and the Responses API (``/responses``) for
+deployments that list ``responses`` in their ``operations``: its body, answer
+and typed stream events pass through as they are; only its ``error`` and
+``response.failed`` events are raised (as the chat stream's ``error`` chunks
+are), so that routing judges them.
+"""
 
 from __future__ import annotations
 
@@ -13,14 +20,19 @@ from edgeproxy.upstream.call import DONE, StreamEvent, UpstreamCall, Usage
 from edgeproxy.upstream.errors import fault, stream_error_fault
 from edgeproxy.upstream.sse import ServerSentEvent
 
-_PATHS = {Operation.CHAT: "/chat/completions", Operation.EMBEDDINGS: "/embeddings"}
+_PATHS = {
+    Operation.CHAT: "/chat/completions",
+    Operation.EMBEDDINGS: "/embeddings",
+    Operation.RESPONSES: "/responses",
+}
+_FAILED_EVENTS = frozenset({"error", "response.failed"})
 
 
 class OpenAIAdapter:
-    """``POST {base_url}/chat/completions`` and ``/embeddings`` with a Bearer key."""
+    """``POST {base_url}/chat/completions``, ``/embeddings``, ``/responses`` with a Bearer key."""
 
     def prepare(self, call: UpstreamCall) -> Prepared:
-        """Path, headers and body for ``call``; only chat and embeddings are served."""
+        """Path, headers and body for ``call``; chat, embeddings and responses are served."""
         path = _PATHS.get(call.operation)
         if path is None:
             raise fault(
@@ -42,23 +54,47 @@ class OpenAIAdapter:
 
 
 class OpenAIChunks:
-    """Parses ``data:`` JSON chunks; ``[DONE]`` becomes the end marker."""
+    """Parses ``data:`` JSON chunks; ``[DONE]`` becomes the end marker.
+
+    Responses API events (typed, no ``choices``) pass through as chunks; their
+    stream ends at its terminal event (judged by the tracker), so a ``[DONE]``
+    after them means nothing.
+    """
 
     def __init__(self, secrets: Sequence[str | None]) -> None:
         self._secrets = secrets
         self.usage: Usage | None = None
+        self._events = False
 
     def feed(self, event: ServerSentEvent) -> list[StreamEvent]:
         """One chunk per data event; an ``error`` object raises ``UpstreamFault``."""
         if event.data.strip() == "[DONE]":
-            return [DONE]
+            return [] if self._events else [DONE]
         chunk = parse_json_object(event.data, "stream chunk")
         if "error" in chunk:
             raise stream_error_fault(chunk, self._secrets)
+        kind = chunk.get("type")
+        if isinstance(kind, str) and "choices" not in chunk:
+            self._event(kind, chunk)
+            return [StreamEvent(chunk=chunk)]
         usage = Usage.from_openai(chunk.get("usage"))
         if usage is not None:
             self.usage = usage
         return [StreamEvent(chunk=chunk)]
+
+    def _event(self, kind: str, chunk: dict[str, Any]) -> None:
+        self._events = True
+        response = chunk.get("response")
+        response = response if isinstance(response, dict) else {}
+        if kind in _FAILED_EVENTS:
+            error = chunk if kind == "error" else response.get("error")
+            error = error if isinstance(error, dict) else {}
+            message = error.get("message") or "The upstream's response failed."
+            payload = {"message": message, "code": error.get("code"), "param": error.get("param")}
+            raise stream_error_fault({"error": payload}, self._secrets)
+        usage = Usage.from_openai(response.get("usage"))
+        if usage is not None:
+            self.usage = usage
 
 
 def parse_json_object(text: str | bytes, what: str) -> dict[str, Any]:

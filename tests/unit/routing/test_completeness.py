@@ -112,3 +112,45 @@ def test_complete_may_end_at_either_signal() -> None:
     other.feed(chunk({"content": "a"}))
     other.end()
     assert (other.finished, other.complete, other.saw_done) == (False, True, True)
+
+
+def event(kind: str, **fields: Any) -> dict[str, Any]:
+    """A Responses API stream event."""
+    return {"type": kind, "sequence_number": 0, **fields}
+
+
+CREATED = event("response.created", response={"id": "resp_1", "status": "in_progress"})
+TEXT_ITEM = event("response.output_item.added", item={"type": "message", "content": []})
+CALL_ITEM = event("response.output_item.added", item={"type": "function_call", "name": "f"})
+
+
+def test_responses_events_commit_at_their_first_output() -> None:
+    for committing in (
+        event("response.output_text.delta", delta="Hi"),
+        event("response.function_call_arguments.delta", delta="{"),
+        event("response.reasoning_summary_text.delta", delta="hm"),
+        event("response.output_item.done", item={"type": "web_search_call"}),
+        CALL_ITEM,
+    ):
+        tracker = StreamTracker()
+        for before in (CREATED, event("response.in_progress"), TEXT_ITEM):
+            assert not tracker.feed(before)
+        assert tracker.outcome() == Truncated(committed=False)
+        assert tracker.feed(committing), committing["type"]
+
+
+def test_only_the_terminal_event_completes_a_responses_stream() -> None:
+    shown = [CREATED, event("response.output_text.delta", delta="Hi")]
+    _, out = run([*shown, event("response.completed", response={})], saw_done=False)
+    assert out == Complete((), None, {0: "stop"})  # no [DONE] in this protocol: no anomaly
+    _, out = run([*shown, event("response.incomplete", response={})], saw_done=False)
+    assert out == Complete((), None, {0: "length"})
+    # Without it the stream is cut, even if a [DONE] arrived.
+    assert run(shown, saw_done=False)[1] == Truncated(committed=True)
+    assert run(shown, saw_done=True)[1] == Truncated(committed=True)
+
+
+def test_a_responses_stream_with_a_function_call_finishes_as_tool_calls() -> None:
+    tracker, out = run([CREATED, CALL_ITEM, event("response.completed")], saw_done=False)
+    assert tracker.tool_calls
+    assert out == Complete((), None, {0: "tool_calls"})

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
 
 from edgeproxy.config.deployment import Deployment, ProviderKind
 from edgeproxy.config.policies import Operation
 from edgeproxy.errors import UpstreamFault
 from edgeproxy.routing.faults import FaultKind
-from edgeproxy.upstream.call import DONE, UpstreamCall
+from edgeproxy.upstream.call import DONE, UpstreamCall, Usage
 from edgeproxy.upstream.openai import OpenAIAdapter, OpenAIChunks
 from edgeproxy.upstream.sse import ServerSentEvent
 
@@ -87,3 +90,42 @@ def test_a_calls_repr_never_shows_its_credential() -> None:
     )
     call = UpstreamCall(dep, Operation.CHAT, {"model": "m"}, credential="sk-secret-value")
     assert "sk-secret-value" not in repr(call)
+
+
+def _sse(payload: dict[str, Any]) -> ServerSentEvent:
+    return ServerSentEvent(data=json.dumps(payload), event=str(payload["type"]))
+
+
+def test_responses_calls_go_to_the_responses_path_as_sent() -> None:
+    dep = Deployment(
+        id="n",
+        model="m",
+        provider=ProviderKind.OPENAI,
+        base_url="https://api.example.com/v1",
+        upstream_model="gpt-x",
+        operations=frozenset({Operation.CHAT, Operation.RESPONSES}),
+    )
+    body = {"model": "m", "input": "hi", "previous_response_id": "resp_1"}
+    call = UpstreamCall(deployment=dep, operation=Operation.RESPONSES, body=body, stream=True)
+    prepared = OpenAIAdapter().prepare(call)
+    assert prepared.path == "/responses"
+    assert prepared.body == {**body, "model": "gpt-x", "stream": True}
+
+
+def test_responses_events_pass_through_with_their_usage_and_failures_raise() -> None:
+    chunks = OpenAIAdapter().translator(0, [])
+    created = {"type": "response.created", "response": {"id": "r", "usage": None}}
+    usage = {"input_tokens": 4, "output_tokens": 2, "total_tokens": 6}
+    completed = {"type": "response.completed", "response": {"id": "r", "usage": usage}}
+    assert [e.chunk for e in chunks.feed(_sse(created))] == [created]
+    assert [e.chunk for e in chunks.feed(_sse(completed))] == [completed]
+    assert chunks.usage == Usage(4, 2)
+    assert chunks.feed(ServerSentEvent(data="[DONE]")) == []  # the terminal event ends it
+    for failed in (
+        {"type": "error", "code": "server_error", "message": "boom", "param": None},
+        {"type": "response.failed", "response": {"error": {"code": "x", "message": "boom"}}},
+    ):
+        with pytest.raises(UpstreamFault) as caught:
+            OpenAIAdapter().translator(0, []).feed(_sse(failed))
+        assert caught.value.fault.kind is FaultKind.HTTP
+        assert caught.value.fault.message == "boom"
