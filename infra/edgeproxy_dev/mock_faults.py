@@ -17,6 +17,9 @@ rejected (a typo in a test must not silently mean "no fault"):
     {"finish_reason": null}                            no finish reason anywhere
     {"content": ""}                                    an empty answer
     {"reject_prefill": true}                           400 for a request ending in an assistant turn
+    {"error_after_chunks": 2, "error": {...}}          an error event after 2 stream events, then end
+                                                       (bedrock: an exception frame; error.code names it)
+    {"tool_call": {"name": "f", "arguments": {...}}}   bedrock only: the answer is a tool use
 
 A request whose last message is the assistant's (a prefill) is answered with
 the rest of the canonical answer when that answer starts with the prefill,
@@ -58,6 +61,8 @@ class MockFault:
     content: str | None = None
     finish_reason: str | None = "stop"
     reject_prefill: bool = False
+    error_after_chunks: int | None = None
+    tool_call: Mapping[str, Any] | None = None
     huge_json_bytes: int | None = None
     endless_json: bool = False
     long_line_bytes: int | None = None
