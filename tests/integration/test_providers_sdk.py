@@ -204,20 +204,20 @@ def test_tool_calls_through_bedrock(
     tool = {
         "name": "get_weather",
         "description": "Weather for a city",
-        "input_schema": WEATHER["function"]["parameters"],  # type: ignore[index]
+        "input_schema": WEATHER["function"]["parameters"],
     }
     message = claude.messages.create(
         model="claude",
         max_tokens=100,
         messages=HELLO,
-        tools=[tool],  # type: ignore[list-item]
+        tools=[tool],
     )
     assert message.stop_reason == "tool_use"
     block = message.content[-1]
     assert block.type == "tool_use"
     assert (block.id, block.name, block.input) == ("tooluse_7", "get_weather", {"city": "Paris"})
     sent = mocks["br"].requests()[-1]["body"]["toolConfig"]["tools"][0]["toolSpec"]
-    assert sent["inputSchema"] == {"json": WEATHER["function"]["parameters"]}  # type: ignore[index]
+    assert sent["inputSchema"] == {"json": WEATHER["function"]["parameters"]}
 
 
 def test_images_reach_bedrock_as_bytes(
@@ -228,7 +228,7 @@ def test_images_reach_bedrock_as_bytes(
     claude.messages.create(
         model="claude",
         max_tokens=50,
-        messages=[{"role": "user", "content": content}],  # type: ignore[typeddict-item]
+        messages=[{"role": "user", "content": content}],
     )
     blocks = mocks["br"].requests()[0]["body"]["messages"][0]["content"]
     # botocore sends the bytes base64-encoded, as Bedrock's JSON protocol wants.
