@@ -9,7 +9,7 @@ rejected (a typo in a test must not silently mean "no fault"):
     {"reset": true}                                    TCP reset before response headers
     {"stall": true}                                    never answer
     {"latency_ms": 300}                                delay response headers
-    {"first_token_delay_ms": 500, "keepalive_ms": 100} slow first token, with SSE comments
+    {"first_token_delay_ms": 500, "keepalive_ms": 100} slow first token, with SSE comments (not bedrock)
     {"cut_after_chunks": 2}                            close the connection after 2 SSE events
     {"stall_after_chunks": 2}                          go silent after 2 SSE events
     {"malformed_after_chunks": 1}                      an unparseable event after 1 (JSON: bad body)

@@ -16,6 +16,8 @@ from edgeproxy_dev.mock_upstream import MockUpstream
 from edgeproxy_dev.template import default_template_path
 from tests.fixtures.configs import MOCK_KEY, config, deployment
 from tests.fixtures.gateway import GatewayServer, store
+from tests.fixtures.leaks import WATCH
+from tests.fixtures.secrets import remember
 
 HELLO = [{"role": "user", "content": "Hello!"}]
 MODEL_ID = "anthropic.claude-3-5-haiku-20241022-v1:0"
@@ -28,6 +30,7 @@ WEATHER = {
     },
 }
 TOOL_CALL = {"name": "get_weather", "arguments": {"city": "Paris"}, "id": "tooluse_7"}
+HEADER_SECRET = "cf-0123456789abcdef"  # a header value: never in a log line or a response
 NAMES = ("az", "br", "az_down", "br_after", "br_busy", "oa_after", "br_cut")
 
 
@@ -69,7 +72,9 @@ def mocks() -> Iterator[dict[str, MockUpstream]]:
 def gateway(dynamo_endpoint: str, mocks: dict[str, MockUpstream]) -> Iterator[GatewayServer]:
     table = f"edgeproxy-gw-{uuid.uuid4().hex[:12]}"
     create_table(dynamo_endpoint, table, default_template_path())
-    headers = {"x-tenant": "acme", "cf-aig-authorization": "Bearer cf-0123456789abcdef"}
+    remember(HEADER_SECRET)  # the log watch
+    WATCH.secrets.add(HEADER_SECRET)  # the response watch
+    headers = {"x-tenant": "acme", "cf-aig-authorization": f"Bearer {HEADER_SECRET}"}
     store(
         dynamo_endpoint,
         table,
@@ -127,7 +132,7 @@ def test_azure_serves_chat_and_streams(
         assert seen["query"] == {"tenant": "acme", "api-version": "2024-10-21"}
         assert seen["headers"]["api-key"] == MOCK_KEY
         assert seen["headers"]["x-tenant"] == "acme"
-        assert seen["headers"]["cf-aig-authorization"] == "Bearer cf-0123456789abcdef"
+        assert seen["headers"]["cf-aig-authorization"] == f"Bearer {HEADER_SECRET}"
     assert stream_call["body"]["stream_options"] == {"include_usage": True}  # usage is counted
 
 
@@ -277,3 +282,18 @@ def test_bedrock_request_errors_reach_the_client_as_400(
         client.chat.completions.create(model="claude", messages=HELLO)
     assert message in str(caught.value)
     assert mocks["br"].url not in str(caught.value)
+
+
+def test_an_upstream_error_echoing_a_header_value_is_scrubbed(
+    client: openai.OpenAI, mocks: dict[str, MockUpstream]
+) -> None:
+    echo = {"message": f"token {HEADER_SECRET} is not valid for this route"}
+    mocks["az"].set_faults([{"status": 400, "error": echo}, {"echo_headers": True}])
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(model="azure-chat", messages=HELLO)
+    assert HEADER_SECRET not in str(caught.value.body)
+    assert "is not valid for this route" in str(caught.value.body)
+    answer = client.chat.completions.create(model="azure-chat", messages=HELLO)
+    assert answer.choices[0].message.content is not None
+    assert HEADER_SECRET not in answer.choices[0].message.content  # echoed request headers
+    assert MOCK_KEY not in answer.choices[0].message.content
