@@ -9,7 +9,7 @@ rejected (a typo in a test must not silently mean "no fault"):
     {"reset": true}                                    TCP reset before response headers
     {"stall": true}                                    never answer
     {"latency_ms": 300}                                delay response headers
-    {"first_token_delay_ms": 500, "keepalive_ms": 100} slow first token, with SSE comments
+    {"first_token_delay_ms": 500, "keepalive_ms": 100} slow first token, with SSE comments (not bedrock)
     {"cut_after_chunks": 2}                            close the connection after 2 SSE events
     {"stall_after_chunks": 2}                          go silent after 2 SSE events
     {"malformed_after_chunks": 1}                      an unparseable event after 1 (JSON: bad body)
@@ -17,7 +17,10 @@ rejected (a typo in a test must not silently mean "no fault"):
     {"finish_reason": null}                            no finish reason anywhere
     {"content": ""}                                    an empty answer
     {"reject_prefill": true}                           400 for a request ending in an assistant turn
-    {"tool_call": {"name": "f", "arguments": "{}"}}    answer with a call of tool f (JSON and SSE)
+    {"tool_call": {"name": "f", "arguments": "{}"}}    answer with a call of tool f (JSON and SSE,
+                                                       every protocol; bedrock also takes an object)
+    {"error_after_chunks": 2, "error": {...}}          an error event after 2 stream events, then end
+                                                       (bedrock: an exception frame; error.code names it)
 
 A request whose last message is the assistant's (a prefill) is answered with
 the rest of the canonical answer when that answer starts with the prefill,
@@ -59,6 +62,7 @@ class MockFault:
     content: str | None = None
     finish_reason: str | None = "stop"
     reject_prefill: bool = False
+    error_after_chunks: int | None = None
     tool_call: Mapping[str, Any] | None = None
     huge_json_bytes: int | None = None
     endless_json: bool = False

@@ -8,12 +8,14 @@ end a chunked body without its terminator.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import socket
 import struct
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
+from urllib.parse import parse_qsl
 
 MAX_HEAD = 64 * 1024
 
@@ -26,6 +28,7 @@ class Request:
     path: str
     headers: dict[str, str]  # names lower-cased
     body: bytes
+    query: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def keep_alive(self) -> bool:
@@ -59,7 +62,10 @@ async def read_request(reader: asyncio.StreamReader) -> Request | None:
         body = await _read_chunked(reader)
     else:
         body = await reader.readexactly(int(headers.get("content-length", "0")))
-    return Request(method=method, path=target.split("?", 1)[0], headers=headers, body=body)
+    path, _, query = target.partition("?")
+    return Request(
+        method=method, path=path, headers=headers, body=body, query=dict(parse_qsl(query))
+    )
 
 
 async def _read_chunked(reader: asyncio.StreamReader) -> bytes:

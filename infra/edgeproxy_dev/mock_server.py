@@ -8,6 +8,7 @@ awaits while holding it.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 from collections import deque
@@ -16,17 +17,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from edgeproxy_dev import mock_answers as answers
+from edgeproxy_dev import mock_bedrock as bedrock
+from edgeproxy_dev import mock_eventstream as eventstream
 from edgeproxy_dev import mock_hostile as hostile
 from edgeproxy_dev import mock_http as http
 from edgeproxy_dev import mock_responses as responses
 from edgeproxy_dev.mock_faults import MockFault, anthropic_error, openai_error
+from edgeproxy_dev.mock_routes import Route, authorized, resolve
 
-_ROUTES = {
-    "/v1/chat/completions": "chat",
-    "/v1/embeddings": "embeddings",
-    "/v1/messages": "messages",
-    "/v1/responses": "responses",
-}
 _BAD_EVENT = b'data: {"choices": [{"delta": \n\n'
 _ANTHROPIC_STOP = b'event: message_stop\ndata: {"type": "message_stop"}\n\n'
 
@@ -148,12 +146,12 @@ class MockServer:
                     "path": request.path,
                     "headers": dict(request.headers),
                     "body": body,
+                    "query": dict(request.query),
                     "time": time.time(),
                     "connection": connection,
                 }
             )
-        route = _ROUTES.get(request.path)
-        anthropic = route == "messages"
+        route = resolve(request) if request.method == "POST" else None
         if request.method == "GET" and request.path == "/v1/models":
             data = [{"id": m, "object": "model", "owned_by": self.name} for m in self._models]
             await http.write_json(writer, 200, {"object": "list", "data": data}, {})
@@ -165,14 +163,10 @@ class MockServer:
                 return False
             payload = fault.body if fault.body is not None else HEALTHY_QUOTA
             await http.write_json(writer, fault.status, payload, dict(fault.headers))
-        elif request.method != "POST" or route is None:
+        elif route is None:
             await http.write_json(writer, 404, openai_error(404, {"message": "Not found."}), {})
-        elif self._api_key and self._api_key not in (
-            request.headers.get("x-api-key"),
-            request.headers.get("authorization", "").removeprefix("Bearer "),
-        ):
-            error = (anthropic_error if anthropic else openai_error)(401, None)
-            await http.write_json(writer, 401, error, {})
+        elif not authorized(route, request, self._api_key):
+            await self._unauthorized(route, writer)
         else:
             fault, seq = self._next()
             fault = hostile.echoing(fault, request.headers)
@@ -183,16 +177,26 @@ class MockServer:
             )
         return request.keep_alive
 
+    async def _unauthorized(self, route: Route, writer: asyncio.StreamWriter) -> None:
+        if route.protocol == "bedrock":
+            override = {"code": "UnrecognizedClientException", "message": "Request not signed."}
+            headers, error = bedrock.error(403, override)
+            await http.write_json(writer, 403, error, headers)
+            return
+        await http.write_json(
+            writer, 401, (anthropic_error if route.anthropic else openai_error)(401, None), {}
+        )
+
     async def _answer(
         self,
-        route: str,
+        route: Route,
         body: dict[str, Any],
         fault: MockFault,
         seq: int,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
     ) -> bool:
-        anthropic = route == "messages"
+        anthropic = route.anthropic
         if fault.reset:
             http.reset(writer)
             return False
@@ -202,6 +206,8 @@ class MockServer:
         await asyncio.sleep(fault.latency_ms / 1000)
         if hostile.is_hostile(fault):
             return await hostile.answer(fault, writer, reader)
+        if route.protocol == "bedrock":
+            return await self._bedrock(route, body, fault, seq, reader, writer)
         headers = self._headers(anthropic, fault, seq)
         if fault.reject_prefill and answers.prefill(body) is not None:
             error = {"message": "This model does not support assistant message prefill."}
@@ -213,9 +219,9 @@ class MockServer:
             error = fault.body if fault.body is not None else make_error(fault.status, fault.error)
             await http.write_json(writer, fault.status, error, headers)
             return True
-        model = str(body.get("model") or "mock-model")
+        model = route.model or str(body.get("model") or "mock-model")  # azure: its deployment
         malformed = hostile.nan_json(fault, anthropic, (self.name, seq, model, "n", "stop", 1))
-        if route == "embeddings":
+        if route.operation == "embeddings":
             payload = (
                 answers.embeddings(model, body.get("input", ""))
                 if fault.body is None
@@ -223,8 +229,9 @@ class MockServer:
             )
             await http.write_json(writer, fault.status, payload, headers, raw=malformed)
             return True
-        content = fault.content if fault.content is not None else self._content(body)
-        native = route == "responses"
+        native = route.operation == "responses"
+        said = (answers.last_user_text(body) or responses.input_text(body))[:200]
+        content = fault.content if fault.content is not None else self._content(body, said)
         prompt = (responses.prompt_tokens if native else answers.prompt_tokens)(body)
         args: answers.Args = (self.name, seq, model, content, fault.finish_reason, prompt)
         call = fault.tool_call
@@ -241,11 +248,48 @@ class MockServer:
             frames = hostile.nan_frames(frames)
         if not fault.no_done:
             frames.append(_ANTHROPIC_STOP if anthropic else b"data: [DONE]\n\n")
-        return await self._stream(writer, reader, fault, headers, frames)
+        return await self._stream(
+            writer, reader, fault, headers, frames, _BAD_EVENT, _error_event(anthropic, fault)
+        )
+
+    async def _bedrock(
+        self,
+        route: Route,
+        body: dict[str, Any],
+        fault: MockFault,
+        seq: int,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> bool:
+        headers = {"x-mock-upstream": self.name, "x-amzn-requestid": f"req_mock_{self.name}_{seq}"}
+        headers.update(fault.headers)
+        if fault.status >= 400:
+            extra, error = bedrock.error(fault.status, fault.error)
+            payload = fault.body if fault.body is not None else error
+            await http.write_json(writer, fault.status, payload, {**headers, **extra})
+            return True
+        said = bedrock.last_text(body)
+        content = fault.content if fault.content is not None else self._content(body, said)
+        prompt = bedrock.prompt_tokens(body)
+        if route.operation == "converse":
+            await asyncio.sleep(fault.first_token_delay_ms / 1000)
+            payload = fault.body or bedrock.converse(
+                content, fault.finish_reason, prompt, fault.tool_call
+            )
+            raw = b"{not json" if fault.malformed_after_chunks is not None else None
+            await http.write_json(writer, 200, payload, headers, raw=raw)
+            return True
+        frames = bedrock.frames(
+            content, fault.finish_reason, prompt, fault.tool_call, no_done=fault.no_done
+        )
+        headers["content-type"] = bedrock.STREAM_CONTENT_TYPE
+        bad = eventstream.corrupt(eventstream.event("contentBlockDelta", {"delta": {"text": "x"}}))
+        last = bedrock.stream_exception(fault.error)
+        return await self._stream(writer, reader, fault, headers, frames, bad, last)
 
     async def _tools_or_native(
         self,
-        route: str,
+        route: Route,
         args: answers.Args,
         call: Mapping[str, Any] | None,
         body: Mapping[str, Any],
@@ -254,7 +298,7 @@ class MockServer:
         writer: asyncio.StreamWriter,
     ) -> bool:
         """A Responses API answer, or a tool call in the chat / Messages protocol."""
-        native, anthropic = route == "responses", route == "messages"
+        native, anthropic = route.operation == "responses", route.anthropic
         headers = self._headers(anthropic, fault, args[1])
         if not body.get("stream"):
             await asyncio.sleep(fault.first_token_delay_ms / 1000)
@@ -274,7 +318,9 @@ class MockServer:
             frames = answers.tool_call_frames(anthropic, args, call)
             if not fault.no_done:
                 frames.append(_ANTHROPIC_STOP if anthropic else b"data: [DONE]\n\n")
-        return await self._stream(writer, reader, fault, headers, frames)
+        return await self._stream(
+            writer, reader, fault, headers, frames, _BAD_EVENT, _error_event(anthropic, fault)
+        )
 
     async def _stream(
         self,
@@ -283,7 +329,11 @@ class MockServer:
         fault: MockFault,
         headers: dict[str, str],
         frames: list[bytes],
+        bad: bytes,
+        error: bytes,
     ) -> bool:
+        """Write ``frames`` as a chunked body; ``bad`` and ``error`` are the protocol's
+        malformed event and error event, for the faults that ask for them."""
         await http.start_chunked(writer, headers)
         await http.pause(writer, fault.first_token_delay_ms, fault.keepalive_ms)
         for index in range(len(frames) + 1):
@@ -296,8 +346,11 @@ class MockServer:
                         await http.pause(writer, 3_600_000, fault.keepalive_ms)
                 await http.wait_for_close(reader)
                 return False
+            if index == fault.error_after_chunks:
+                await http.write_chunk(writer, error)
+                break
             if index == fault.malformed_after_chunks:
-                await http.write_chunk(writer, _BAD_EVENT)
+                await http.write_chunk(writer, bad)
             if index == len(frames):
                 break
             if index and fault.chunk_delay_ms:
@@ -306,14 +359,14 @@ class MockServer:
         await http.end_chunked(writer)
         return True
 
-    def _content(self, body: Mapping[str, Any]) -> str:
-        canonical = self._canonical(body)
+    def _content(self, body: Mapping[str, Any], said: str) -> str:
+        canonical = self._canonical(body, said[:200])
         prefix = answers.prefill(body)
         if prefix and canonical.startswith(prefix):
             return canonical[len(prefix) :]  # continue our own text
         return canonical
 
-    def _canonical(self, body: Mapping[str, Any]) -> str:
+    def _canonical(self, body: Mapping[str, Any], said: str) -> str:
         if self._default_content is not None:
             return self._default_content
         result = answers.tool_result(body)
@@ -321,7 +374,6 @@ class MockServer:
             result = responses.tool_output(body)
         if result is not None:
             return f"Hello from {self.name}! The tool said: {result}"
-        said = (answers.last_user_text(body) or responses.input_text(body))[:200]
         return f"Hello from {self.name}! You said: {said}" if said else f"Hello from {self.name}!"
 
     def _headers(self, anthropic: bool, fault: MockFault, seq: int) -> dict[str, str]:
@@ -365,3 +417,11 @@ class MockServer:
         except (TypeError, ValueError) as exc:
             status, payload = 400, {"error": str(exc)}
         await http.write_json(writer, status, payload, {})
+
+
+def _error_event(anthropic: bool, fault: MockFault) -> bytes:
+    """The protocol's in-stream error event (for ``error_after_chunks``)."""
+    if anthropic:
+        error = anthropic_error(529 if fault.status < 400 else fault.status, fault.error)
+        return f"event: error\ndata: {json.dumps(error)}\n\n".encode()
+    return f"data: {json.dumps(openai_error(500, fault.error))}\n\n".encode()

@@ -1,24 +1,28 @@
-"""A loopback OpenAI / Anthropic upstream that fails on command.
+"""A loopback OpenAI / Anthropic / Azure / Bedrock upstream that fails on command.
 
 Serves ``POST /v1/chat/completions`` (JSON and SSE), ``POST /v1/embeddings``,
-``GET /v1/models``, ``POST /v1/messages`` (Anthropic, JSON and SSE) and
+``GET /v1/models``, ``POST /v1/messages`` (Anthropic, JSON and SSE),
 ``POST /v1/responses`` (the OpenAI Responses API, JSON and typed SSE events;
-``mock_responses``), plus a control API on the same port:
+``mock_responses``); Azure's
+``POST /openai/deployments/{name}/chat/completions|embeddings?api-version=...``
+(``api-key`` header); Bedrock's ``POST /model/{modelId}/converse`` and
+``/converse-stream`` (AWS event-stream framing, SigV4-signed requests); see
+``mock_routes``. Plus a control API on the same port:
 
     POST   /_mock/faults    {"faults": [<fault>, ...], "persistent": <fault> | null}
     DELETE /_mock/faults    clear queued and persistent faults
     GET    /_mock/requests  {"requests": [{method, path, headers, body, time, connection}]}
     DELETE /_mock/requests  clear the log
 
-Queued faults apply to the next model requests (POSTs to the four model
-paths) in FIFO order, one each; ``persistent`` applies once the queue is
+Queued faults apply to the next model requests (POSTs to the model paths)
+in FIFO order, one each; ``persistent`` applies once the queue is
 empty. Fault keys are documented in ``mock_faults``.
 
 Python use (tests, ``make run``)::
 
     with MockUpstream("a") as upstream:
         upstream.set_faults([{"status": 429, "retry_after": "2"}])
-        call_something(upstream.base_url)      # http://127.0.0.1:PORT/v1
+        call_something(upstream.base_url)      # http://127.0.0.1:PORT/v1 (azure, bedrock: .url)
         assert upstream.requests()[0]["body"]["model"] == "gpt-4o"
 
 Command line: ``python -m edgeproxy_dev.mock_upstream --port 9101 --name a``.

@@ -29,6 +29,7 @@ from edgeproxy.state.dynamo import DynamoStore
 from edgeproxy.state.schema import TableSchema
 from edgeproxy.state.secrets import AwsSecrets
 from edgeproxy.state.table import BoundedClient
+from edgeproxy.upstream.bedrock import BedrockClient
 from edgeproxy.upstream.client import UpstreamClient, make_http_client
 
 logger = logging.getLogger(__name__)
@@ -114,6 +115,9 @@ async def build_gateway(
     http = make_http_client()
     stack.push_async_callback(http.aclose)
     credentials = open_credentials(settings, stack, session)
+    # Bedrock deployments sign with this session's credentials (the function's role).
+    bedrock = BedrockClient(session, default_region=settings.region, clock=clock)
+    stack.push_async_callback(bedrock.aclose)
     telemetry = telemetry or NoTelemetry()
     rng = rng or random.Random()  # load spreading, not security
     outcomes = Outcomes(store, clock, rng, telemetry)
@@ -128,7 +132,7 @@ async def build_gateway(
     )
     return Gateway(
         store,
-        UpstreamClient(http, clock=clock),
+        UpstreamClient(http, clock=clock, bedrock=bedrock),
         ConfigCache(store, settings.config_ttl_seconds, clock),
         Router(store, outcomes, credentials, clock, rng),
         outcomes,

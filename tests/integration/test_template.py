@@ -50,11 +50,21 @@ def test_auth_mode_switches_both_endpoints_between_client_keys_and_iam(
     assert url["AuthType"] == {"Fn::If": ["UseIam", "AWS_IAM", "NONE"]}
 
 
+def _statements(role: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every statement of a role; a conditional one (``!If``) as its true branch."""
+    out = []
+    for policy in role["Properties"]["Policies"]:
+        for statement in policy["PolicyDocument"]["Statement"]:
+            if "Fn::If" in statement:
+                statement = statement["Fn::If"][1]
+            out.append(statement)
+    return out
+
+
 def _actions(role: dict[str, Any]) -> set[str]:
     return {
         action
-        for policy in role["Properties"]["Policies"]
-        for statement in policy["PolicyDocument"]["Statement"]
+        for statement in _statements(role)
         for action in (
             statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
         )
@@ -141,11 +151,10 @@ def test_the_admin_key_is_a_reference_the_proxy_reads(template: dict[str, Any]) 
     assert parameter["Type"] == "String"
     assert parameter["AllowedPattern"].startswith("/edgeproxy/")
     # Only the proxy role may read parameters and secrets, under the edgeproxy/ prefix.
-    proxy = template["Resources"]["ProxyRole"]["Properties"]["Policies"][0]["PolicyDocument"]
     reads = {
         s["Sid"]: s["Resource"]["Fn::Sub"]
-        for s in proxy["Statement"]
-        if s["Sid"] != "StateTableItems"
+        for s in _statements(template["Resources"]["ProxyRole"])
+        if s["Sid"] not in ("StateTableItems", "BedrockModels")
     }
     assert reads["CredentialParameters"].endswith(":parameter/edgeproxy/*")
     assert "ssm:GetParameter" not in _actions(template["Resources"]["JobRole"])
@@ -155,3 +164,28 @@ def test_every_function_uses_the_shared_layer(template: dict[str, Any]) -> None:
     (layer_name,) = _of_type(template, "AWS::Serverless::LayerVersion")
     assert template["Globals"]["Function"]["Layers"] == [{"Ref": layer_name}]
     assert template["Resources"][layer_name]["Properties"]["ContentUri"] == "shared/"
+
+
+def test_the_proxy_may_invoke_only_the_configured_bedrock_models(
+    template: dict[str, Any],
+) -> None:
+    parameter = template["Parameters"]["BedrockModelArns"]
+    assert (parameter["Type"], parameter["Default"]) == ("CommaDelimitedList", "")
+    assert template["Conditions"]["HasBedrockModels"] == {
+        "Fn::Not": [{"Fn::Equals": [{"Fn::Join": ["", {"Ref": "BedrockModelArns"}]}, ""]}]
+    }
+    resources = template["Resources"]
+    conditional = [
+        s["Fn::If"]
+        for policy in resources["ProxyRole"]["Properties"]["Policies"]
+        for s in policy["PolicyDocument"]["Statement"]
+        if "Fn::If" in s
+    ]
+    assert len(conditional) == 1
+    condition, statement, otherwise = conditional[0]
+    assert condition == "HasBedrockModels"
+    assert otherwise == {"Ref": "AWS::NoValue"}  # no models: no statement at all
+    assert statement["Action"] == ["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"]
+    assert statement["Resource"] == {"Ref": "BedrockModelArns"}  # never "*"
+    for role in ("JobRole", "QuotaRole"):
+        assert not any(a.startswith("bedrock:") for a in _actions(resources[role]))

@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Self
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from edgeproxy.config.base import Positive, Strict
 from edgeproxy.config.policies import Operation, OperationPolicyOverride
+from edgeproxy.config.providers import (
+    DEFAULT_AZURE_API_VERSION,
+    AzureAuth,
+    ProviderKind,
+    provider_problems,
+)
 from edgeproxy.config.roles import Role
 
-
-class ProviderKind(StrEnum):
-    OPENAI = "openai"
-    OPENAI_COMPAT = "openai_compat"
-    ANTHROPIC = "anthropic"
+__all__ = ["AzureAuth", "Deployment", "ProviderKind"]
 
 
 class Deployment(Strict):
@@ -25,9 +26,16 @@ class Deployment(Strict):
     model: Annotated[str, Field(min_length=1)]
     group: str | None = None
     provider: ProviderKind
-    base_url: Annotated[str, Field(pattern=r"^https?://")]
+    # Required, except for bedrock (an endpoint override there): config/providers.py.
+    base_url: Annotated[str, Field(pattern=r"^https?://")] | None = None
     upstream_model: Annotated[str, Field(min_length=1)]
     credential: str | None = None
+    region: str | None = None  # bedrock: the AWS region (default: the function's own)
+    api_version: str | None = None  # azure: the api-version query parameter
+    auth: AzureAuth | None = None  # azure: api_key (default) or entra
+    # Added to every upstream request (not bedrock); header values count as secrets.
+    headers: dict[str, str] = Field(default_factory=dict)
+    query: dict[str, str] = Field(default_factory=dict)
     weight: Annotated[float, Field(ge=0)] = 1.0
     priority: int = 0
     rpm_limit: Positive | None = None
@@ -47,6 +55,27 @@ class Deployment(Strict):
     # only such deployments receive the continuation of a cut stream.
     supports_prefill: bool = False
 
+    @model_validator(mode="after")
+    def _fits_its_provider(self) -> Self:
+        problems = provider_problems(
+            self.provider,
+            base_url=self.base_url,
+            credential=self.credential,
+            region=self.region,
+            api_version=self.api_version,
+            auth=self.auth,
+            headers=self.headers,
+            query=self.query,
+        )
+        if problems:
+            raise ValueError(f"{self.id}: " + "; ".join(problems))
+        return self
+
+    @property
+    def azure_api_version(self) -> str:
+        """The ``api-version`` an Azure deployment sends (``DEFAULT_AZURE_API_VERSION`` if unset)."""
+        return self.api_version or DEFAULT_AZURE_API_VERSION
+
     @property
     def asks_stream_usage(self) -> bool:
         """Whether streamed chats ask this upstream for a final usage chunk.
@@ -54,11 +83,14 @@ class Deployment(Strict):
         Token counts of streams (tpm limits, usage-based-tpm, throughput) come
         from that chunk. On by default for ``openai``; OpenAI-compatible
         servers may reject ``stream_options``, so for them it is opt-in
-        (``stream_usage: true``); Anthropic streams always report usage.
+        (``stream_usage: true``); Azure takes it like OpenAI (API versions
+        since 2024-09-01); Anthropic and Bedrock streams always report usage.
         """
+        if self.provider in (ProviderKind.ANTHROPIC, ProviderKind.BEDROCK):
+            return False
         if self.stream_usage is not None:
-            return self.stream_usage and self.provider is not ProviderKind.ANTHROPIC
-        return self.provider is ProviderKind.OPENAI
+            return self.stream_usage
+        return self.provider in (ProviderKind.OPENAI, ProviderKind.AZURE)
 
     @property
     def pool_key(self) -> str:

@@ -1,12 +1,14 @@
-"""Upstream calls: the httpx client, provider adapters and SSE parsing.
+"""Upstream calls: the httpx and Bedrock clients, provider adapters and stream parsing.
 
-client.py            UpstreamClient.send / open_stream, make_http_client
+client.py            UpstreamClient.send / open_stream (dispatches bedrock), make_http_client
 call.py              UpstreamCall, UpstreamResponse, StreamEvent, Usage
-stream.py            UpstreamStream (idle deadline, completeness)
-errors.py            the one translation of foreign errors into UpstreamFault
+stream.py            UpstreamStream (idle deadline, completeness) over a StreamSource
+errors.py            the one translation of httpx errors and error answers into UpstreamFault
 headers.py           Retry-After and rate-limit headers
 openai.py            OpenAI / OpenAI-compatible adapter
+azure.py             Azure OpenAI adapter (deployment paths, api-version, api-key)
 anthropic*.py        Anthropic Messages adapter and stream translation
+bedrock*.py          Bedrock Converse client, translation, event stream, botocore errors
 sse.py               incremental Server-Sent Events parser
 """
 

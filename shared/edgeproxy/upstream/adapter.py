@@ -8,7 +8,7 @@ the answer and stream events read back in OpenAI format.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from edgeproxy.upstream.call import StreamEvent, UpstreamCall, Usage
@@ -17,11 +17,16 @@ from edgeproxy.upstream.sse import ServerSentEvent
 
 @dataclass(frozen=True, slots=True)
 class Prepared:
-    """A request ready to send: ``path`` is appended to the deployment's base URL."""
+    """A request ready to send: ``path`` is appended to the deployment's base URL.
+
+    ``query``: parameters the protocol needs (Azure's ``api-version``); the
+    deployment's own ``query`` map is added by the client.
+    """
 
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    query: dict[str, str] = field(default_factory=dict)
 
 
 class ChunkTranslator(Protocol):

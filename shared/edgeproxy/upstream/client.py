@@ -16,10 +16,13 @@ from urllib.parse import urlsplit
 import httpx
 
 from edgeproxy.config.deployment import ProviderKind
+from edgeproxy.config.providers import RESERVED_HEADERS
 from edgeproxy.errors import UpstreamFault
 from edgeproxy.routing.faults import FaultKind
 from edgeproxy.upstream.adapter import Adapter, Prepared
 from edgeproxy.upstream.anthropic import AnthropicAdapter
+from edgeproxy.upstream.azure import AzureAdapter
+from edgeproxy.upstream.bedrock import BedrockClient
 from edgeproxy.upstream.call import UpstreamCall, UpstreamResponse, Usage
 from edgeproxy.upstream.errors import (
     BODY,
@@ -38,33 +41,13 @@ USER_AGENT = "edgeproxy/0.1"
 # TCP/TLS handshake sooner than on the answer (the OpenAI SDK uses 5 s).
 CONNECT_TIMEOUT_S = 10.0
 
-# Headers the client sets itself, or that describe one hop only (RFC 9110 7.6.1).
-_RESERVED_HEADERS = frozenset(
-    {
-        "authorization",
-        "x-api-key",
-        "api-key",
-        "proxy-authorization",
-        "anthropic-version",
-        "host",
-        "content-length",
-        "content-type",
-        "content-encoding",
-        "accept-encoding",
-        "connection",
-        "keep-alive",
-        "transfer-encoding",
-        "te",
-        "trailer",
-        "upgrade",
-        "cookie",
-    }
-)
+_SECRET_SIZE = 8  # a deployment header value this long may be a secret
 
 _ADAPTERS: dict[ProviderKind, Adapter] = {
     ProviderKind.OPENAI: OpenAIAdapter(),
     ProviderKind.OPENAI_COMPAT: OpenAIAdapter(),
     ProviderKind.ANTHROPIC: AnthropicAdapter(),
+    ProviderKind.AZURE: AzureAdapter(),
 }
 
 
@@ -98,17 +81,29 @@ def make_http_client(
 class UpstreamClient:
     """Sends attempts; every failure is raised as ``UpstreamFault``.
 
+    HTTP providers go through ``http``; bedrock deployments through
+    ``bedrock`` (aioboto3's ``bedrock-runtime``), with the same interface.
+
     >>> client = UpstreamClient(make_http_client())               # doctest: +SKIP
     >>> answer = await client.send(call)                          # doctest: +SKIP
     >>> answer.body["choices"][0]["message"]["content"]           # doctest: +SKIP
     """
 
-    def __init__(self, http: httpx.AsyncClient, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        http: httpx.AsyncClient,
+        *,
+        clock: Callable[[], float] = time.time,
+        bedrock: BedrockClient | None = None,
+    ) -> None:
         self._http = http
         self._clock = clock
+        self._bedrock = bedrock
 
     async def send(self, call: UpstreamCall) -> UpstreamResponse:
         """One JSON attempt; the whole answer must arrive within ``response_timeout_s``."""
+        if call.deployment.provider is ProviderKind.BEDROCK:
+            return await self._bedrock_client().send(call)
         adapter = _ADAPTERS[call.deployment.provider]
         request = self._request(call, adapter.prepare(call))
         started = self._clock()
@@ -126,7 +121,7 @@ class UpstreamClient:
         elapsed = max(0.0, now - started)
         if not response.is_success:
             raise self._error(call, response, content, now)
-        payload = hide_secrets(parse_json_object(content, "answer"), (call.credential,))
+        payload = hide_secrets(parse_json_object(content, "answer"), _echoed(call))
         body = adapter.response(payload, created=int(now))
         return UpstreamResponse(
             status=response.status_code,
@@ -143,6 +138,8 @@ class UpstreamClient:
         An error answer is read and raised as ``UpstreamFault`` (HTTP); the
         headers must arrive within ``response_timeout_s``.
         """
+        if call.deployment.provider is ProviderKind.BEDROCK:
+            return await self._bedrock_client().open_stream(call)
         adapter = _ADAPTERS[call.deployment.provider]
         request = self._request(call, adapter.prepare(call))
         with translate_errors(HEADERS):
@@ -160,22 +157,31 @@ class UpstreamClient:
                         )
                     raise self._error(call, response, content, self._clock())
         now = self._clock()
-        return UpstreamStream(
+        return UpstreamStream.over_sse(
             response,
             adapter.translator(int(now), _secrets(call)),
             idle_timeout_s=call.idle_timeout_s,
             limits=call.limits,
-            secrets=(call.credential,),
+            secrets=_echoed(call),
             rate_limits=RateLimitInfo.from_headers(response.headers, now),
             request_id=request_id(response.headers),
         )
+
+    def _bedrock_client(self) -> BedrockClient:
+        if self._bedrock is None:
+            raise fault(
+                FaultKind.GATEWAY, "this process has no AWS session for bedrock deployments"
+            )
+        return self._bedrock
 
     def _request(self, call: UpstreamCall, prepared: Prepared) -> httpx.Request:
         headers = {
             name.lower(): value
             for name, value in call.extra_headers.items()
-            if name.lower() not in _RESERVED_HEADERS
+            if name.lower() not in RESERVED_HEADERS
         }
+        # The deployment's own headers (reserved names refused at load), then the protocol's.
+        headers.update({name.lower(): value for name, value in call.deployment.headers.items()})
         headers.update(prepared.headers)
         if call.stream:
             # Raw bytes must be the wire bytes so that every byte resets the
@@ -190,9 +196,10 @@ class UpstreamClient:
             write=limit,
             pool=limit,
         )
-        url = call.deployment.base_url.rstrip("/") + prepared.path
+        url = (call.deployment.base_url or "").rstrip("/") + prepared.path
+        params = {**call.deployment.query, **prepared.query}
         return self._http.build_request(
-            "POST", url, json=prepared.body, headers=headers, timeout=timeout
+            "POST", url, params=params or None, json=prepared.body, headers=headers, timeout=timeout
         )
 
     def _error(
@@ -237,7 +244,23 @@ def _is_json(response: httpx.Response) -> bool:
     return content_type.startswith("application/json")
 
 
+def _echoed(call: UpstreamCall) -> tuple[str | None, ...]:
+    """What an answer echoing the request must not hand the client: the key, header values.
+
+    Each value and each of its words (the token of ``Bearer <token>``), of
+    ``_SECRET_SIZE`` characters or more: hiding a ``true`` or ``2`` would
+    redact ordinary words of the model's answer.
+    """
+    parts = {
+        part
+        for value in call.deployment.headers.values()
+        for part in (value, *value.split())
+        if len(part) >= _SECRET_SIZE
+    }
+    return (call.credential, *sorted(parts, key=len, reverse=True))
+
+
 def _secrets(call: UpstreamCall) -> Sequence[str | None]:
-    """What must never appear in a message: the key, the upstream URL, its host."""
-    base = call.deployment.base_url
-    return (call.credential, base, base.rstrip("/"), urlsplit(base).netloc)
+    """What must never appear in a message: the key, header values, the upstream URL, its host."""
+    base = call.deployment.base_url or ""
+    return (*_echoed(call), base, base.rstrip("/"), urlsplit(base).netloc)

@@ -1,5 +1,8 @@
 """The one place ``UpstreamFault`` (drawn in ``edgeproxy/errors.py``) is made.
 
+(Bedrock's botocore errors are translated beside it, in ``bedrock_errors``,
+with the ``fault`` and ``sanitize`` of this module.)
+
 Every foreign error (httpx transport errors, the deadline's TimeoutError, an
 upstream's error answer, unparseable JSON or SSE) becomes an ``UpstreamFault``
 here: transport errors in ``translate_errors``, error answers in

@@ -52,7 +52,7 @@ def test_a_misspelt_router_knob_is_rejected(tmp_path: Path) -> None:
         ("deployments: [1, 2", "not valid YAML"),
         ("- just\n- a list\n", "top level must be a mapping"),
         (GOOD + "    weight: -1\n", "deployments[0].weight"),
-        (GOOD + "    provider: bedrock\n", "deployments[0].provider"),
+        (GOOD + "    provider: vertex\n", "deployments[0].provider"),
         (GOOD.replace("http://", "ftp://"), "deployments[0].base_url"),
     ],
 )

@@ -1,0 +1,275 @@
+"""OpenAI chat bodies as Bedrock Converse requests, and Converse answers as ``chat.completion``s.
+
+    OpenAI                                  Converse
+    system / developer messages             system: [{text}]
+    user text, image_url (data: URLs)       {text}, {image: {format, source: {bytes}}}
+    assistant content, tool_calls           {text}, {toolUse: {toolUseId, name, input}}
+    tool messages                           user turn of {toolResult: {toolUseId, content}}
+    max_completion_tokens / max_tokens      inferenceConfig.maxTokens
+    temperature, top_p, stop                inferenceConfig.temperature, topP, stopSequences
+    tools, tool_choice                      toolConfig.tools[].toolSpec, toolConfig.toolChoice
+
+What has no Converse equivalent is dropped (``presence_penalty``, ``seed``,
+``logprobs``, ...), as for Anthropic; what would change the answer's meaning
+if dropped fails as INCOMPATIBLE, so routing moves on: ``n > 1``, a
+``response_format`` other than text, image URLs that are not ``data:`` URLs
+(Converse takes image bytes, not links), other content parts.
+``tool_choice: none`` sends no tools (unless the history holds tool calls,
+which Converse only accepts with the tools declared).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from edgeproxy import strict_json
+from edgeproxy.config.policies import Operation
+from edgeproxy.errors import UpstreamFault
+from edgeproxy.routing.faults import FaultKind
+from edgeproxy.upstream.call import UpstreamCall
+from edgeproxy.upstream.errors import fault
+
+FINISH_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "tool_use": "tool_calls",
+    "guardrail_intervened": "content_filter",
+    "content_filtered": "content_filter",
+}
+_IMAGE_FORMATS = {
+    "image/png": "png",
+    "image/jpeg": "jpeg",
+    "image/gif": "gif",
+    "image/webp": "webp",
+}
+
+
+def to_converse(call: UpstreamCall) -> dict[str, Any]:
+    """The keyword arguments of ``converse`` / ``converse_stream`` for an OpenAI chat call."""
+    if call.operation is not Operation.CHAT:
+        raise _incompatible(f"operation {call.operation.value} is not supported by Bedrock")
+    body = call.body
+    if body.get("n") not in (None, 1):
+        raise _incompatible("Bedrock deployments cannot return n > 1 choices")
+    response_format = body.get("response_format")
+    if isinstance(response_format, Mapping) and response_format.get("type") not in (None, "text"):
+        raise _incompatible("Bedrock deployments do not take response_format")
+    system: list[dict[str, Any]] = []
+    messages: list[dict[str, Any]] = []
+    for message in body.get("messages") or []:
+        role = message.get("role")
+        if role in ("system", "developer"):
+            text = _text_of(message.get("content"))
+            if text:
+                system.append({"text": text})
+        elif role == "tool":
+            result = {
+                "toolUseId": str(message.get("tool_call_id", "")),
+                "content": [{"text": _text_of(message.get("content")) or " "}],
+            }
+            _append(messages, "user", [{"toolResult": result}])
+        elif role == "assistant":
+            _append(messages, "assistant", _assistant_blocks(message))
+        else:
+            _append(messages, "user", _blocks(message.get("content")))
+    out: dict[str, Any] = {"modelId": call.deployment.upstream_model, "messages": messages}
+    if system:
+        out["system"] = system
+    inference = _inference(body)
+    if inference:
+        out["inferenceConfig"] = inference
+    tools = _tool_config(body, messages)
+    if tools:
+        out["toolConfig"] = tools
+    return out
+
+
+def to_chat_completion(
+    answer: Mapping[str, Any], model: str, answer_id: str, created: int
+) -> dict[str, Any]:
+    """A ``converse`` answer as an OpenAI ``chat.completion``."""
+    message = (answer.get("output") or {}).get("message") or {}
+    texts: list[str] = []
+    tool_calls: list[dict[str, Any]] = []
+    for block in message.get("content") or []:
+        if "text" in block:
+            texts.append(str(block["text"]))
+        elif "toolUse" in block:
+            use = block["toolUse"]
+            tool_calls.append(
+                {
+                    "id": use.get("toolUseId"),
+                    "type": "function",
+                    "function": {
+                        "name": use.get("name"),
+                        "arguments": json.dumps(use.get("input") or {}),
+                    },
+                }
+            )
+    reply: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None}
+    if tool_calls:
+        reply["tool_calls"] = tool_calls
+    prompt, completion = usage_of(answer.get("usage"))
+    return {
+        "id": answer_id,
+        "object": "chat.completion",
+        "created": created,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": reply,
+                "finish_reason": finish_reason(answer.get("stopReason")),
+                "logprobs": None,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
+    }
+
+
+def finish_reason(stop_reason: Any) -> str | None:
+    """The OpenAI ``finish_reason`` for a Converse ``stopReason`` (unknown ones: ``stop``)."""
+    if not isinstance(stop_reason, str):
+        return None
+    return FINISH_REASONS.get(stop_reason, "stop")
+
+
+def usage_of(usage: Any) -> tuple[int, int]:
+    """Input and output tokens of a Converse ``usage`` object (0 when missing)."""
+    if not isinstance(usage, Mapping):
+        return 0, 0
+    prompt, completion = usage.get("inputTokens"), usage.get("outputTokens")
+    return (
+        prompt if isinstance(prompt, int) else 0,
+        completion if isinstance(completion, int) else 0,
+    )
+
+
+def _incompatible(message: str) -> UpstreamFault:
+    return fault(FaultKind.INCOMPATIBLE, message)
+
+
+def _append(messages: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -> None:
+    # Converse wants user and assistant turns to alternate; OpenAI bodies may
+    # repeat a role (several tool results in a row), so same-role turns merge.
+    if not blocks:
+        return
+    if messages and messages[-1]["role"] == role:
+        messages[-1]["content"].extend(blocks)
+    else:
+        messages.append({"role": role, "content": blocks})
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if p.get("type") == "text")
+    return ""
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [{"text": content}] if content else []
+    blocks: list[dict[str, Any]] = []
+    for part in content:
+        kind = part.get("type")
+        if kind == "text":
+            if part.get("text"):
+                blocks.append({"text": str(part["text"])})
+        elif kind == "image_url":
+            blocks.append(_image(part.get("image_url") or {}))
+        else:
+            raise _incompatible(f"content part {kind!r} is not supported by Bedrock deployments")
+    return blocks
+
+
+def _image(image: Mapping[str, Any]) -> dict[str, Any]:
+    url = str(image.get("url", ""))
+    header, _, data = url.partition(",")
+    media_type = header[5:].split(";")[0] if header.startswith("data:") else ""
+    image_format = _IMAGE_FORMATS.get(media_type)
+    if image_format is None or ";base64" not in header:
+        raise _incompatible(
+            "Bedrock deployments take images as base64 data: URLs (png, jpeg, gif, webp)"
+        )
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        raise _incompatible("an image data: URL is not valid base64") from None
+    return {"image": {"format": image_format, "source": {"bytes": raw}}}
+
+
+def _assistant_blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    blocks = _blocks(message.get("content"))
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") or {}
+        try:
+            arguments = strict_json.loads(function.get("arguments") or "{}")
+        except ValueError:
+            arguments = {}
+        blocks.append(
+            {
+                "toolUse": {
+                    "toolUseId": str(call.get("id", "")),
+                    "name": str(function.get("name", "")),
+                    "input": arguments if isinstance(arguments, dict) else {},
+                }
+            }
+        )
+    return blocks
+
+
+def _inference(body: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    max_tokens = body.get("max_completion_tokens") or body.get("max_tokens")
+    if isinstance(max_tokens, int):
+        out["maxTokens"] = max_tokens
+    for name, key in (("temperature", "temperature"), ("top_p", "topP")):
+        if isinstance(body.get(name), int | float):
+            out[key] = body[name]
+    stop = body.get("stop")
+    if stop:
+        out["stopSequences"] = [stop] if isinstance(stop, str) else list(stop)
+    return out
+
+
+def _tool_config(body: Mapping[str, Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
+    tools = body.get("tools") or []
+    choice = body.get("tool_choice")
+    history = any("toolUse" in b or "toolResult" in b for m in messages for b in m["content"])
+    if not tools or (choice == "none" and not history):
+        return {}
+    out: dict[str, Any] = {"tools": [{"toolSpec": _tool_spec(t)} for t in tools]}
+    if choice == "required":
+        out["toolChoice"] = {"any": {}}
+    elif choice == "auto":
+        out["toolChoice"] = {"auto": {}}
+    elif isinstance(choice, Mapping):
+        name = (choice.get("function") or {}).get("name")
+        if name:
+            out["toolChoice"] = {"tool": {"name": str(name)}}
+    return out
+
+
+def _tool_spec(tool: Mapping[str, Any]) -> dict[str, Any]:
+    function = tool.get("function") or {}
+    spec: dict[str, Any] = {
+        "name": str(function.get("name", "")),
+        "inputSchema": {"json": function.get("parameters") or {"type": "object", "properties": {}}},
+    }
+    if function.get("description"):
+        spec["description"] = str(function["description"])
+    return spec
