@@ -22,6 +22,7 @@ from edgeproxy_dev.mock_faults import MockFault, anthropic_error, openai_error
 
 _ROUTES = {
     "/v1/chat/completions": "chat",
+    "/v1/completions": "completions",
     "/v1/embeddings": "embeddings",
     "/v1/messages": "messages",
 }
@@ -227,10 +228,12 @@ class MockServer:
         if not body.get("stream"):
             await asyncio.sleep(fault.first_token_delay_ms / 1000)
             build = answers.anthropic_message if anthropic else answers.chat_completion
+            if route == "completions":
+                build = answers.text_completion
             payload = build(*args) if fault.body is None else fault.body
             await http.write_json(writer, fault.status, payload, headers, raw=malformed)
             return True
-        frames = answers.sse_frames(anthropic, args, body)
+        frames = answers.sse_frames(anthropic, args, body, text=route == "completions")
         if fault.nan:
             frames = hostile.nan_frames(frames)
         if not fault.no_done:

@@ -15,14 +15,19 @@ from starlette.responses import JSONResponse, Response
 
 from edgeproxy.api.identity import may_use
 from edgeproxy.api.messages import MESSAGES
-from edgeproxy.api.openai import CHAT, EMBEDDINGS
+from edgeproxy.api.openai import CHAT, COMPLETIONS, EMBEDDINGS
 from edgeproxy.api.pipeline import identified, serve
-from edgeproxy.errors import PermissionDenied
+from edgeproxy.errors import ModelNotFound, PermissionDenied
 
 
 async def chat(request: Request) -> Response:
     """``POST /v1/chat/completions``."""
     return await serve(request, CHAT)
+
+
+async def completions(request: Request) -> Response:
+    """``POST /v1/completions`` (legacy text completions)."""
+    return await serve(request, COMPLETIONS)
 
 
 async def embeddings(request: Request) -> Response:
@@ -38,12 +43,27 @@ async def messages(request: Request) -> Response:
 async def models(request: Request) -> Response:
     """``GET /v1/models``: the public model names this caller's key may use."""
     _, config, who = await identified(request)  # authenticates
-    data: list[dict[str, Any]] = [
-        {"id": model, "object": "model", "created": 0, "owned_by": "edgeproxy"}
-        for model in config.public_models()
-        if may_use(who, model)
-    ]
+    data = [_model(model) for model in config.public_models() if may_use(who, model)]
     return JSONResponse({"object": "list", "data": data})
+
+
+async def model(request: Request) -> Response:
+    """``GET /v1/models/{model}``: one public model, 404 if unknown or not this key's.
+
+    The name may hold ``/`` (``meta/llama-3``), escaped or not.
+    """
+    _, config, who = await identified(request)
+    name = request.path_params["model"]
+    if name not in config.public_models() or not may_use(who, name):
+        raise ModelNotFound(
+            f"The model `{name}` does not exist or you do not have access to it.", param="model"
+        )
+    return JSONResponse(_model(name))
+
+
+def _model(name: str) -> dict[str, Any]:
+    """A model object as OpenAI's API shapes it."""
+    return {"id": name, "object": "model", "created": 0, "owned_by": "edgeproxy"}
 
 
 async def deployments(request: Request) -> Response:

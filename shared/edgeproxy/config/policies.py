@@ -18,6 +18,7 @@ class Operation(StrEnum):
     AUDIO = "audio"
     VIDEO_SUBMIT = "video_submit"
     VIDEO_DOWNLOAD = "video_download"
+    COMPLETIONS = "completions"  # legacy text completions (``POST /v1/completions``)
 
 
 class Deadline(Strict):
@@ -97,6 +98,13 @@ def default_execution_policies() -> dict[Operation, OperationPolicy]:
     """The spec's deadline matrix (defaults match the official SDKs' 600 s read timeout)."""
     return {
         Operation.CHAT: OperationPolicy(
+            json=Deadline(response_ms=600_000, total_ms=1_800_000, max_attempts=3),
+            stream=Deadline(
+                response_ms=600_000, idle_ms=600_000, total_ms=3_600_000, max_attempts=3
+            ),
+        ),
+        # Legacy completions are text generation too: the chat row of the matrix.
+        Operation.COMPLETIONS: OperationPolicy(
             json=Deadline(response_ms=600_000, total_ms=1_800_000, max_attempts=3),
             stream=Deadline(
                 response_ms=600_000, idle_ms=600_000, total_ms=3_600_000, max_attempts=3

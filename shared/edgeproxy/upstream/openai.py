@@ -13,14 +13,18 @@ from edgeproxy.upstream.call import DONE, StreamEvent, UpstreamCall, Usage
 from edgeproxy.upstream.errors import fault, stream_error_fault
 from edgeproxy.upstream.sse import ServerSentEvent
 
-_PATHS = {Operation.CHAT: "/chat/completions", Operation.EMBEDDINGS: "/embeddings"}
+_PATHS = {
+    Operation.CHAT: "/chat/completions",
+    Operation.COMPLETIONS: "/completions",
+    Operation.EMBEDDINGS: "/embeddings",
+}
 
 
 class OpenAIAdapter:
-    """``POST {base_url}/chat/completions`` and ``/embeddings`` with a Bearer key."""
+    """``POST {base_url}/chat/completions``, ``/completions``, ``/embeddings`` with a Bearer key."""
 
     def prepare(self, call: UpstreamCall) -> Prepared:
-        """Path, headers and body for ``call``; only chat and embeddings are served."""
+        """Path, headers and body for ``call``; chat, completions and embeddings are served."""
         path = _PATHS.get(call.operation)
         if path is None:
             raise fault(
@@ -37,7 +41,7 @@ class OpenAIAdapter:
         return payload
 
     def translator(self, created: int, secrets: Sequence[str | None]) -> OpenAIChunks:
-        """A parser for one ``chat.completion.chunk`` stream."""
+        """A parser for one ``chat.completion.chunk`` (or ``text_completion``) stream."""
         return OpenAIChunks(secrets)
 
 
