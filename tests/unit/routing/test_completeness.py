@@ -112,3 +112,11 @@ def test_complete_may_end_at_either_signal() -> None:
     other.feed(chunk({"content": "a"}))
     other.end()
     assert (other.finished, other.complete, other.saw_done) == (False, True, True)
+
+
+def test_a_legacy_completion_commits_at_its_first_text() -> None:
+    tracker = StreamTracker()
+    assert not tracker.feed({"choices": [{"index": 0, "text": "", "finish_reason": None}]})
+    assert tracker.feed({"choices": [{"index": 0, "text": "Hi", "finish_reason": None}]})
+    tracker.feed({"choices": [{"index": 0, "text": "", "finish_reason": "length"}]})
+    assert tracker.finished
