@@ -21,9 +21,11 @@ from tests.integration.keys.helpers import ADMIN_KEY, ENV, HELLO, bearer, chat, 
 # (method, path, JSON body): every /v1/* route and every /admin/keys route.
 V1_ROUTES = [
     ("POST", "/v1/chat/completions", {"model": "fast-chat", "messages": HELLO}),
+    ("POST", "/v1/completions", {"model": "fast-chat", "prompt": "hi"}),
     ("POST", "/v1/embeddings", {"model": "text-embed", "input": "hi"}),
     ("POST", "/v1/messages", {"model": "fast-chat", "max_tokens": 5, "messages": HELLO}),
     ("GET", "/v1/models", None),
+    ("GET", "/v1/models/fast-chat", None),
     ("GET", "/v1/models/fast-chat/deployments", None),
 ]
 ADMIN_ROUTES = [
