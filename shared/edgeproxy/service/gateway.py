@@ -38,6 +38,9 @@ logger = logging.getLogger(__name__)
 
 @dataclass(slots=True)
 class JsonAnswer:
+    """The answer, the headers to send with it (the upstream's passed-on ones, by their own
+    names: the surface renames them), and the outcome write to run after it was sent."""
+
     body: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
     after: Callable[[], Awaitable[None]] | None = None
@@ -45,6 +48,8 @@ class JsonAnswer:
 
 @dataclass(slots=True)
 class StreamAnswer:
+    """As ``JsonAnswer``, for a stream: the headers are the committed attempt's."""
+
     body: AsyncIterator[StreamItem]
     headers: dict[str, str] = field(default_factory=dict)
     after: Callable[[], Awaitable[None]] | None = None
@@ -153,7 +158,8 @@ class Gateway:
                 )
             )
 
-        return JsonAnswer(body, {"x-edgeproxy-deployment": result.attempt.deployment.id}, after)
+        headers = {**response.headers, "x-edgeproxy-deployment": result.attempt.deployment.id}
+        return JsonAnswer(body, headers, after)
 
     async def open_stream(self, req: ProxyRequest, config: GatewayConfig) -> StreamAnswer:
         """A streamed request; errors before the stream opens raise with their real status.
@@ -173,7 +179,8 @@ class Gateway:
             return result
 
         after = Deferred()
-        return StreamAnswer(await self._relay.open(run, route(), hold, after), after=after)
+        stream = await self._relay.open(run, route(), hold, after)
+        return StreamAnswer(stream, stream.headers, after=after)
 
     async def deployment_status(self, model: str, config: GatewayConfig) -> dict[str, Any]:
         """Each deployment's availability (the admin view; reveals deployment ids only)."""

@@ -29,7 +29,12 @@ from edgeproxy.upstream.errors import (
     http_fault,
     translate_errors,
 )
-from edgeproxy.upstream.headers import RateLimitInfo, parse_retry_after, request_id
+from edgeproxy.upstream.headers import (
+    RateLimitInfo,
+    parse_retry_after,
+    passthrough,
+    request_id,
+)
 from edgeproxy.upstream.openai import OpenAIAdapter, parse_json_object
 from edgeproxy.upstream.stream import UpstreamStream
 
@@ -135,6 +140,7 @@ class UpstreamClient:
             rate_limits=RateLimitInfo.from_headers(response.headers, now),
             elapsed_s=elapsed,
             request_id=request_id(response.headers),
+            headers=passthrough(response.headers, _secrets(call)),
         )
 
     async def open_stream(self, call: UpstreamCall) -> UpstreamStream:
@@ -168,6 +174,7 @@ class UpstreamClient:
             secrets=(call.credential,),
             rate_limits=RateLimitInfo.from_headers(response.headers, now),
             request_id=request_id(response.headers),
+            headers=passthrough(response.headers, _secrets(call)),
         )
 
     def _request(self, call: UpstreamCall, prepared: Prepared) -> httpx.Request:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from types import TracebackType
 
 import httpx
@@ -54,10 +54,12 @@ class UpstreamStream:
         secrets: Sequence[str | None] = (),
         rate_limits: RateLimitInfo | None,
         request_id: str | None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         self.status = response.status_code
         self.rate_limits = rate_limits
         self.request_id = request_id
+        self.headers = dict(headers or {})  # passed on to the client (headers.passthrough)
         self.tracker = StreamTracker()  # fed every event handed out, in order
         self._response = response
         self._raw: AsyncIterator[bytes] = response.aiter_raw()
