@@ -25,7 +25,9 @@ _ROUTES = {
     "/v1/completions": "completions",
     "/v1/embeddings": "embeddings",
     "/v1/messages": "messages",
+    "/v1/messages/count_tokens": "count_tokens",
 }
+_ANTHROPIC_ROUTES = frozenset({"messages", "count_tokens"})
 _BAD_EVENT = b'data: {"choices": [{"delta": \n\n'
 _ANTHROPIC_STOP = b'event: message_stop\ndata: {"type": "message_stop"}\n\n'
 
@@ -152,7 +154,7 @@ class MockServer:
                 }
             )
         route = _ROUTES.get(request.path)
-        anthropic = route == "messages"
+        anthropic = route in _ANTHROPIC_ROUTES
         if request.method == "GET" and request.path == "/v1/models":
             data = [{"id": m, "object": "model", "owned_by": self.name} for m in self._models]
             await http.write_json(writer, 200, {"object": "list", "data": data}, {})
@@ -191,7 +193,7 @@ class MockServer:
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
     ) -> bool:
-        anthropic = route == "messages"
+        anthropic = route in _ANTHROPIC_ROUTES
         if fault.reset:
             http.reset(writer)
             return False
@@ -211,6 +213,10 @@ class MockServer:
             make_error = anthropic_error if anthropic else openai_error
             error = fault.body if fault.body is not None else make_error(fault.status, fault.error)
             await http.write_json(writer, fault.status, error, headers)
+            return True
+        if route == "count_tokens":
+            payload = {"input_tokens": answers.prompt_tokens(body)}
+            await http.write_json(writer, 200, fault.body or payload, headers)
             return True
         model = str(body.get("model") or "mock-model")
         malformed = hostile.nan_json(fault, anthropic, (self.name, seq, model, "n", "stop", 1))

@@ -1,16 +1,17 @@
 """A loopback OpenAI / Anthropic upstream that fails on command.
 
-Serves ``POST /v1/chat/completions`` (JSON and SSE), ``POST /v1/embeddings``,
-``GET /v1/models`` and ``POST /v1/messages`` (Anthropic, JSON and SSE), plus a
-control API on the same port:
+Serves ``POST /v1/chat/completions`` and ``POST /v1/completions`` (JSON and
+SSE), ``POST /v1/embeddings``, ``GET /v1/models``, ``POST /v1/messages``
+(Anthropic, JSON and SSE) and ``POST /v1/messages/count_tokens`` (Anthropic's
+count: ``mock_answers.prompt_tokens``), plus a control API on the same port:
 
     POST   /_mock/faults    {"faults": [<fault>, ...], "persistent": <fault> | null}
     DELETE /_mock/faults    clear queued and persistent faults
     GET    /_mock/requests  {"requests": [{method, path, headers, body, time, connection}]}
     DELETE /_mock/requests  clear the log
 
-Queued faults apply to the next model requests (POSTs to the three model
-paths) in FIFO order, one each; ``persistent`` applies once the queue is
+Queued faults apply to the next model requests (POSTs to the model paths)
+in FIFO order, one each; ``persistent`` applies once the queue is
 empty. Fault keys are documented in ``mock_faults``.
 
 Python use (tests, ``make run``)::

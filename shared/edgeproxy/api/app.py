@@ -58,6 +58,11 @@ def create_app(runtime: RuntimeFactory) -> Starlette:
         Route("/v1/completions", guarded(endpoints.completions), methods=["POST"]),
         Route("/v1/embeddings", guarded(endpoints.embeddings), methods=["POST"]),
         Route("/v1/messages", guarded(endpoints.messages, MESSAGES.error), methods=["POST"]),
+        Route(
+            "/v1/messages/count_tokens",
+            guarded(endpoints.count_tokens, MESSAGES.error),
+            methods=["POST"],
+        ),
         Route("/v1/models", guarded(endpoints.models), methods=["GET"]),
         Route(
             "/v1/models/{model:path}/deployments",

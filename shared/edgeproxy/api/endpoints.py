@@ -13,9 +13,12 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from edgeproxy.api.identity import may_use
+from edgeproxy.api.codec import request_id
+from edgeproxy.api.identity import admit, may_use
 from edgeproxy.api.messages import MESSAGES
+from edgeproxy.api.messages_tokens import check_count_request, estimate
 from edgeproxy.api.openai import CHAT, COMPLETIONS, EMBEDDINGS
+from edgeproxy.api.parsing import read_json_object
 from edgeproxy.api.pipeline import identified, serve
 from edgeproxy.errors import ModelNotFound, PermissionDenied
 
@@ -38,6 +41,29 @@ async def embeddings(request: Request) -> Response:
 async def messages(request: Request) -> Response:
     """``POST /v1/messages`` (Anthropic Messages)."""
     return await serve(request, MESSAGES)
+
+
+async def count_tokens(request: Request) -> Response:
+    """``POST /v1/messages/count_tokens``: an Anthropic deployment's count, or the estimate.
+
+    ``x-edgeproxy-token-count`` says which (``upstream`` or ``estimate``).
+    """
+    gateway, config, who = await identified(request)
+    limits = config.gateway
+    body = await read_json_object(request, limits.max_body_bytes, limits.body_read_timeout_seconds)
+    model = check_count_request(body)
+    await admit(who, model, gateway.keys)
+    pool = config.pool(model)
+    if not pool:
+        raise ModelNotFound(f"The model `{model}` does not exist.", param="model")
+    headers = MESSAGES.headers(request_id(request))
+    counted = await gateway.tokens.count(pool, body, who.role, limits.upstream_limits)
+    if counted is None:
+        headers["x-edgeproxy-token-count"] = "estimate"
+        return JSONResponse({"input_tokens": estimate(body)}, headers=headers)
+    headers["x-edgeproxy-token-count"] = "upstream"
+    headers["x-edgeproxy-deployment"] = counted.deployment_id
+    return JSONResponse(counted.body, headers=headers)
 
 
 async def models(request: Request) -> Response:

@@ -21,6 +21,7 @@ from edgeproxy.routing.eligibility import pool_status
 from edgeproxy.routing.refusal import final_error
 from edgeproxy.service.attempts import JsonCaller, StreamCaller
 from edgeproxy.service.config_cache import ConfigCache
+from edgeproxy.service.credentials import CredentialResolver
 from edgeproxy.service.events import StreamItem
 from edgeproxy.service.keys import KeyRing
 from edgeproxy.service.outcomes import Outcomes, settle
@@ -29,6 +30,7 @@ from edgeproxy.service.request import ProxyRequest
 from edgeproxy.service.router import Router
 from edgeproxy.service.run import Run, Served
 from edgeproxy.service.telemetry import Telemetry
+from edgeproxy.service.token_count import TokenCounter
 from edgeproxy.service.trace import Trace
 from edgeproxy.state.store import SnapshotRequest, Store
 from edgeproxy.upstream.client import UpstreamClient
@@ -73,6 +75,7 @@ class Gateway:
         max_total_ms: int | None = None,
         aclose: Callable[[], Awaitable[None]] | None = None,
         keys: KeyRing | None = None,
+        tokens: TokenCounter | None = None,
     ) -> None:
         self._store = store
         self._configs = configs
@@ -95,6 +98,8 @@ class Gateway:
         self.max_total_ms = max_total_ms
         # The client keys (lookup cache, bootstrap admin key, admission).
         self.keys = keys or KeyRing(store, clock)
+        # Token counts (``/v1/messages/count_tokens``) asked of Anthropic deployments.
+        self.tokens = tokens or TokenCounter(upstream, CredentialResolver({}))
 
     async def config(self) -> GatewayConfig:
         """The current configuration (cached in process for a short TTL)."""
