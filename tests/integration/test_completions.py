@@ -139,3 +139,13 @@ def test_bad_prompts_are_clear_400s(pair: GatewayServer) -> None:
         assert answer.json()["error"]["type"] == "invalid_request_error"
     tokens = httpx.post(url, json={"model": "fast-chat", "prompt": [[1, 2], [3]]})
     assert tokens.status_code == 200
+
+
+def test_a_stream_without_finish_reason_is_completed_as_text(
+    pair: GatewayServer, upstream_a: MockUpstream
+) -> None:
+    upstream_a.set_faults([{"finish_reason": None}])
+    chunks = list(sdk(pair).completions.create(model="fast-chat", prompt="Hi", stream=True))
+    assert "".join(c.choices[0].text for c in chunks if c.choices) == "Hello from a! You said: Hi"
+    last = chunks[-1].choices[0]
+    assert (last.text, last.finish_reason) == ("", "stop")  # inferred at [DONE], as text
