@@ -30,7 +30,12 @@ def pieces(content: str) -> list[str]:
 
 
 def last_user_text(body: Mapping[str, Any]) -> str:
-    """The text of the last user message (OpenAI or Anthropic body)."""
+    """The text of the last user message (OpenAI or Anthropic body), or a completion's prompt."""
+    prompt = body.get("prompt")
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, list) and prompt and isinstance(prompt[-1], str):
+        return prompt[-1]
     for message in reversed(body.get("messages") or []):
         if isinstance(message, Mapping) and message.get("role") == "user":
             content = message.get("content")
@@ -56,8 +61,12 @@ def prefill(body: Mapping[str, Any]) -> str | None:
 
 
 def prompt_tokens(body: Mapping[str, Any]) -> int:
-    """Prompt size: the serialized messages (plus Anthropic's system)."""
+    """Prompt size: the serialized messages (plus Anthropic's system and tools), or prompt."""
     text = json.dumps(body.get("messages") or []) + str(body.get("system") or "")
+    if body.get("tools"):
+        text += json.dumps(body["tools"])
+    if body.get("prompt") is not None:
+        text += json.dumps(body["prompt"])
     return count_tokens(text)
 
 
@@ -116,6 +125,63 @@ def chat_chunks(
         chunks.append(chunk({}, finish))
     if include_usage:
         usage = chunk({})
+        usage["choices"] = []
+        usage["usage"] = {
+            "prompt_tokens": prompt,
+            "completion_tokens": len(parts),
+            "total_tokens": prompt + len(parts),
+        }
+        chunks.append(usage)
+    return chunks
+
+
+def text_completion(
+    name: str, seq: int, model: str, content: str, finish: str | None, prompt: int
+) -> dict[str, Any]:
+    """A legacy ``text_completion`` answer."""
+    completion = len(pieces(content))
+    return {
+        "id": f"cmpl-mock-{name}-{seq}",
+        "object": "text_completion",
+        "created": 1_700_000_000 + seq,
+        "model": model,
+        "system_fingerprint": f"mock-{name}",
+        "choices": [{"index": 0, "text": content, "finish_reason": finish, "logprobs": None}],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
+    }
+
+
+def text_chunks(
+    name: str,
+    seq: int,
+    model: str,
+    content: str,
+    finish: str | None,
+    prompt: int,
+    include_usage: bool,
+) -> list[dict[str, Any]]:
+    """The streamed ``text_completion`` objects for ``content`` (without ``[DONE]``)."""
+
+    def chunk(text: str, reason: str | None = None) -> dict[str, Any]:
+        return {
+            "id": f"cmpl-mock-{name}-{seq}",
+            "object": "text_completion",
+            "created": 1_700_000_000 + seq,
+            "model": model,
+            "system_fingerprint": f"mock-{name}",
+            "choices": [{"index": 0, "text": text, "finish_reason": reason, "logprobs": None}],
+        }
+
+    parts = pieces(content)
+    chunks = [chunk(part) for part in parts]
+    if finish is not None:
+        chunks.append(chunk("", finish))
+    if include_usage:
+        usage = chunk("")
         usage["choices"] = []
         usage["usage"] = {
             "prompt_tokens": prompt,
@@ -188,8 +254,13 @@ def embeddings(model: str, inputs: Any) -> dict[str, Any]:
     }
 
 
-def sse_frames(anthropic: bool, args: Args, body: Mapping[str, Any]) -> list[bytes]:
-    """The encoded SSE events of a streamed answer, without the end marker."""
+def sse_frames(
+    anthropic: bool, args: Args, body: Mapping[str, Any], *, text: bool = False
+) -> list[bytes]:
+    """The encoded SSE events of a streamed answer, without the end marker.
+
+    ``text``: a legacy completion's stream (``text_completion`` objects).
+    """
     if anthropic:
         return [
             f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
@@ -197,9 +268,10 @@ def sse_frames(anthropic: bool, args: Args, body: Mapping[str, Any]) -> list[byt
         ]
     options = body.get("stream_options")
     include_usage = isinstance(options, Mapping) and bool(options.get("include_usage"))
+    build = text_chunks if text else chat_chunks
     return [
         f"data: {json.dumps(chunk)}\n\n".encode()
-        for chunk in chat_chunks(*args, include_usage=include_usage)
+        for chunk in build(*args, include_usage=include_usage)
     ]
 
 

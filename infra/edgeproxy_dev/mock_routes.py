@@ -1,7 +1,8 @@
 """Which protocol a mock request speaks, and whether it is authorized.
 
-    POST /v1/chat/completions, /v1/embeddings, /v1/responses     openai
-    POST /v1/messages                                            anthropic
+    POST /v1/chat/completions, /v1/completions, /v1/embeddings,
+         /v1/responses                                           openai
+    POST /v1/messages, /v1/messages/count_tokens                 anthropic
     POST /openai/deployments/{name}/chat/completions|embeddings  azure (?api-version= required)
     POST /model/{modelId}/converse|converse-stream               bedrock (SigV4-signed)
 
@@ -18,16 +19,20 @@ from edgeproxy_dev.mock_http import Request
 
 _PLAIN = {
     "/v1/chat/completions": "chat",
+    "/v1/completions": "completions",
     "/v1/embeddings": "embeddings",
     "/v1/messages": "messages",
+    "/v1/messages/count_tokens": "count_tokens",
     "/v1/responses": "responses",
 }
+_ANTHROPIC = frozenset({"messages", "count_tokens"})
 _AZURE_OPERATIONS = {"chat/completions": "chat", "embeddings": "embeddings"}
 
 
 @dataclass(frozen=True, slots=True)
 class Route:
-    """``operation``: chat, embeddings, messages, responses, converse or converse-stream."""
+    """``operation``: chat, completions, embeddings, messages, count_tokens, responses,
+    converse or converse-stream."""
 
     protocol: str  # openai, anthropic, azure or bedrock
     operation: str
@@ -43,7 +48,7 @@ def resolve(request: Request) -> Route | None:
     """The route of a model request (a POST), or ``None`` for an unknown path."""
     operation = _PLAIN.get(request.path)
     if operation is not None:
-        return Route("anthropic" if operation == "messages" else "openai", operation)
+        return Route("anthropic" if operation in _ANTHROPIC else "openai", operation)
     prefix = "/openai/deployments/"
     if request.path.startswith(prefix):
         name, _, rest = request.path[len(prefix) :].partition("/")

@@ -219,6 +219,10 @@ class MockServer:
             error = fault.body if fault.body is not None else make_error(fault.status, fault.error)
             await http.write_json(writer, fault.status, error, headers)
             return True
+        if route.operation == "count_tokens":
+            payload = {"input_tokens": answers.prompt_tokens(body)}
+            await http.write_json(writer, 200, fault.body or payload, headers)
+            return True
         model = route.model or str(body.get("model") or "mock-model")  # azure: its deployment
         malformed = hostile.nan_json(fault, anthropic, (self.name, seq, model, "n", "stop", 1))
         if route.operation == "embeddings":
@@ -240,10 +244,12 @@ class MockServer:
         if not body.get("stream"):
             await asyncio.sleep(fault.first_token_delay_ms / 1000)
             build = answers.anthropic_message if anthropic else answers.chat_completion
+            if route.operation == "completions":
+                build = answers.text_completion
             payload = build(*args) if fault.body is None else fault.body
             await http.write_json(writer, fault.status, payload, headers, raw=malformed)
             return True
-        frames = answers.sse_frames(anthropic, args, body)
+        frames = answers.sse_frames(anthropic, args, body, text=route.operation == "completions")
         if fault.nan:
             frames = hostile.nan_frames(frames)
         if not fault.no_done:

@@ -1,9 +1,10 @@
 """A loopback OpenAI / Anthropic / Azure / Bedrock upstream that fails on command.
 
-Serves ``POST /v1/chat/completions`` (JSON and SSE), ``POST /v1/embeddings``,
-``GET /v1/models``, ``POST /v1/messages`` (Anthropic, JSON and SSE),
-``POST /v1/responses`` (the OpenAI Responses API, JSON and typed SSE events;
-``mock_responses``); Azure's
+Serves ``POST /v1/chat/completions`` and ``POST /v1/completions`` (JSON and
+SSE), ``POST /v1/embeddings``, ``GET /v1/models``, ``POST /v1/messages``
+(Anthropic, JSON and SSE), ``POST /v1/messages/count_tokens`` (Anthropic's
+count: ``mock_answers.prompt_tokens``), ``POST /v1/responses`` (the OpenAI
+Responses API, JSON and typed SSE events; ``mock_responses``); Azure's
 ``POST /openai/deployments/{name}/chat/completions|embeddings?api-version=...``
 (``api-key`` header); Bedrock's ``POST /model/{modelId}/converse`` and
 ``/converse-stream`` (AWS event-stream framing, SigV4-signed requests); see

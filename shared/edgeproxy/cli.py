@@ -2,6 +2,7 @@
 
     edgeproxy config check config.yaml          # validate only, no AWS access
     edgeproxy config load config.yaml           # validate and store; prints the new version
+    edgeproxy config import-litellm litellm.yaml > edgeproxy.yaml  # convert (cli_litellm)
     edgeproxy bindings unbind --pool gpt-4o --caller ip:203.0.113.7
     edgeproxy bindings unbind --pool gpt-4o --api-key-env CLIENT_KEY   # key read from $CLIENT_KEY
     edgeproxy bindings invalidate --pool gpt-4o
@@ -36,7 +37,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TextIO
 
-from edgeproxy import cli_admin, cli_jobs, cli_keys
+from edgeproxy import cli_admin, cli_jobs, cli_keys, cli_litellm
 from edgeproxy.config.loader import from_document, load_config_file
 from edgeproxy.errors import ConfigError, EdgeproxyError, UsageError
 from edgeproxy.routing.affinity import caller_id, key_digest
@@ -68,6 +69,10 @@ def _parser() -> argparse.ArgumentParser:
     for action, text in (("check", "validate only"), ("load", "validate and store")):
         sub = config_cmds.add_parser(action, help=text)
         sub.add_argument("file", help="the YAML configuration file")
+    convert = config_cmds.add_parser(
+        "import-litellm", help="convert a LiteLLM config.yaml (YAML to stdout, warnings to stderr)"
+    )
+    convert.add_argument("file", help="the LiteLLM proxy config.yaml (model_list, router_settings)")
 
     bindings = commands.add_parser("bindings", help="inspect and clear sticky bindings")
     binding_cmds = bindings.add_subparsers(dest="action", required=True)
@@ -212,6 +217,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(cli_admin.run(args))
         if (args.command, args.action) == ("config", "check"):
             return _check(args.file)
+        if (args.command, args.action) == ("config", "import-litellm"):
+            return cli_litellm.import_litellm(args.file, sys.stdout, sys.stderr, os.environ)
         command = STORE_COMMANDS[(args.command, args.action)]
         if command is _unbind:
             args.caller_id = _caller(args)  # refuse a raw key before touching the store

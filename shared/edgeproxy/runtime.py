@@ -24,6 +24,7 @@ from edgeproxy.service.keys import KeyRing
 from edgeproxy.service.outcomes import Outcomes
 from edgeproxy.service.router import Router
 from edgeproxy.service.telemetry import NoTelemetry, Telemetry
+from edgeproxy.service.token_count import TokenCounter
 from edgeproxy.settings import Settings
 from edgeproxy.state.dynamo import DynamoStore
 from edgeproxy.state.schema import TableSchema
@@ -130,9 +131,10 @@ async def build_gateway(
         credentials=credentials,
         auth_off=settings.auth_off,
     )
+    upstream = UpstreamClient(http, clock=clock, bedrock=bedrock)
     return Gateway(
         store,
-        UpstreamClient(http, clock=clock, bedrock=bedrock),
+        upstream,
         ConfigCache(store, settings.config_ttl_seconds, clock),
         Router(store, outcomes, credentials, clock, rng),
         outcomes,
@@ -143,4 +145,5 @@ async def build_gateway(
         max_total_ms=settings.max_total_ms,
         aclose=stack.aclose,
         keys=keys,
+        tokens=TokenCounter(upstream, credentials),
     )

@@ -55,15 +55,23 @@ def create_app(runtime: RuntimeFactory) -> Starlette:
     lazy = LazyGateway(runtime)
     routes = [
         Route("/v1/chat/completions", guarded(endpoints.chat), methods=["POST"]),
+        Route("/v1/completions", guarded(endpoints.completions), methods=["POST"]),
         Route("/v1/embeddings", guarded(endpoints.embeddings), methods=["POST"]),
         Route("/v1/messages", guarded(endpoints.messages, MESSAGES.error), methods=["POST"]),
         Route("/v1/responses", guarded(endpoints.responses), methods=["POST"]),
+        Route(
+            "/v1/messages/count_tokens",
+            guarded(endpoints.count_tokens, MESSAGES.error),
+            methods=["POST"],
+        ),
         Route("/v1/models", guarded(endpoints.models), methods=["GET"]),
         Route(
             "/v1/models/{model:path}/deployments",
             guarded(endpoints.deployments),
             methods=["GET"],
         ),
+        # After the deployments view, which would otherwise read as a model named ".../deployments".
+        Route("/v1/models/{model:path}", guarded(endpoints.model), methods=["GET"]),
         Route("/health", guarded(endpoints.health), methods=["GET"]),
         *admin_routes.starlette_routes(),  # /admin/* and /health/deep, admin keys only
     ]

@@ -13,17 +13,25 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from edgeproxy.api.identity import may_use
+from edgeproxy.api.codec import request_id
+from edgeproxy.api.identity import admit, may_use
 from edgeproxy.api.messages import MESSAGES
-from edgeproxy.api.openai import CHAT, EMBEDDINGS
+from edgeproxy.api.messages_tokens import check_count_request, estimate
+from edgeproxy.api.openai import CHAT, COMPLETIONS, EMBEDDINGS
+from edgeproxy.api.parsing import read_json_object
 from edgeproxy.api.pipeline import identified, serve
 from edgeproxy.api.responses import RESPONSES
-from edgeproxy.errors import PermissionDenied
+from edgeproxy.errors import ModelNotFound, PermissionDenied
 
 
 async def chat(request: Request) -> Response:
     """``POST /v1/chat/completions``."""
     return await serve(request, CHAT)
+
+
+async def completions(request: Request) -> Response:
+    """``POST /v1/completions`` (legacy text completions)."""
+    return await serve(request, COMPLETIONS)
 
 
 async def embeddings(request: Request) -> Response:
@@ -41,15 +49,53 @@ async def responses(request: Request) -> Response:
     return await serve(request, RESPONSES)
 
 
+async def count_tokens(request: Request) -> Response:
+    """``POST /v1/messages/count_tokens``: an Anthropic deployment's count, or the estimate.
+
+    ``x-edgeproxy-token-count`` says which (``upstream`` or ``estimate``).
+    """
+    gateway, config, who = await identified(request)
+    limits = config.gateway
+    body = await read_json_object(request, limits.max_body_bytes, limits.body_read_timeout_seconds)
+    model = check_count_request(body)
+    await admit(who, model, gateway.keys)
+    pool = config.pool(model)
+    if not pool:
+        raise ModelNotFound(f"The model `{model}` does not exist.", param="model")
+    headers = MESSAGES.headers(request_id(request))
+    counted = await gateway.tokens.count(pool, body, who.role, limits.upstream_limits)
+    if counted is None:
+        headers["x-edgeproxy-token-count"] = "estimate"
+        return JSONResponse({"input_tokens": estimate(body)}, headers=headers)
+    headers["x-edgeproxy-token-count"] = "upstream"
+    headers["x-edgeproxy-deployment"] = counted.deployment_id
+    return JSONResponse(counted.body, headers=headers)
+
+
 async def models(request: Request) -> Response:
     """``GET /v1/models``: the public model names this caller's key may use."""
     _, config, who = await identified(request)  # authenticates
-    data: list[dict[str, Any]] = [
-        {"id": model, "object": "model", "created": 0, "owned_by": "edgeproxy"}
-        for model in config.public_models()
-        if may_use(who, model)
-    ]
+    data = [_model(model) for model in config.public_models() if may_use(who, model)]
     return JSONResponse({"object": "list", "data": data})
+
+
+async def model(request: Request) -> Response:
+    """``GET /v1/models/{model}``: one public model, 404 if unknown or not this key's.
+
+    The name may hold ``/`` (``meta/llama-3``), escaped or not.
+    """
+    _, config, who = await identified(request)
+    name = request.path_params["model"]
+    if name not in config.public_models() or not may_use(who, name):
+        raise ModelNotFound(
+            f"The model `{name}` does not exist or you do not have access to it.", param="model"
+        )
+    return JSONResponse(_model(name))
+
+
+def _model(name: str) -> dict[str, Any]:
+    """A model object as OpenAI's API shapes it."""
+    return {"id": name, "object": "model", "created": 0, "owned_by": "edgeproxy"}
 
 
 async def deployments(request: Request) -> Response:

@@ -1,4 +1,4 @@
-"""The OpenAI surface: ``/v1/chat/completions`` and ``/v1/embeddings`` as a codec.
+"""The OpenAI surface: ``/v1/chat/completions``, ``/v1/completions``, ``/v1/embeddings``.
 
 Bodies are validated shallowly (``parsing``) and forwarded; answers are the
 gateway's own; errors are ``errors.error_response``. Streams render as the
@@ -23,7 +23,13 @@ from starlette.responses import Response
 
 from edgeproxy.api.codec import Parsed
 from edgeproxy.api.errors import error_response
-from edgeproxy.api.parsing import chat_modalities, embeddings_input, require_model, stream_flag
+from edgeproxy.api.parsing import (
+    chat_modalities,
+    completions_prompt,
+    embeddings_input,
+    require_model,
+    stream_flag,
+)
 from edgeproxy.config.policies import Operation
 from edgeproxy.errors import EdgeproxyError
 from edgeproxy.service.events import Chunk, Closing, Failed, Keepalive, StreamItem
@@ -39,7 +45,7 @@ def sse(payload: dict[str, Any]) -> bytes:
 
 
 class OpenAISurface:
-    """The codec for one OpenAI operation (chat or embeddings)."""
+    """The codec for one OpenAI operation (chat, legacy completions or embeddings)."""
 
     surface: str | None = None  # bindings use ``openai.<operation>``
 
@@ -47,11 +53,14 @@ class OpenAISurface:
         self.operation = operation
 
     def parse(self, body: dict[str, Any]) -> Parsed:
-        """Check what routing needs (``model``, ``messages`` / ``input``, ``stream``)."""
+        """Check what routing needs: ``model``, ``messages``/``prompt``/``input``, ``stream``."""
         model = require_model(body)
         stream = stream_flag(body)
         if self.operation is Operation.CHAT:
             return Parsed(model, body, stream, chat_modalities(body))
+        if self.operation is Operation.COMPLETIONS:
+            completions_prompt(body)
+            return Parsed(model, body, stream, frozenset({"text"}))
         embeddings_input(body)
         # Embeddings have no stream mode; the body is forwarded as-is.
         return Parsed(model, body, False, frozenset({"text"}))
@@ -66,15 +75,20 @@ class OpenAISurface:
 
     def stream(self, events: AsyncIterator[StreamItem]) -> AsyncIterator[bytes]:
         """OpenAI SSE for the relay's events."""
-        return openai_sse(events)
+        return openai_sse(events, text=self.operation is Operation.COMPLETIONS)
 
     def error(self, exc: EdgeproxyError, request: Request) -> Response:
         """OpenAI's error JSON (the surface's one handler, ``errors.error_response``)."""
         return error_response(exc)
 
 
-async def openai_sse(events: AsyncIterator[StreamItem]) -> AsyncIterator[bytes]:
-    """Render ``events`` as they arrive; closes them when done or when the client goes away."""
+async def openai_sse(
+    events: AsyncIterator[StreamItem], *, text: bool = False
+) -> AsyncIterator[bytes]:
+    """Render ``events`` as they arrive; closes them when done or when the client goes away.
+
+    ``text``: the chunks are legacy ``text_completion`` ones (choices carry ``text``).
+    """
     last: dict[str, Any] | None = None
     try:
         async for item in events:
@@ -84,7 +98,7 @@ async def openai_sse(events: AsyncIterator[StreamItem]) -> AsyncIterator[bytes]:
             elif isinstance(item, Keepalive):
                 yield KEEPALIVE
             elif isinstance(item, Closing):
-                for data in closing_frames(item, last):
+                for data in closing_frames(item, last, text=text):
                     yield data
             else:
                 assert isinstance(item, Failed)
@@ -98,14 +112,17 @@ async def openai_sse(events: AsyncIterator[StreamItem]) -> AsyncIterator[bytes]:
             await aclose()
 
 
-def closing_frames(closing: Closing, last: dict[str, Any] | None) -> list[bytes]:
+def closing_frames(
+    closing: Closing, last: dict[str, Any] | None, *, text: bool = False
+) -> list[bytes]:
     """The end of a complete stream; ``last`` is the last chunk the client got."""
     base = {k: last[k] for k in _IDENTITY if last and k in last}
     out: list[bytes] = []
     if closing.finish_reasons:
         # The upstream reached its end marker without saying why: say it, as its SDK would.
+        empty: dict[str, Any] = {"text": ""} if text else {"delta": {}}
         choices = [
-            {"index": i, "delta": {}, "finish_reason": reason}
+            {"index": i, **empty, "finish_reason": reason}
             for i, reason in sorted(closing.finish_reasons.items())
         ]
         out.append(sse({**base, "choices": choices}))
@@ -116,4 +133,5 @@ def closing_frames(closing: Closing, last: dict[str, Any] | None) -> list[bytes]
 
 
 CHAT = OpenAISurface(Operation.CHAT)
+COMPLETIONS = OpenAISurface(Operation.COMPLETIONS)
 EMBEDDINGS = OpenAISurface(Operation.EMBEDDINGS)

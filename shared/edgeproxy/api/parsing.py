@@ -121,3 +121,25 @@ def embeddings_input(body: dict[str, Any]) -> None:
     if isinstance(value, list) and value and all(isinstance(v, (str, int, list)) for v in value):
         return
     raise RequestError("'input' must be a string or a non-empty array", param="input")
+
+
+def completions_prompt(body: dict[str, Any]) -> None:
+    """Validate a legacy completion's ``prompt``: a string, strings, or token arrays."""
+    value = body.get("prompt")
+    if value is None:
+        raise RequestError("Missing required parameter: 'prompt'.", param="prompt")
+    if isinstance(value, str):
+        return
+    if isinstance(value, list) and value:
+        if all(isinstance(v, str) for v in value) or _tokens(value):
+            return
+        if all(isinstance(v, list) and v and _tokens(v) for v in value):
+            return
+    raise RequestError(
+        "'prompt' must be a string, an array of strings, or an array of token arrays",
+        param="prompt",
+    )
+
+
+def _tokens(values: list[Any]) -> bool:
+    return all(isinstance(v, int) and not isinstance(v, bool) for v in values)

@@ -32,6 +32,7 @@ from starlette.types import Receive, Scope, Send
 from edgeproxy.api.codec import Codec, request_id
 from edgeproxy.api.identity import Identity, admit, identify
 from edgeproxy.api.parsing import read_json_object
+from edgeproxy.api.rate_headers import for_surface
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import UpstreamError
 from edgeproxy.service.gateway import Gateway
@@ -133,6 +134,8 @@ async def serve(request: Request, codec: Codec) -> Response:
         chat=parsed.chat,
     )
     headers = codec.headers(req.request_id)
+    # The upstream's rate-limit headers, in the names this surface's SDK reads.
+    anthropic = (codec.surface or "").startswith("anthropic.")
     gone = Response(status_code=CLIENT_CLOSED, headers=headers)  # nobody is listening
     if req.stream:
         answer = await unless_client_leaves(request, gateway.open_stream(req, config))
@@ -142,16 +145,21 @@ async def serve(request: Request, codec: Codec) -> Response:
             answer.body,
             codec.stream(answer.body),
             media_type="text/event-stream",
-            headers={**headers, **answer.headers, **_STREAM_HEADERS},
+            headers={
+                **headers,
+                **for_surface(answer.headers, anthropic, gateway.now()),
+                **_STREAM_HEADERS,
+            },
             background=BackgroundTask(answer.after) if answer.after else None,
         )
     result = await unless_client_leaves(request, gateway.complete(req, config))
     if isinstance(result, Gone):
         return gone
+    passed = for_surface(result.headers, anthropic, gateway.now())
     try:
         return JSONResponse(
             codec.answer(result.body),
-            headers={**headers, **result.headers},
+            headers={**headers, **passed},
             background=BackgroundTask(result.after) if result.after else None,
         )
     except Exception as exc:

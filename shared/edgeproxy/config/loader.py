@@ -15,6 +15,7 @@ import yaml
 from pydantic import ValidationError
 
 from edgeproxy.config.models import GatewayConfig
+from edgeproxy.config.policies import default_execution_policies
 from edgeproxy.errors import ConfigError
 
 
@@ -66,9 +67,31 @@ def to_document(config: GatewayConfig) -> str:
 
 
 def from_document(document: str, source: str = "stored configuration") -> GatewayConfig:
-    """Parse a stored document."""
+    """Parse a stored document (one stored by an older release too: ``with_new_operations``)."""
     try:
         data = json.loads(document)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{source}: not valid JSON: {exc}") from None
-    return parse_config(data, source)
+    return parse_config(with_new_operations(data), source)
+
+
+def with_new_operations(data: Any) -> Any:
+    """A stored document with the default policy rows of operations added since it was stored.
+
+    ``to_document`` writes the whole deadline matrix, so every stored
+    configuration lists the operations of the release that stored it; one
+    that adds an operation must still read them. Files and admin writes are
+    not completed: they must list every operation (the matrix is exhaustive).
+    """
+    router = data.get("router") if isinstance(data, dict) else None
+    if not isinstance(router, dict) or not isinstance(router.get("execution_policies"), dict):
+        return data
+    matrix: dict[str, Any] = router["execution_policies"]
+    missing = {
+        op.value: policy.model_dump(by_alias=True)
+        for op, policy in default_execution_policies().items()
+        if op.value not in matrix
+    }
+    if not missing:
+        return data
+    return {**data, "router": {**router, "execution_policies": {**matrix, **missing}}}

@@ -21,6 +21,7 @@ class Operation(StrEnum):
     # The OpenAI Responses API (``/v1/responses``); a deployment listing it is sent
     # such requests as they are, the others (serving ``chat``) get them translated.
     RESPONSES = "responses"
+    COMPLETIONS = "completions"  # legacy text completions (``POST /v1/completions``)
 
 
 class Deadline(Strict):
@@ -100,6 +101,13 @@ def default_execution_policies() -> dict[Operation, OperationPolicy]:
     """The spec's deadline matrix (defaults match the official SDKs' 600 s read timeout)."""
     return {
         Operation.CHAT: OperationPolicy(
+            json=Deadline(response_ms=600_000, total_ms=1_800_000, max_attempts=3),
+            stream=Deadline(
+                response_ms=600_000, idle_ms=600_000, total_ms=3_600_000, max_attempts=3
+            ),
+        ),
+        # Legacy completions are text generation too: the chat row of the matrix.
+        Operation.COMPLETIONS: OperationPolicy(
             json=Deadline(response_ms=600_000, total_ms=1_800_000, max_attempts=3),
             stream=Deadline(
                 response_ms=600_000, idle_ms=600_000, total_ms=3_600_000, max_attempts=3

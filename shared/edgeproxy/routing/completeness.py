@@ -1,9 +1,10 @@
 """Whether an upstream stream was complete, judged no stricter than the provider's SDK.
 
 The one judge of a stream: the upstream stream feeds it every OpenAI
-chat-completion chunk it hands out and tells it when the end marker arrived.
+chat-completion (or legacy ``text_completion``) chunk it hands out and tells
+it when the end marker arrived.
 The stream is *committed* at the first chunk that shows the client something
-(reasoning, content or a tool call): before that a failure may still move to
+(reasoning, content, a tool call or completion text): before that a failure may still move to
 another deployment, after it the failure ends the stream in-band.
 
 At the end, ``outcome()`` says:
@@ -157,6 +158,8 @@ class StreamTracker:
                 _nonempty(delta.get(name)) for name in ("content", "reasoning_content", "reasoning")
             ):
                 self.committed = True
+        if _nonempty(choice.get("text")):  # a legacy text completion's chunk
+            self.committed = True
         reason = choice.get("finish_reason")
         if isinstance(reason, str) and reason:
             self.finish_reasons[index] = reason

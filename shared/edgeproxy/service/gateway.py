@@ -21,6 +21,7 @@ from edgeproxy.routing.eligibility import pool_status
 from edgeproxy.routing.refusal import final_error
 from edgeproxy.service.attempts import JsonCaller, StreamCaller
 from edgeproxy.service.config_cache import ConfigCache
+from edgeproxy.service.credentials import CredentialResolver
 from edgeproxy.service.events import StreamItem
 from edgeproxy.service.keys import KeyRing
 from edgeproxy.service.outcomes import Outcomes, settle
@@ -30,6 +31,7 @@ from edgeproxy.service.router import Router
 from edgeproxy.service.run import Run, Served
 from edgeproxy.service.settlement import Deferred
 from edgeproxy.service.telemetry import Telemetry
+from edgeproxy.service.token_count import TokenCounter
 from edgeproxy.service.trace import Trace
 from edgeproxy.state.store import SnapshotRequest, Store
 from edgeproxy.upstream.client import UpstreamClient
@@ -39,6 +41,9 @@ logger = logging.getLogger(__name__)
 
 @dataclass(slots=True)
 class JsonAnswer:
+    """The answer, the headers to send with it (the upstream's passed-on ones, by their own
+    names: the surface renames them), and the outcome write to run after it was sent."""
+
     body: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
     after: Callable[[], Awaitable[None]] | None = None
@@ -46,6 +51,8 @@ class JsonAnswer:
 
 @dataclass(slots=True)
 class StreamAnswer:
+    """As ``JsonAnswer``, for a stream: the headers are the committed attempt's."""
+
     body: AsyncIterator[StreamItem]
     headers: dict[str, str] = field(default_factory=dict)
     after: Callable[[], Awaitable[None]] | None = None
@@ -69,6 +76,7 @@ class Gateway:
         max_total_ms: int | None = None,
         aclose: Callable[[], Awaitable[None]] | None = None,
         keys: KeyRing | None = None,
+        tokens: TokenCounter | None = None,
     ) -> None:
         self._store = store
         self._configs = configs
@@ -91,6 +99,8 @@ class Gateway:
         self.max_total_ms = max_total_ms
         # The client keys (lookup cache, bootstrap admin key, admission).
         self.keys = keys or KeyRing(store, clock)
+        # Token counts (``/v1/messages/count_tokens``) asked of Anthropic deployments.
+        self.tokens = tokens or TokenCounter(upstream, CredentialResolver({}))
 
     async def config(self) -> GatewayConfig:
         """The current configuration (cached in process for a short TTL)."""
@@ -154,7 +164,8 @@ class Gateway:
                 )
             )
 
-        return JsonAnswer(body, {"x-edgeproxy-deployment": result.attempt.deployment.id}, after)
+        headers = {**response.headers, "x-edgeproxy-deployment": result.attempt.deployment.id}
+        return JsonAnswer(body, headers, after)
 
     async def open_stream(self, req: ProxyRequest, config: GatewayConfig) -> StreamAnswer:
         """A streamed request; errors before the stream opens raise with their real status.
@@ -174,7 +185,8 @@ class Gateway:
             return result
 
         after = Deferred()
-        return StreamAnswer(await self._relay.open(run, route(), hold, after), after=after)
+        stream = await self._relay.open(run, route(), hold, after)
+        return StreamAnswer(stream, stream.headers, after=after)
 
     async def deployment_status(self, model: str, config: GatewayConfig) -> dict[str, Any]:
         """Each deployment's availability (the admin view; reveals deployment ids only)."""

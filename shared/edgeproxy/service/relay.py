@@ -81,7 +81,8 @@ class Relay:
         if done:
             served = task.result()  # raises the routing error: answered with its real status
             settlement.serving(served)
-            return RelayStream(self._relay(run, served, after, settlement), settlement)
+            headers = served.answer.stream.headers if served.answer.stream else None
+            return RelayStream(self._relay(run, served, after, settlement), settlement, headers)
         return RelayStream(self._held(run, task, after, settlement), settlement)
 
     async def _held(

@@ -13,7 +13,7 @@ in-flight count and record it as abandoned.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Coroutine, Mapping
 from typing import Any
 
 from edgeproxy.service.events import StreamItem
@@ -89,9 +89,17 @@ class Settlement:
 class RelayStream:
     """The relay's events for the surface; ``aclose()`` settles whatever is still open."""
 
-    def __init__(self, events: AsyncIterator[StreamItem], settlement: Settlement) -> None:
+    def __init__(
+        self,
+        events: AsyncIterator[StreamItem],
+        settlement: Settlement,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         self._events = events
         self._settlement = settlement
+        # The committed attempt's passed-on upstream headers; none when the response
+        # opened before routing settled (its headers were sent before any attempt won).
+        self.headers = dict(headers or {})
 
     def __aiter__(self) -> RelayStream:
         return self

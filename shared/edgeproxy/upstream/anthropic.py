@@ -53,6 +53,20 @@ class AnthropicAdapter:
         return AnthropicChunks(created, secrets)
 
 
+def count_tokens_request(call: UpstreamCall) -> Prepared:
+    """``POST {base_url}/messages/count_tokens`` for a client's Messages body, as it came.
+
+    Only the model is replaced; ``stream`` and ``max_tokens`` are not part of
+    this API's body.
+    """
+    headers = {"anthropic-version": API_VERSION, "accept": "application/json"}
+    if call.credential:
+        headers["x-api-key"] = call.credential
+    body = {k: v for k, v in call.body.items() if k not in ("stream", "max_tokens")}
+    body["model"] = call.deployment.upstream_model
+    return Prepared(path="/messages/count_tokens", headers=headers, body=body)
+
+
 def to_messages_request(body: Mapping[str, Any], model: str, stream: bool) -> dict[str, Any]:
     """Translate an OpenAI chat body to an Anthropic Messages body."""
     if body.get("n") not in (None, 1):

@@ -62,7 +62,10 @@ class Usage:
 
 @dataclass(frozen=True, slots=True)
 class UpstreamResponse:
-    """A successful (2xx) JSON answer, already in OpenAI format."""
+    """A successful (2xx) JSON answer, already in OpenAI format.
+
+    ``headers``: the upstream's headers the client may see (``headers.passthrough``).
+    """
 
     status: int
     body: dict[str, Any]
@@ -70,6 +73,7 @@ class UpstreamResponse:
     rate_limits: RateLimitInfo | None
     elapsed_s: float
     request_id: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)  # passed on (headers.passthrough)
 
 
 @dataclass(frozen=True, slots=True)

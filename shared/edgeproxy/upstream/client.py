@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -20,7 +21,7 @@ from edgeproxy.config.providers import RESERVED_HEADERS
 from edgeproxy.errors import UpstreamFault
 from edgeproxy.routing.faults import FaultKind
 from edgeproxy.upstream.adapter import Adapter, Prepared
-from edgeproxy.upstream.anthropic import AnthropicAdapter
+from edgeproxy.upstream.anthropic import AnthropicAdapter, count_tokens_request
 from edgeproxy.upstream.azure import AzureAdapter
 from edgeproxy.upstream.bedrock import BedrockClient
 from edgeproxy.upstream.call import UpstreamCall, UpstreamResponse, Usage
@@ -32,7 +33,12 @@ from edgeproxy.upstream.errors import (
     http_fault,
     translate_errors,
 )
-from edgeproxy.upstream.headers import RateLimitInfo, parse_retry_after, request_id
+from edgeproxy.upstream.headers import (
+    RateLimitInfo,
+    parse_retry_after,
+    passthrough,
+    request_id,
+)
 from edgeproxy.upstream.openai import OpenAIAdapter, parse_json_object
 from edgeproxy.upstream.stream import UpstreamStream
 
@@ -105,16 +111,9 @@ class UpstreamClient:
         if call.deployment.provider is ProviderKind.BEDROCK:
             return await self._bedrock_client().send(call)
         adapter = _ADAPTERS[call.deployment.provider]
-        request = self._request(call, adapter.prepare(call))
+        prepared = adapter.prepare(call)
         started = self._clock()
-        with translate_errors(HEADERS):
-            async with asyncio.timeout(call.response_timeout_s):
-                response = await self._http.send(request, stream=True)
-                try:
-                    with translate_errors(BODY):
-                        content = await read_capped(response, call.limits.answer_bytes)
-                finally:
-                    await response.aclose()
+        response, content = await self._post(call, prepared)
         now = self._clock()
         # The injected clock (not perf_counter) keeps one timeline with the outcome
         # timestamps when a test moves time; max() because a wall clock can step back.
@@ -130,7 +129,35 @@ class UpstreamClient:
             rate_limits=RateLimitInfo.from_headers(response.headers, now),
             elapsed_s=elapsed,
             request_id=request_id(response.headers),
+            headers=passthrough(response.headers, _secrets(call)),
         )
+
+    async def count_tokens(self, call: UpstreamCall) -> dict[str, Any]:
+        """An Anthropic deployment's count of a Messages body's input tokens.
+
+        ``call.body`` is the client's Messages body (not a chat body);
+        the answer is Anthropic's, e.g. ``{"input_tokens": 12}``.
+        """
+        response, content = await self._post(call, count_tokens_request(call))
+        if not response.is_success:
+            raise self._error(call, response, content, self._clock())
+        answer: dict[str, Any] = hide_secrets(
+            parse_json_object(content, "answer"), (call.credential,)
+        )
+        return answer
+
+    async def _post(self, call: UpstreamCall, prepared: Prepared) -> tuple[httpx.Response, bytes]:
+        """Send and read a whole (capped) answer within ``response_timeout_s``."""
+        request = self._request(call, prepared)
+        with translate_errors(HEADERS):
+            async with asyncio.timeout(call.response_timeout_s):
+                response = await self._http.send(request, stream=True)
+                try:
+                    with translate_errors(BODY):
+                        content = await read_capped(response, call.limits.answer_bytes)
+                finally:
+                    await response.aclose()
+        return response, content
 
     async def open_stream(self, call: UpstreamCall) -> UpstreamStream:
         """Open a stream; returns once the upstream sent 2xx response headers.
@@ -165,6 +192,7 @@ class UpstreamClient:
             secrets=_echoed(call),
             rate_limits=RateLimitInfo.from_headers(response.headers, now),
             request_id=request_id(response.headers),
+            headers=passthrough(response.headers, _secrets(call)),
         )
 
     def _bedrock_client(self) -> BedrockClient:

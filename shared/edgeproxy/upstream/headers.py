@@ -1,4 +1,4 @@
-"""Response headers the gateway acts on: Retry-After and provider rate limits.
+"""Response headers the gateway acts on or passes on: Retry-After and provider rate limits.
 
 Every parser here is pure and takes ``now`` (epoch seconds) where a header
 carries an absolute time, so tests need no clock. Unparseable values are
@@ -8,11 +8,15 @@ ignored (``None``): a provider's odd header must never fail a request.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from email.utils import parsedate_to_datetime
 
+# Passed on to the client (``passthrough``): rate-limit state and the provider's own timing.
+PASSED_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-")
+PASSED_NAMES = frozenset({"openai-processing-ms"})
+_PASSED_VALUE = re.compile(r"^[A-Za-z0-9 .:+\-_]{1,64}$")  # numbers, durations, instants
 # OpenAI's reset durations look like "1s", "6m0s", "20ms", "1h2m3.5s".
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
@@ -42,6 +46,26 @@ def parse_retry_after(headers: Mapping[str, str], now: float) -> float | None:
     except (TypeError, ValueError, IndexError):
         return None
     return max(0.0, when.timestamp() - now)
+
+
+def passthrough(headers: Mapping[str, str], secrets: Sequence[str | None]) -> dict[str, str]:
+    """The upstream's headers a client may see: rate limits and processing time only.
+
+    Only these names, only short plain values (a number, a duration, an
+    instant), and never one holding a secret (an upstream echoing its key).
+
+    >>> passthrough({"x-ratelimit-remaining-requests": "9", "set-cookie": "a=b"}, ())
+    {'x-ratelimit-remaining-requests': '9'}
+    """
+    out: dict[str, str] = {}
+    for name, value in headers.items():
+        name = name.lower()
+        if not (name in PASSED_NAMES or name.startswith(PASSED_PREFIXES)):
+            continue
+        if not _PASSED_VALUE.match(value) or any(s and s in value for s in secrets):
+            continue
+        out[name] = value
+    return out
 
 
 def parse_duration(value: str | None) -> float | None:
@@ -75,7 +99,7 @@ def _int(value: str | None) -> int | None:
     return None if number is None else int(number)
 
 
-def _until(value: str | None, now: float) -> float | None:
+def seconds_until(value: str | None, now: float) -> float | None:
     """Seconds until an RFC 3339 instant (Anthropic's reset headers)."""
     if value is None:
         return None
@@ -122,10 +146,10 @@ class RateLimitInfo:
         anthropic = cls(
             limit_requests=_int(headers.get(prefix + "requests-limit")),
             remaining_requests=_int(headers.get(prefix + "requests-remaining")),
-            reset_requests_s=_until(headers.get(prefix + "requests-reset"), now),
+            reset_requests_s=seconds_until(headers.get(prefix + "requests-reset"), now),
             limit_tokens=_int(headers.get(prefix + "tokens-limit")),
             remaining_tokens=_int(headers.get(prefix + "tokens-remaining")),
-            reset_tokens_s=_until(headers.get(prefix + "tokens-reset"), now),
+            reset_tokens_s=seconds_until(headers.get(prefix + "tokens-reset"), now),
         )
         return None if anthropic == _EMPTY else anthropic
 

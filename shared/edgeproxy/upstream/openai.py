@@ -22,6 +22,7 @@ from edgeproxy.upstream.sse import ServerSentEvent
 
 _PATHS = {
     Operation.CHAT: "/chat/completions",
+    Operation.COMPLETIONS: "/completions",
     Operation.EMBEDDINGS: "/embeddings",
     Operation.RESPONSES: "/responses",
 }
@@ -29,10 +30,10 @@ _FAILED_EVENTS = frozenset({"error", "response.failed"})
 
 
 class OpenAIAdapter:
-    """``POST {base_url}/chat/completions``, ``/embeddings``, ``/responses`` with a Bearer key."""
+    """``POST {base_url}/chat/completions``, ``/completions``, ``/embeddings``, ``/responses``."""
 
     def prepare(self, call: UpstreamCall) -> Prepared:
-        """Path, headers and body for ``call``; chat, embeddings and responses are served."""
+        """Path, headers and body for ``call``; chat, completions, embeddings and responses."""
         path = _PATHS.get(call.operation)
         if path is None:
             raise fault(
@@ -49,7 +50,7 @@ class OpenAIAdapter:
         return payload
 
     def translator(self, created: int, secrets: Sequence[str | None]) -> OpenAIChunks:
-        """A parser for one ``chat.completion.chunk`` stream."""
+        """A parser for one ``chat.completion.chunk`` (or ``text_completion``) stream."""
         return OpenAIChunks(secrets)
 
 

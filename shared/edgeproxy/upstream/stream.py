@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from types import TracebackType
 from typing import Protocol
 
@@ -148,10 +148,12 @@ class UpstreamStream:
         secrets: Sequence[str | None] = (),
         rate_limits: RateLimitInfo | None,
         request_id: str | None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         self.status = status
         self.rate_limits = rate_limits
         self.request_id = request_id
+        self.headers = dict(headers or {})  # passed on to the client (headers.passthrough)
         self.tracker = StreamTracker()  # fed every event handed out, in order
         self._source = source
         self._idle = idle_timeout_s
@@ -172,6 +174,7 @@ class UpstreamStream:
         secrets: Sequence[str | None] = (),
         rate_limits: RateLimitInfo | None,
         request_id: str | None,
+        headers: Mapping[str, str] | None = None,
     ) -> UpstreamStream:
         """A stream over an httpx response's Server-Sent Events."""
         return cls(
@@ -181,6 +184,7 @@ class UpstreamStream:
             secrets=secrets,
             rate_limits=rate_limits,
             request_id=request_id,
+            headers=headers,
         )
 
     @property

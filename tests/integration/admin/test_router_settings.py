@@ -42,6 +42,7 @@ def test_get_returns_the_effective_settings_with_defaults_and_the_version(
         "video_submit",
         "video_download",
         "responses",
+        "completions",
     }
 
 

@@ -21,9 +21,12 @@ from tests.integration.keys.helpers import ADMIN_KEY, ENV, HELLO, bearer, chat, 
 # (method, path, JSON body): every /v1/* route and every /admin/keys route.
 V1_ROUTES = [
     ("POST", "/v1/chat/completions", {"model": "fast-chat", "messages": HELLO}),
+    ("POST", "/v1/completions", {"model": "fast-chat", "prompt": "hi"}),
     ("POST", "/v1/embeddings", {"model": "text-embed", "input": "hi"}),
     ("POST", "/v1/messages", {"model": "fast-chat", "max_tokens": 5, "messages": HELLO}),
+    ("POST", "/v1/messages/count_tokens", {"model": "fast-chat", "messages": HELLO}),
     ("GET", "/v1/models", None),
+    ("GET", "/v1/models/fast-chat", None),
     ("GET", "/v1/models/fast-chat/deployments", None),
 ]
 ADMIN_ROUTES = [
@@ -70,7 +73,7 @@ def test_every_route_refuses_missing_malformed_unknown_revoked_and_expired_keys(
         for what, (headers, message) in bad.items():
             answer = call(gateway.base_url, method, path, body, headers)
             assert answer.status_code == 401, (path, what, answer.text)
-            if path == "/v1/messages":  # Anthropic's error shape on its surface
+            if path.startswith("/v1/messages"):  # Anthropic's error shape on its surface
                 assert answer.json() == {
                     "type": "error",
                     "error": {"type": "authentication_error", "message": message},

@@ -10,7 +10,7 @@ import pytest
 from starlette.requests import Request
 
 from edgeproxy.api.codec import request_id
-from edgeproxy.api.openai import CHAT, EMBEDDINGS, openai_sse
+from edgeproxy.api.openai import CHAT, COMPLETIONS, EMBEDDINGS, closing_frames, openai_sse
 from edgeproxy.errors import EdgeproxyError, ModelOverloaded, RequestError
 from edgeproxy.service.events import KEEPALIVE, Chunk, Closing, Failed, StreamItem
 from edgeproxy.upstream.call import Usage
@@ -125,3 +125,18 @@ async def test_a_failed_stream_carries_the_routing_trace_when_asked() -> None:
     last = data(frames[-1])
     assert last["error"]["code"] == "model_overloaded"
     assert last["unified_routing"] == routing
+
+
+def test_a_completion_stream_closes_with_text_choices() -> None:
+    last = {"id": "cmpl-1", "object": "text_completion", "created": 1, "model": "m"}
+    frames = closing_frames(Closing(finish_reasons={0: "stop"}), last, text=True)
+    first = json.loads(frames[0].removeprefix(b"data: "))
+    assert first["choices"] == [{"index": 0, "text": "", "finish_reason": "stop"}]
+    assert first["object"] == "text_completion"
+    assert frames[-1] == b"data: [DONE]\n\n"
+
+
+def test_completions_need_a_prompt() -> None:
+    assert COMPLETIONS.parse({"model": "m", "prompt": ["a", "b"], "stream": True}).stream
+    with pytest.raises(RequestError):
+        COMPLETIONS.parse({"model": "m", "messages": [{"role": "user", "content": "x"}]})

@@ -64,6 +64,9 @@ class StandIn:
         self.calls: list[tuple[ProxyRequest, GatewayConfig]] = []
         self.error: Exception | None = None
 
+    def now(self) -> float:
+        return time.time()
+
     async def config(self) -> GatewayConfig:
         self.configs.append(settings())
         return self.configs[-1]

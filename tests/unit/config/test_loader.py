@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from edgeproxy.config.loader import from_document, load_config_file, to_document
+from edgeproxy.config.models import GatewayConfig
+from edgeproxy.config.policies import Operation, default_execution_policies
 from edgeproxy.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -65,3 +69,22 @@ def test_invalid_files_fail_with_the_location(tmp_path: Path, text: str, message
 def test_a_missing_file_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read"):
         load_config_file(tmp_path / "absent.yaml")
+
+
+def test_a_document_stored_before_an_operation_existed_still_loads() -> None:
+    stored = json.loads(to_document(GatewayConfig()))
+    del stored["router"]["execution_policies"]["completions"]  # as an older release stored it
+    config = from_document(json.dumps(stored))
+    assert (
+        config.router.execution_policies[Operation.COMPLETIONS]
+        == (default_execution_policies()[Operation.COMPLETIONS])
+    )
+
+
+def test_a_file_must_still_list_every_operation(tmp_path: Path) -> None:
+    matrix = json.loads(to_document(GatewayConfig()))["router"]["execution_policies"]
+    del matrix["completions"]
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({"router": {"execution_policies": matrix}}))
+    with pytest.raises(ConfigError, match="missing: completions"):
+        load_config_file(path)

@@ -154,3 +154,11 @@ def test_a_responses_stream_with_a_function_call_finishes_as_tool_calls() -> Non
     tracker, out = run([CREATED, CALL_ITEM, event("response.completed")], saw_done=False)
     assert tracker.tool_calls
     assert out == Complete((), None, {0: "tool_calls"})
+
+
+def test_a_legacy_completion_commits_at_its_first_text() -> None:
+    tracker = StreamTracker()
+    assert not tracker.feed({"choices": [{"index": 0, "text": "", "finish_reason": None}]})
+    assert tracker.feed({"choices": [{"index": 0, "text": "Hi", "finish_reason": None}]})
+    tracker.feed({"choices": [{"index": 0, "text": "", "finish_reason": "length"}]})
+    assert tracker.finished

@@ -7,7 +7,12 @@ from email.utils import formatdate
 import httpx
 import pytest
 
-from edgeproxy.upstream.headers import RateLimitInfo, parse_duration, parse_retry_after
+from edgeproxy.upstream.headers import (
+    RateLimitInfo,
+    parse_duration,
+    parse_retry_after,
+    passthrough,
+)
 
 NOW = 1_700_000_000.0
 
@@ -99,3 +104,22 @@ def test_anthropic_rate_limit_headers_reset_relative_to_now() -> None:
 
 def test_no_rate_limit_headers_is_none() -> None:
     assert RateLimitInfo.from_headers(httpx.Headers({"content-type": "x"}), NOW) is None
+
+
+def test_passthrough_keeps_only_rate_limits_and_timing_without_secrets() -> None:
+    headers = {
+        "X-RateLimit-Remaining-Requests": "9",
+        "anthropic-ratelimit-tokens-reset": "2025-01-01T00:00:00Z",
+        "openai-processing-ms": "120",
+        "x-ratelimit-echo": "Bearer sk-secret-123",
+        "x-ratelimit-long": "9" * 65,
+        "x-ratelimit-newline": "1\r\nset-cookie: a",
+        "set-cookie": "a=b",
+        "openai-organization": "org-1",
+        "x-request-id": "req_1",
+    }
+    assert passthrough(headers, ("sk-secret-123", None)) == {
+        "x-ratelimit-remaining-requests": "9",
+        "anthropic-ratelimit-tokens-reset": "2025-01-01T00:00:00Z",
+        "openai-processing-ms": "120",
+    }

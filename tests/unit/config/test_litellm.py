@@ -1,0 +1,177 @@
+"""``edgeproxy config import-litellm``: a representative LiteLLM config, converted and loaded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from edgeproxy import cli
+from edgeproxy.config.litellm_router import convert
+from edgeproxy.config.loader import load_config_file, parse_config
+
+SOURCE = Path(__file__).resolve().parents[2] / "fixtures" / "litellm" / "config.yaml"
+ENVIRON = {"LLAMA_API_BASE": "http://10.0.0.13:8000/v1"}
+
+
+def converted(environ: dict[str, str] | None = None) -> tuple[dict[str, Any], list[str]]:
+    result = convert(yaml.safe_load(SOURCE.read_text()), ENVIRON if environ is None else environ)
+    return result.document, result.warnings
+
+
+def by_id(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {d["id"]: d for d in document["deployments"]}
+
+
+def test_the_command_writes_yaml_that_loads_and_warnings_to_stderr(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LLAMA_API_BASE", "http://10.0.0.13:8000/v1")
+    assert cli.main(["config", "import-litellm", str(SOURCE)]) == 0
+    out, err = capsys.readouterr()
+    document = yaml.safe_load(out)
+    assert len(document["deployments"]) == 11
+    assert "sk-literal-should-not-be-copied" not in out  # literal keys are never copied
+    assert "sk-in-the-file" not in out
+    assert "sk-1234" not in out
+    assert err.splitlines()[-1] == (
+        "converted 11 deployments (5 models), 4 fallback chains; 14 warnings"
+    )
+    assert all(line.startswith("warning: ") for line in err.splitlines()[:-1])
+    # The whole output loads with the project's own loader, azure and bedrock included.
+    path = tmp_path / "edgeproxy.yaml"
+    path.write_text(out)
+    config = load_config_file(path)
+    assert config.public_models() == ["claude", "embed", "gpt-4o", "instruct", "llama"]
+
+
+def test_openai_anthropic_and_compatible_kinds() -> None:
+    deps = by_id(converted()[0])
+    assert deps["openai-main"] == {
+        "id": "openai-main",
+        "model": "gpt-4o",
+        "provider": "openai",
+        "base_url": "https://api.openai.com/v1",
+        "upstream_model": "gpt-4o",
+        "credential": "env:OPENAI_API_KEY",
+        "rpm_limit": 500,
+        "tpm_limit": 300000,
+        "modalities": ["text", "image"],
+        "input_price_per_mtok": 2.5,
+        "output_price_per_mtok": 10.0,
+        "priority": 2,  # order 1: the first tier
+        "execution_policy_overrides": {
+            "chat": {"json": {"response_ms": 30000}, "stream": {"response_ms": 30000}}
+        },
+    }
+    assert deps["gpt-4o-2"]["provider"] == "openai"  # a plain gpt-* name
+    assert "credential" not in deps["gpt-4o-2"]  # its key was literal
+    assert deps["gpt-4o-2"]["weight"] == 2
+    assert "priority" not in deps["gpt-4o-2"]  # no order: after the ordered ones
+    assert deps["claude-3"]["provider"] == "anthropic"
+    assert deps["claude-3"]["base_url"] == "https://api.anthropic.com/v1"
+    assert deps["claude-4"]["base_url"] == "https://anthropic-proxy.internal/v1"  # claude-* name
+    assert deps["claude-3"]["execution_policy_overrides"]["chat"]["json"] == {"max_attempts": 2}
+    assert (deps["llama-6"]["provider"], deps["llama-6"]["base_url"]) == (
+        "openai_compat",
+        "http://10.0.0.12:8000/v1",
+    )
+    assert deps["llama-6"]["upstream_model"] == "meta-llama/Llama-3.1-8B-Instruct"
+    assert deps["llama-7"]["base_url"] == "http://10.0.0.13:8000/v1"  # os.environ/ read now
+    assert deps["llama-7"]["credential"] == "env:LLAMA_KEY"
+    assert deps["llama-8"]["base_url"] == "https://api.groq.com/openai/v1"
+    assert deps["instruct-9"]["operations"] == ["completions"]
+    assert deps["embed-10"]["operations"] == ["embeddings"]
+
+
+def test_azure_and_bedrock_entries_use_their_own_kinds() -> None:
+    deps = by_id(converted()[0])
+    assert deps["gpt-4o-1"] == {
+        "id": "gpt-4o-1",
+        "model": "gpt-4o",
+        "provider": "azure",
+        "base_url": "https://my-resource.openai.azure.com",
+        "upstream_model": "gpt-4o-prod",
+        "api_version": "2024-10-21",
+        "credential": "env:AZURE_API_KEY",
+        "priority": 1,
+    }
+    assert deps["claude-5"] == {
+        "id": "claude-5",
+        "model": "claude",
+        "provider": "bedrock",
+        "upstream_model": "anthropic.claude-3-5-sonnet-20240620-v1:0",
+        "region": "us-east-1",
+    }
+
+
+def test_router_settings_and_fallbacks() -> None:
+    document = converted()[0]
+    router = document["router"]
+    assert router["strategy"] == "usage-based-tpm"
+    assert router["circuit"] == {"allowed_fails": 2, "cooldown_seconds": 31}
+    chat = router["execution_policies"]["chat"]
+    assert chat["json"]["response_ms"] == chat["stream"]["response_ms"] == 120_000
+    assert chat["json"]["max_attempts"] == 2  # num_retries 1
+    assert document["fallbacks"] == [
+        {"model": "gpt-4o", "reason": "general", "to": ["claude"]},
+        {"model": "claude", "reason": "general", "to": ["gpt-4o"]},
+        {"model": "gpt-4o", "reason": "context_window", "to": ["llama"]},
+        {"model": "claude", "reason": "content_policy", "to": ["llama"]},
+    ]
+    parse_config(document, "converted")
+
+
+def test_every_unmapped_setting_is_a_warning() -> None:
+    warnings = "\n".join(converted()[1])
+    for expected in (
+        "model_list[2] (gpt-4o): a literal api_key is not copied",
+        "model_list[5] (claude): litellm_params.aws_access_key_id has no equivalent",
+        "model_list[6] (llama): litellm_params.temperature has no equivalent",
+        "model_list[10] (embed): model_info.base_model has no equivalent",
+        "model_list[11] (gemini): model 'vertex_ai/gemini-1.5-pro': provider 'vertex_ai'",
+        "model_list[12]: wildcard model_name 'openai/*'",
+        "router_settings: enable_pre_call_checks has no equivalent",
+        "router_settings: redis_host has no equivalent",
+        "deployment claude-4: chat.stream.response_ms 2000000 is looser than 120000",
+        "router_settings.fallbacks: claude: no deployment serves ['gemini']",
+        "litellm_settings: drop_params has no equivalent",
+        "litellm_settings: success_callback has no equivalent",
+        "general_settings: master_key has no equivalent",
+        "environment_variables: has no equivalent",
+    ):
+        assert expected in warnings
+    assert len(converted()[1]) == 14
+
+
+def test_an_api_base_that_cannot_be_read_skips_the_entry() -> None:
+    document, warnings = converted(environ={})
+    assert "llama-7" not in by_id(document)  # never pointed at api.openai.com instead
+    assert any("$LLAMA_API_BASE is not set" in w for w in warnings)
+
+
+def test_without_router_timeouts_the_default_matrix_holds() -> None:
+    source = {
+        "model_list": [{"model_name": "m", "litellm_params": {"model": "gpt-4o", "timeout": 9000}}]
+    }
+    result = convert(source, {})
+    assert "router" not in result.document
+    assert result.warnings == [
+        "deployment m-0: chat.json.response_ms 9000000 is looser than 600000; dropped",
+        "deployment m-0: chat.stream.response_ms 9000000 is looser than 600000; dropped",
+    ]
+    parse_config(result.document, "converted")
+
+
+@pytest.mark.parametrize(
+    "text", ["model_list: [\n", "just: a mapping\n", "- a list\n"], ids=["yaml", "keys", "list"]
+)
+def test_bad_input_is_exit_2(text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    assert cli.main(["config", "import-litellm", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith("edgeproxy: ")
