@@ -18,7 +18,7 @@ from typing import Any
 
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.errors import StoreError
-from edgeproxy.routing import affinity, circuit
+from edgeproxy.routing import affinity, circuit, counters
 from edgeproxy.routing.faults import FailureClass
 from edgeproxy.routing.snapshot import Capacity, Circuit
 from edgeproxy.routing.verdict import Verdict
@@ -112,7 +112,7 @@ class Outcomes:
                 output_tokens_per_s_sum=completion_tokens / latency_s if rated else 0.0,
                 throughput_samples=int(rated),
                 sticky_hits=1 if attempt.sticky else 0,
-            ),
+            ).counted(counters.latency_counter(latency_s * 1000)),
             self._expiry(attempt.minute),
         )
         writes: list[Coroutine[Any, Any, Standing]] = [_nothing(usage)]
@@ -159,7 +159,9 @@ class Outcomes:
         dep = attempt.deployment
         usage = self._store.record(
             # Throttles and request errors are health-neutral.
-            UsageDelta(dep.id, attempt.minute, inflight=-1, failures=int(verdict.lowers_health)),
+            UsageDelta(
+                dep.id, attempt.minute, inflight=-1, failures=int(verdict.lowers_health)
+            ).counted(counters.failure_counter(verdict.cls)),
             self._expiry(attempt.minute),
         )
         writes: list[Coroutine[Any, Any, Standing]] = [_nothing(usage)]

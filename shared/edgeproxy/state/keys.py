@@ -21,7 +21,13 @@ usage bucket        ``dep#<id>``                 ``usage#<minute>``   requests, 
                                                                       successes, failures,
                                                                       latency_ms_sum,
                                                                       output_tokens_per_s_sum,
-                                                                      sticky_hits, expires_at
+                                                                      sticky_hits,
+                                                                      transient_failures,
+                                                                      configuration_failures,
+                                                                      throttles, request_errors,
+                                                                      latency_le_<ms> ...
+                                                                      latency_over_30000,
+                                                                      expires_at
 health              ``dep#<id>``                 ``health``           score, ewma_latency_ms,
                                                                       ewma_tokens_per_s,
                                                                       updated_at, expires_at,
