@@ -41,9 +41,9 @@ FLAGS = [
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"  # gitignored
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 async def browser() -> AsyncIterator[Browser]:
-    """The session's one browser (launched once: about a second)."""
+    """One browser for every test in tests/browser/ (launched once: about a second)."""
     if not os.path.exists(CHROMIUM):  # noqa: ASYNC240 - once per session, before the loop has work
         pytest.fail(
             f"no Chromium at {CHROMIUM}: the status page's browser tests need Debian's "

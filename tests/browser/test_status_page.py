@@ -19,6 +19,7 @@ from tests.fixtures.clock import FleetClock
 from tests.fixtures.configs import config, deployment
 from tests.fixtures.gateway import AUTH_REQUIRED
 from tests.fixtures.secrets import remember
+from tests.fixtures.table import wait_for
 from tests.integration.admin.helpers import ADMIN_KEY, CLIENT_KEY, admin, chat, keys, ok
 
 remember(ADMIN_KEY)
@@ -101,6 +102,15 @@ async def test_the_page_refuses_without_a_key_and_loads_with_one(
     assert watched.problems(allowed=REFUSED) == []
 
 
+def _stored_state(base_url: str, dep: str, state: str) -> None:
+    """Wait until the outcome write left the circuit in ``state`` (it lands after the answer)."""
+    wait_for(
+        lambda: ok(admin(base_url, "GET", f"/admin/circuits/{dep}"))["state"],
+        lambda found: found == state,
+        f"circuit {dep} {state}",
+    )
+
+
 async def test_a_failing_deployment_turns_to_cooldown_within_two_refreshes_and_recovers(
     start_gateway,
     clock: FleetClock,
@@ -115,10 +125,10 @@ async def test_a_failing_deployment_turns_to_cooldown_within_two_refreshes_and_r
     await expect(_state(page, "a")).to_have_text("available")
 
     upstream_a.set_faults([], persistent={"status": 500})
-    assert (
-        chat(gw.base_url).headers["x-edgeproxy-deployment"] == "b"
-    )  # a failed: its circuit opened
-    seen = await _refreshes(page)
+    served = chat(gw.base_url).headers["x-edgeproxy-deployment"]
+    assert served == "b"  # a failed: its circuit opened
+    await asyncio.to_thread(_stored_state, gw.base_url, "a", "open")
+    seen = await _refreshes(page)  # counted from when the store has it
     await expect(_state(page, "a")).to_have_text("cooldown")
     assert await _refreshes(page) <= seen + 2
     card = page.locator('[data-deployment="a"]')
@@ -137,6 +147,7 @@ async def test_a_failing_deployment_turns_to_cooldown_within_two_refreshes_and_r
     clock.advance(40)  # past the cooldown (20 s, jittered by up to a quarter)
     await expect(_state(page, "a")).to_have_text("half_open")
     assert chat(gw.base_url).headers["x-edgeproxy-deployment"] == "a"  # the probe succeeds
+    await asyncio.to_thread(_stored_state, gw.base_url, "a", "closed")
     seen = await _refreshes(page)
     await expect(_state(page, "a")).to_have_text("available")
     assert await _refreshes(page) <= seen + 2
