@@ -95,6 +95,8 @@ async def test_the_page_refuses_without_a_key_and_loads_with_one(
 
     await page.reload()  # the tab keeps its key across a reload
     await expect(_state(page, "a")).to_have_text("available")
+    await page.goto(gw.base_url + "/admin/")  # by default the page redraws every 5 s
+    await expect(page.locator("#updated")).to_contain_text("every 5 s")
     await page.click("#signout")
     await expect(page.locator("#login")).to_be_visible()
     await expect(page.locator("[data-deployment]")).to_have_count(0)
@@ -123,6 +125,7 @@ async def test_a_failing_deployment_turns_to_cooldown_within_two_refreshes_and_r
     await _open(page, gw.base_url)
     await _sign_in(page)
     await expect(_state(page, "a")).to_have_text("available")
+    await page.evaluate("window.stillThisPage = true")  # gone if the page ever reloaded
 
     upstream_a.set_faults([], persistent={"status": 500})
     served = chat(gw.base_url).headers["x-edgeproxy-deployment"]
@@ -151,6 +154,7 @@ async def test_a_failing_deployment_turns_to_cooldown_within_two_refreshes_and_r
     seen = await _refreshes(page)
     await expect(_state(page, "a")).to_have_text("available")
     assert await _refreshes(page) <= seen + 2
+    assert await page.evaluate("window.stillThisPage === true")  # redrawn, never reloaded
     assert watched.problems() == []
 
 

@@ -15,6 +15,7 @@
   let timer = null;
   let refreshes = 0;
   let signedIn = false;
+  let round = 0; // the latest tick: an older one still in flight schedules nothing
 
   class ApiError extends Error {
     constructor(status, message) {
@@ -198,10 +199,12 @@
   function card(pool, dep, share, series) {
     const c = dep.circuit;
     const reason = el("p", { class: "why muted" });
+    const cause = why(dep);
     if (dep.retry_after_ms > 0) {
-      reason.append("retry in ", el("span", { class: "countdown", "data-deadline": Date.now() + dep.retry_after_ms }), " · ");
+      reason.append("retry in ", el("span", { class: "countdown", "data-deadline": Date.now() + dep.retry_after_ms }));
+      if (cause) reason.append(" · ");
     }
-    reason.append(why(dep));
+    reason.append(cause);
     const actions = el(
       "div",
       { class: "actions" },
@@ -272,6 +275,7 @@
     );
     const audit = await api("GET", "audit?limit=10");
     if (!signedIn) return;
+    showBoard();
     $("pools").replaceChildren(...pools.map(poolSection));
     if (!pools.length) $("pools").append(el("p", { class: "card muted", text: "No pools are configured." }));
     $("audit").replaceChildren(...audit.data.map(auditItem));
@@ -294,6 +298,7 @@
   async function tick() {
     clearTimeout(timer);
     if (!signedIn) return;
+    const mine = ++round;
     try {
       await refresh();
       $("board-error").hidden = true;
@@ -302,14 +307,14 @@
         signOut(refusal(error));
         return;
       }
+      showBoard();
       $("board-error").textContent = "Refresh failed: " + (error.message || error);
       $("board-error").hidden = false;
     }
-    if (signedIn) timer = setTimeout(tick, EVERY_S * 1000);
+    if (signedIn && mine === round) timer = setTimeout(tick, EVERY_S * 1000);
   }
 
   function showBoard() {
-    signedIn = true;
     $("login").hidden = true;
     $("board").hidden = false;
     $("controls").hidden = false;
@@ -335,8 +340,8 @@
     $("key").value = "";
     if (!value) return;
     window.sessionStorage.setItem(KEY, value);
-    showBoard();
-    await tick();
+    signedIn = true;
+    await tick(); // shows the board once the key is accepted
   }
 
   // -- actions: each one asks first; the API audits it ----------------------------------
@@ -420,7 +425,7 @@
     });
     window.setInterval(tickCountdowns, 250);
     if (adminKey()) {
-      showBoard();
+      signedIn = true;
       tick();
     } else {
       signOut("");
