@@ -82,6 +82,22 @@ def check_quota_refresh(response: dict[str, Any]) -> None:
     assert response == {"refreshed": 1, "failed": []}
 
 
+def check_admin_page(response: dict[str, Any]) -> None:
+    # The status page ships in the layer and is served under the stage, without a key.
+    assert response["statusCode"] == 200
+    headers = {k.lower(): v for k, v in response["headers"].items()}
+    assert headers["content-type"].startswith("text/html")
+    assert "default-src 'none'" in headers["content-security-policy"]
+    assert 'src="assets/app.js"' in body_of(response)
+
+
+def check_admin_script(response: dict[str, Any]) -> None:
+    assert response["statusCode"] == 200
+    headers = {k.lower(): v for k, v in response["headers"].items()}
+    assert headers["content-type"].startswith("text/javascript")
+    assert "edgeproxy.adminKey" in body_of(response)
+
+
 EXPECTED: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
     "chat.json": ("proxy", check_chat),
     "chat_named_stage.json": ("proxy", check_chat),  # /dev/v1/...: the stage is stripped
@@ -90,6 +106,8 @@ EXPECTED: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
     "models.json": ("proxy", check_models),
     "models_named_stage.json": ("proxy", check_models),
     "chat_unknown_model.json": ("proxy", check_unknown_model),
+    "admin_page_named_stage.json": ("proxy", check_admin_page),  # /prod/admin/
+    "admin_script_named_stage.json": ("proxy", check_admin_script),
     "health_job.json": ("health_job", check_health_job),
     "quota_refresh.json": ("quota_refresh", check_quota_refresh),
 }

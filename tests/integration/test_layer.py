@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from edgeproxy.api.admin_page import ASSETS
 from edgeproxy_dev.template import default_template_path, load_template
 
 ROOT = default_template_path().parent
@@ -83,9 +84,18 @@ def _imported(source: str) -> set[str]:
 
 def test_the_layer_holds_the_package_and_its_requirements_only(shipped: list[Path]) -> None:
     others = {str(p) for p in shipped if p.suffix != ".py"}
-    assert others == {"requirements.txt", "edgeproxy/py.typed"}
+    page = {f"edgeproxy/admin_ui/{name}" for name in ASSETS}  # the status page's files
+    assert others == {"requirements.txt", "edgeproxy/py.typed", *page}
     assert {p.parts[0] for p in shipped if p.suffix == ".py"} == {"edgeproxy"}
     assert Path("edgeproxy/runtime.py") in shipped  # the walk found the package itself
+
+
+def test_the_wheel_ships_the_status_page_too() -> None:
+    # pyproject's package-data: a wheel install serves /admin/ as the layer does.
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    patterns = project["tool"]["setuptools"]["package-data"]["edgeproxy"]
+    for name in ASSETS:
+        assert any(fnmatch.fnmatch(f"admin_ui/{name}", pattern) for pattern in patterns), name
 
 
 def test_no_shipped_module_is_dev_or_test_code(shipped: list[Path]) -> None:

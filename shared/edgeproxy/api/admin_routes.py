@@ -19,7 +19,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from edgeproxy.api import admin_deployments, admin_keys, admin_ops, admin_settings
+from edgeproxy.api import (
+    admin_deployments,
+    admin_keys,
+    admin_ops,
+    admin_settings,
+    admin_status,
+)
 from edgeproxy.api.admin import AdminCall, AdminRoute, admin_call
 from edgeproxy.api.errors import guarded
 
@@ -37,6 +43,7 @@ ROUTE_TABLES: tuple[Sequence[AdminRoute], ...] = (
     admin_deployments.ROUTES,
     admin_ops.ROUTES,
     admin_keys.ROUTES,
+    admin_status.ROUTES,
     [AdminRoute("GET", OPENAPI_PATH, openapi, "This document", "meta")],
 )
 

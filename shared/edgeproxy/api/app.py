@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from edgeproxy.api import admin_routes, endpoints
+from edgeproxy.api import admin_page, admin_routes, endpoints
 from edgeproxy.api.errors import exception_handlers, guarded
 from edgeproxy.api.messages import MESSAGES
 from edgeproxy.service.gateway import Gateway
@@ -73,6 +73,7 @@ def create_app(runtime: RuntimeFactory) -> Starlette:
         # After the deployments view, which would otherwise read as a model named ".../deployments".
         Route("/v1/models/{model:path}", guarded(endpoints.model), methods=["GET"]),
         Route("/health", guarded(endpoints.health), methods=["GET"]),
+        *admin_page.routes(),  # /admin/: the status page (static; its data needs the key)
         *admin_routes.starlette_routes(),  # /admin/* and /health/deep, admin keys only
     ]
 

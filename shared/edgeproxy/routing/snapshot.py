@@ -9,7 +9,8 @@ A ``version`` of 0 means "no item stored yet".
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from edgeproxy.routing.access import KeyUsage
@@ -88,6 +89,22 @@ class Usage:
     # Admitted against tpm limits: estimates at start, reconciled to actual usage at the end.
     reserved_tokens: int = 0
 
+    # Failures by class (routing.counters.FAILURE_COUNTERS) and successes by latency
+    # (routing.counters.LATENCY_BOUNDS_MS): what the status page's sparklines read.
+    transient_failures: int = 0
+    configuration_failures: int = 0
+    throttles: int = 0
+    request_errors: int = 0
+    latency_le_100: int = 0
+    latency_le_250: int = 0
+    latency_le_500: int = 0
+    latency_le_1000: int = 0
+    latency_le_2500: int = 0
+    latency_le_5000: int = 0
+    latency_le_10000: int = 0
+    latency_le_30000: int = 0
+    latency_over_30000: int = 0
+
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
@@ -96,6 +113,10 @@ class Usage:
     def tpm_used(self) -> int:
         """What counts against a tpm limit: reservations, or usage where that is more."""
         return max(self.tokens, self.reserved_tokens)
+
+    def counted(self, more: Mapping[str, int]) -> Usage:
+        """These increments plus ``more`` (counters by name, as ``routing.counters`` gives)."""
+        return replace(self, **{name: getattr(self, name) + n for name, n in more.items()})
 
 
 @dataclass(frozen=True, slots=True)

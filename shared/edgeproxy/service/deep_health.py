@@ -12,10 +12,39 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.routing.circuit import effective_state
-from edgeproxy.routing.eligibility import Status, pool_status
+from edgeproxy.routing.eligibility import Eligibility, Status, pool_status
+from edgeproxy.routing.snapshot import PoolSnapshot
 from edgeproxy.state.store import AdminStore, SnapshotRequest
+
+
+def deployment_row(
+    dep: Deployment, status: Eligibility, snapshot: PoolSnapshot, now: float
+) -> dict[str, Any]:
+    """One deployment's row, as ``/health/deep`` lists it."""
+    c = snapshot.circuit(dep.id)
+    health = snapshot.health_of(dep.id)
+    usage = snapshot.usage_of(dep.id, int(now // 60))
+    return {
+        "id": dep.id,
+        "status": status.status.value,
+        "available": status.eligible,
+        "circuit": {
+            "state": effective_state(c, now).value,
+            "cause": c.cause.value if c.cause else None,
+            "reason": c.reason,
+        },
+        "limit": status.limit.value if status.limit else None,
+        "retry_after_ms": int(status.retry_after * 1000),
+        "health_score": round(health.score, 4),
+        "health_updated_at": health.updated_at or None,
+        "rpm": {"used": usage.requests, "limit": dep.rpm_limit},
+        "tpm": {"used": usage.tpm_used, "limit": dep.tpm_limit},
+        "inflight": snapshot.inflight_of(dep.id),
+        "credential_rejections": health.credential_rejections,
+    }
 
 
 async def pool_report(
@@ -24,32 +53,11 @@ async def pool_report(
     """One pool's deployments, as ``/health/deep`` lists them."""
     deployments = config.pool(pool)
     snapshot = await store.read_pool(SnapshotRequest.of(pool, deployments, now))
-    minute = int(now // 60)
-    rows = []
-    for dep, status in zip(deployments, pool_status(deployments, snapshot, now), strict=True):
-        c = snapshot.circuit(dep.id)
-        health = snapshot.health_of(dep.id)
-        usage = snapshot.usage_of(dep.id, minute)
-        rows.append(
-            {
-                "id": dep.id,
-                "status": status.status.value,
-                "available": status.eligible,
-                "circuit": {
-                    "state": effective_state(c, now).value,
-                    "cause": c.cause.value if c.cause else None,
-                    "reason": c.reason,
-                },
-                "limit": status.limit.value if status.limit else None,
-                "retry_after_ms": int(status.retry_after * 1000),
-                "health_score": round(health.score, 4),
-                "health_updated_at": health.updated_at or None,
-                "rpm": {"used": usage.requests, "limit": dep.rpm_limit},
-                "tpm": {"used": usage.tpm_used, "limit": dep.tpm_limit},
-                "inflight": snapshot.inflight_of(dep.id),
-                "credential_rejections": health.credential_rejections,
-            }
-        )
+    statuses = pool_status(deployments, snapshot, now)
+    rows = [
+        deployment_row(dep, status, snapshot, now)
+        for dep, status in zip(deployments, statuses, strict=True)
+    ]
     return {"pool": pool, "deployments": rows}
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.errors import StoreError
-from edgeproxy.routing import affinity, circuit
+from edgeproxy.routing import affinity, circuit, counters
 from edgeproxy.routing.faults import FailureClass
 from edgeproxy.routing.snapshot import Capacity, Circuit
 from edgeproxy.routing.verdict import Verdict
@@ -83,6 +83,7 @@ class Outcomes:
             output_tokens_per_s_sum=completion_tokens / latency_s if rated else 0.0,
             throughput_samples=int(rated),
             sticky_hits=1 if attempt.sticky else 0,
+            **counters.latency_counter(latency_s * 1000),
         )
         writes: list[Coroutine[Any, Any, Standing]] = self._usage(deltas)
         writes += [_nothing(w) for w in quota_writes(self._store, ctx, dep, rate_limits, now)]
@@ -127,7 +128,11 @@ class Outcomes:
         now = self._clock()
         dep = attempt.deployment
         # Throttles and request errors are health-neutral; a failed call used no reservation.
-        deltas = await attempt.ended(-attempt.reserved, failures=int(verdict.lowers_health))
+        deltas = await attempt.ended(
+            -attempt.reserved,
+            failures=int(verdict.lowers_health),
+            **counters.failure_counter(verdict.cls),
+        )
         writes: list[Coroutine[Any, Any, Standing]] = self._usage(deltas)
         self._telemetry.count("Attempts", outcome="failure", deployment=dep.id, model=ctx.model)
         await attempt.admitted()

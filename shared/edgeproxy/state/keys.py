@@ -23,7 +23,13 @@ usage bucket        ``dep#<id>``                 ``usage#<minute>``   requests, 
                                                                       output_tokens_per_s_sum,
                                                                       throughput_samples,
                                                                       sticky_hits,
-                                                                      reserved_tokens, expires_at
+                                                                      reserved_tokens,
+                                                                      transient_failures,
+                                                                      configuration_failures,
+                                                                      throttles, request_errors,
+                                                                      latency_le_<ms> ...
+                                                                      latency_over_30000,
+                                                                      expires_at
 health              ``dep#<id>``                 ``health``           score, ewma_latency_ms,
                                                                       ewma_tokens_per_s,
                                                                       updated_at, expires_at,

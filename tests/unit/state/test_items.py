@@ -51,6 +51,19 @@ def test_usage_counters_keep_their_stored_attribute_names() -> None:
         "throughput_samples",
         "sticky_hits",
         "reserved_tokens",
+        "transient_failures",
+        "configuration_failures",
+        "throttles",
+        "request_errors",
+        "latency_le_100",
+        "latency_le_250",
+        "latency_le_500",
+        "latency_le_1000",
+        "latency_le_2500",
+        "latency_le_5000",
+        "latency_le_10000",
+        "latency_le_30000",
+        "latency_over_30000",
     )
 
 
