@@ -10,6 +10,9 @@ SAM_VERSION := 1.170.0
 SAM_VENV    ?= $(HOME)/.cache/edgeproxy/sam-$(SAM_VERSION)
 SAM         := $(SAM_VENV)/bin/sam
 SAM_STAMP   := $(SAM_VENV)/.installed-$(SAM_VERSION)
+# pytest-xdist workers: most tests wait on sockets, so more workers than cores pays
+# (one test file per worker: a file's servers and the sam build are started once).
+TEST_WORKERS ?= 3
 
 .PHONY: run test lint typecheck unit bench bench-smoke build deploy validate clean
 
@@ -37,7 +40,7 @@ test: $(STAMP) $(SAM_STAMP)
 	$(BIN)/ruff check shared functions tests infra bench
 	$(BIN)/ruff format --check shared functions tests infra bench
 	$(BIN)/mypy
-	EDGEPROXY_SAM=$(SAM) $(BIN)/python -m pytest -q
+	EDGEPROXY_SAM=$(SAM) $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check shared functions tests infra bench

@@ -39,10 +39,18 @@ from tests.integration.hardening.helpers import (
 CLIENT_KEY = "sk-fuzz-client-0123456789"
 ADMIN_KEY = "sk-fuzz-admin-0123456789"
 EMBED = {"model": "fast-chat", "input": "hello"}
-BASES = {"/v1/chat/completions": CHAT, "/v1/embeddings": EMBED, "/v1/messages": MESSAGES}
+BASES = {
+    "/v1/chat/completions": CHAT,
+    "/v1/embeddings": EMBED,
+    "/v1/messages": MESSAGES,
+    "/v1/messages/count_tokens": MESSAGES,
+    "/v1/responses": {"model": "fast-chat", "input": "hello", "instructions": "be brief"},
+    "/v1/completions": {"model": "fast-chat", "prompt": "hello", "max_tokens": 5},
+}
 FIELDS = [
     "model", "messages", "stream", "max_tokens", "input", "temperature", "tools",
     "tool_choice", "system", "stop_sequences", "n", "stream_options", "content",
+    "prompt", "instructions", "max_output_tokens", "previous_response_id", "text",
 ]  # fmt: skip
 
 
@@ -109,7 +117,12 @@ def gateway(start_gateway, upstream_a: MockUpstream) -> GatewayServer:  # type: 
         {"name": "ops", "sha256": hashlib.sha256(ADMIN_KEY.encode()).hexdigest(), "admin": True},
     ]
     return start_gateway(
-        config(deployment("a", upstream_a), router=fast_router(), gateway={"api_keys": keys})
+        config(
+            # Serving every operation fuzzed: a request no deployment may take is a 503 by spec.
+            deployment("a", upstream_a, operations=["chat", "embeddings", "completions"]),
+            router=fast_router(),
+            gateway={"api_keys": keys},
+        )
     )
 
 

@@ -20,7 +20,14 @@ from tests.integration.hardening.helpers import (
     openai_error,
 )
 
-ROUTES = ["/v1/chat/completions", "/v1/embeddings", "/v1/messages"]
+ROUTES = [
+    "/v1/chat/completions",
+    "/v1/embeddings",
+    "/v1/messages",
+    "/v1/messages/count_tokens",
+    "/v1/responses",
+    "/v1/completions",
+]
 HOSTILE = {
     "nan": b'{"model": "fast-chat", "messages": [{"role": "user", "content": "x"}], "temperature": NaN}',
     "infinity": b'{"model": "fast-chat", "input": "x", "messages": [], "top_p": -Infinity}',
@@ -40,7 +47,8 @@ def gateway(start_gateway, upstream_a: MockUpstream) -> GatewayServer:  # type: 
 
 
 def error_of(route: str, response: httpx.Response) -> dict[str, object]:
-    return anthropic_error(response) if route == "/v1/messages" else openai_error(response)
+    anthropic = route.startswith("/v1/messages")
+    return anthropic_error(response) if anthropic else openai_error(response)
 
 
 def test_bodies_that_cannot_be_re_encoded_get_a_400_in_the_routes_format(
