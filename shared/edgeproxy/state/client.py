@@ -102,7 +102,7 @@ class DynamoClient:
         """
         url = endpoint or f"https://dynamodb.{region}.amazonaws.com"
         timeout = aiohttp.ClientTimeout(
-            total=None, connect=connect_timeout_s, sock_read=read_timeout_s
+            total=None, sock_connect=connect_timeout_s, sock_read=read_timeout_s
         )
         http = aiohttp.ClientSession(
             timeout=timeout,
@@ -141,7 +141,12 @@ class DynamoClient:
                 retry = code in RETRY_CODES or status >= 500
                 if not retry or attempt + 1 == self._attempts:
                     raise
-            except (EndpointConnectionError, ConnectionClosedError, ReadTimeoutError):
+            except (
+                EndpointConnectionError,
+                ConnectTimeoutError,
+                ConnectionClosedError,
+                ReadTimeoutError,
+            ):
                 if attempt + 1 == self._attempts:
                     raise
             else:
