@@ -18,10 +18,15 @@ import aioboto3
 import pytest
 from aiohttp import web
 
+from edgeproxy.config.deployment import Deployment, ProviderKind
+from edgeproxy.config.router import Strategy
 from edgeproxy.errors import StoreError, StoreUnavailable
+from edgeproxy.routing.snapshot import BindingKey
+from edgeproxy.state import keys
 from edgeproxy.state.client import DynamoClient
 from edgeproxy.state.dynamo import DynamoStore
 from edgeproxy.state.schema import TableSchema
+from edgeproxy.state.store import SnapshotRequest
 from edgeproxy.state.table import BoundedClient
 
 THROTTLED = (400, {"__type": "com.amazonaws.dynamodb.v20120810#ThrottlingException"})
@@ -30,6 +35,8 @@ INVALID = (
     {"__type": "com.amazon.coral.validate#ValidationException", "message": "bad key"},
 )
 NO_CONFIG = (200, {})
+NOW = 1_700_000_000.0
+URL = "https://api.example.test/v1"
 
 
 @dataclass
@@ -38,11 +45,12 @@ class Scripted:
 
     answers: list[tuple[int, Any]] = field(default_factory=list)
     seen: list[dict[str, str]] = field(default_factory=list)
+    bodies: list[Any] = field(default_factory=list)
     stall_s: float = 0.0
     url: str = ""
 
     async def handle(self, request: web.Request) -> web.Response:
-        await request.read()
+        self.bodies.append(json.loads(await request.read()))
         self.seen.append(dict(request.headers))
         if self.stall_s:
             await asyncio.sleep(self.stall_s)
@@ -163,3 +171,42 @@ async def test_lambda_environment_credentials_sign_with_their_session_token(
     assert headers["Authorization"].startswith("AWS4-HMAC-SHA256 Credential=ASIAENVKEY/")
     assert "/us-east-1/dynamodb/aws4_request" in headers["Authorization"]
     assert "x-amz-security-token" in headers["Authorization"]
+
+
+async def test_a_routing_read_is_eventually_consistent_and_asks_only_what_routing_uses(
+    session: aioboto3.Session, endpoint: Scripted
+) -> None:
+    pool = [
+        Deployment(
+            id=name,
+            model="gpt",
+            provider=ProviderKind.OPENAI,
+            base_url=URL,
+            upstream_model="m",
+            **limits,
+        )
+        for name, limits in (("a", {}), ("b", {"rpm_limit": 5}))
+    ]
+    shuffled = SnapshotRequest.of("gpt", pool, NOW, strategies={Strategy.SIMPLE_SHUFFLE})
+    sticky = SnapshotRequest.of("gpt", pool, NOW, BindingKey("c", "gpt", "chat"))
+    client, store = await open_store(session, endpoint)
+    try:
+        await store.read_pool(shuffled)
+        await store.read_pool(sticky)
+    finally:
+        await client.close()
+
+    def asked(body: Any) -> tuple[bool, set[tuple[str, str]]]:
+        (table,) = body["RequestItems"].values()
+        return table["ConsistentRead"], {(k["pk"]["S"], k["sk"]["S"]) for k in table["Keys"]}
+
+    minute = int(NOW // 60)
+    both = {"a", "b"}
+    base = {keys.circuit_key(d) for d in both} | {keys.health_key(d) for d in both}
+    base |= {keys.capacity_key(d.domain) for d in pool}
+    # No binding: the pool's generation decides nothing; simple-shuffle counts
+    # nothing, so only the rpm-limited deployment's current bucket is read.
+    assert asked(endpoint.bodies[0]) == (False, base | {keys.usage_key("b", minute)})
+    usage = {keys.usage_key(d, m) for d in both for m in (minute - 1, minute)}
+    binding = {keys.binding_key(BindingKey("c", "gpt", "chat")), keys.pool_key("gpt")}
+    assert asked(endpoint.bodies[1]) == (False, base | usage | binding)
