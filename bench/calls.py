@@ -7,9 +7,10 @@ clients, and the table shows the median round: compare within one run only.
 
     store  aiobotocore   the aioboto3 client the store used before (standard retries)
     store  edgeproxy     ``state.client.DynamoClient`` (what the store uses now)
-    http   httpx         ``upstream.client.make_http_client()``
+    http   httpx         httpx's own stack (httpcore + h11), as the upstream client was
+    http   edgeproxy     ``upstream.client.make_http_client()``: httpx over ``AiohttpTransport``
     http   aiohttp       aiohttp's ClientSession directly (the floor for an HTTP POST)
-    http   httpx-aiohttp httpx over an aiohttp transport, if ``httpx_aiohttp`` is installed
+    http   httpx-aiohttp the ``httpx-aiohttp`` package's transport, if it is installed
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 
 import aioboto3
 import aiohttp
+import httpx
 from botocore.config import Config
 
 from edgeproxy.state.client import DynamoClient
@@ -115,8 +117,10 @@ async def clients(port: int, stack: contextlib.AsyncExitStack) -> dict[str, dict
     ours = await DynamoClient.open(session, REGION, endpoint)
     stack.push_async_callback(ours.close)
     chat_url = f"{endpoint}/v1/chat/completions"
-    httpx_client = make_http_client()
+    httpx_client = httpx.AsyncClient(trust_env=False)
     stack.push_async_callback(httpx_client.aclose)
+    upstream = make_http_client()
+    stack.push_async_callback(upstream.aclose)
     aio = aiohttp.ClientSession()
     stack.push_async_callback(aio.close)
 
@@ -128,10 +132,10 @@ async def clients(port: int, stack: contextlib.AsyncExitStack) -> dict[str, dict
         "store aiobotocore": store_calls(boto),
         "store edgeproxy": store_calls(ours),
         "http httpx": {"POST": lambda: httpx_client.post(chat_url, json=CHAT)},
+        "http edgeproxy": {"POST": lambda: upstream.post(chat_url, json=CHAT)},
         "http aiohttp": {"POST": aiohttp_post},
     }
     with contextlib.suppress(ImportError):
-        import httpx
         from httpx_aiohttp import AiohttpTransport  # type: ignore[import-not-found]
 
         over = httpx.AsyncClient(transport=AiohttpTransport())
@@ -155,6 +159,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--uvloop", action="store_true", help="run the clients on uvloop")
     args = parser.parse_args()
     stub = subprocess.Popen(
         [sys.executable, "-m", "bench.stub_store"],
@@ -165,7 +170,12 @@ def main() -> None:
     try:
         assert stub.stdout is not None
         port = int(stub.stdout.readline().split()[-1])
-        figures = asyncio.run(measure(port, args.calls, args.rounds))
+        if args.uvloop:
+            import uvloop
+
+            figures = uvloop.run(measure(port, args.calls, args.rounds))
+        else:
+            figures = asyncio.run(measure(port, args.calls, args.rounds))
     finally:
         assert stub.stdin is not None
         stub.stdin.close()
