@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -79,6 +80,8 @@ def make_http_client(
         transport=transport,
         trust_env=False,
         follow_redirects=False,
+        # Cookies one caller's upstream answer set must never reach another's request.
+        cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
         timeout=httpx.Timeout(600.0, connect=CONNECT_TIMEOUT_S),
         headers={"user-agent": USER_AGENT},
     )
