@@ -1,8 +1,9 @@
 """The upstream client: one attempt against one deployment, JSON or stream.
 
 Deadlines are enforced on the connection with ``asyncio.timeout``: when one
-expires the request task is cancelled, which makes httpcore close the
-connection, so the upstream request itself is aborted (spec: "An expired
+expires the request task is cancelled, which makes the transport
+(``upstream.transport``, aiohttp's pool) close the connection, so the
+upstream request itself is aborted (spec: "An expired
 deadline aborts the upstream request itself").
 """
 
