@@ -29,10 +29,12 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import ssl
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
+import certifi
 from botocore.exceptions import (
     ClientError,
     ConnectionClosedError,
@@ -100,13 +102,21 @@ class DynamoClient:
 
         ``session``: an aioboto3 session (its credential chain is botocore's).
         """
-        url = endpoint or f"https://dynamodb.{region}.amazonaws.com"
+        suffix = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
+        url = endpoint or f"https://dynamodb.{region}.{suffix}"
         timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=connect_timeout_s, sock_read=read_timeout_s
         )
         http = aiohttp.ClientSession(
             timeout=timeout,
-            connector=aiohttp.TCPConnector(keepalive_timeout=30, ttl_dns_cache=60),
+            connector=aiohttp.TCPConnector(
+                keepalive_timeout=30,
+                ttl_dns_cache=60,
+                # botocore's CA bundle too; none to load for a plain-HTTP local endpoint.
+                ssl=ssl.create_default_context(cafile=certifi.where())
+                if url.startswith("https:")
+                else True,
+            ),
             skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding"),
             auto_decompress=False,
         )
