@@ -8,7 +8,7 @@ that arrives after the end (a starlette ``BackgroundTask``) did not. For
 streams the window is split again at the first token.
 
 Store RTT: the store keeps one real body per operation the gateway sent; the
-same request is replayed through aiobotocore (the gateway's client) so the
+same request is replayed through ``DynamoClient`` (the gateway's client) so the
 baseline pays the same client stack and the same embedded server.
 """
 
@@ -22,7 +22,8 @@ from collections import Counter
 from typing import Any
 
 from bench.client import Sample
-from edgeproxy_dev.dynamo_server import client_kwargs
+from edgeproxy.state.client import DynamoClient
+from edgeproxy_dev.aws import REGION
 from edgeproxy_dev.runner import local_session
 
 # A key no request routes on, for replaying writes without touching real counters.
@@ -95,9 +96,8 @@ async def store_rtt(endpoint: str, samples: dict[str, str], count: int) -> dict[
     """p50 round trip (ms) of the gateway's own BatchGetItem and UpdateItem, replayed."""
     out: dict[str, float] = {}
     async with contextlib.AsyncExitStack() as stack:
-        client = await stack.enter_async_context(
-            local_session().client("dynamodb", **client_kwargs(endpoint))
-        )
+        client = await DynamoClient.open(local_session(), REGION, endpoint)
+        stack.push_async_callback(client.close)
         for operation, method in _CLIENT_METHODS.items():
             if operation not in samples:
                 continue

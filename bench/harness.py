@@ -112,8 +112,11 @@ class Harness:
         out["cpu_ms_per_request"] = {
             name: 1000 * (cpu_seconds(pid) - cpu[name]) / requests for name, pid in pids.items()
         }
-        calls = self.stack.store_calls(clear=True)["calls"]
-        out["store_calls_per_request"] = accounting.per_request(calls, requests)
+        log = self.stack.store_calls(clear=True)
+        out["store_calls_per_request"] = accounting.per_request(log["calls"], requests)
+        out["capacity_units_per_request"] = {
+            kind: units / requests for kind, units in log.get("units", {}).items()
+        }
         self.stack.check_alive()
         return out
 

@@ -41,12 +41,12 @@ def summarize(results: dict[str, Any]) -> dict[str, Any]:
                 "added": statistics.median(g - d for d, g in pairs),
                 "ratio": statistics.median(g / d for d, g in pairs if d),
             }
-        for key in ("cpu_ms_per_request", "store_calls_per_request"):
+        for key in ("cpu_ms_per_request", "store_calls_per_request", "capacity_units_per_request"):
             per_side = {}
             for side in ("direct", "gateway"):
-                names = phase["rounds"][0][side][key]
+                names = phase["rounds"][0][side].get(key, {})
                 per_side[side] = {
-                    n: statistics.median(r[side][key].get(n, 0.0) for r in phase["rounds"])
+                    n: statistics.median(r[side].get(key, {}).get(n, 0.0) for r in phase["rounds"])
                     for n in names
                 }
             rows[key] = per_side
@@ -125,11 +125,11 @@ def comparison_table(summary: dict[str, Any]) -> list[str]:
 
 
 def resources_table(summary: dict[str, Any]) -> list[str]:
-    """CPU per request of each process and store calls per request, per workload."""
+    """CPU, store calls and DynamoDB capacity units (``bench.units``) per request, per workload."""
     lines = [
         "| workload | gateway CPU ms/req | mock CPU ms/req (direct) | store CPU ms/req "
-        "| store calls/req (all, under load) |",
-        "|---|---:|---:|---:|---|",
+        "| store calls/req (all, under load) | read / write units/req |",
+        "|---|---:|---:|---:|---|---:|",
     ]
     for name, title in TITLES.items():
         phase = summary.get(name)
@@ -139,9 +139,11 @@ def resources_table(summary: dict[str, Any]) -> list[str]:
         direct = phase["cpu_ms_per_request"]["direct"]
         calls = phase["store_calls_per_request"]["gateway"]
         ops = ", ".join(f"{op} {n:.2f}" for op, n in calls.items() if op != "total")
+        units = phase.get("capacity_units_per_request", {}).get("gateway", {})
         lines.append(
             f"| {title} | {_f(gw['gateway'])} | {_f(direct['upstream'])} | {_f(gw['store'])} "
-            f"| {_f(calls.get('total', 0.0))} ({ops}) |"
+            f"| {_f(calls.get('total', 0.0))} ({ops}) "
+            f"| {_f(units.get('read', 0.0))} / {_f(units.get('write', 0.0))} |"
         )
     return lines
 

@@ -7,7 +7,8 @@ Every DynamoDB call is logged with its operation (from ``X-Amz-Target``), the
 ``time.monotonic()`` at which it arrived and at which moto finished it.
 CLOCK_MONOTONIC is system-wide on Linux, so the harness can place each call
 before or after the moment its client saw a response end. The log and one
-sample request body per operation are served on ``GET /_bench/calls`` (the
+sample request body per operation, and the read and write capacity units
+the calls would cost on DynamoDB (``bench.units``), are served on ``GET /_bench/calls`` (the
 DynamoDB protocol only uses ``POST /``, so the path cannot collide).
 """
 
@@ -20,6 +21,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from bench.units import capacity_units
 from edgeproxy_dev.dynamo_server import EmbeddedDynamo, create_table
 from edgeproxy_dev.template import default_template_path
 
@@ -36,29 +38,34 @@ class CallLog:
         self._lock = threading.Lock()
         self.calls: list[tuple[str, float, float]] = []
         self.samples: dict[str, str] = {}
+        self.units = {"read": 0.0, "write": 0.0}  # DynamoDB capacity units the calls would cost
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         if environ.get("PATH_INFO") == CONTROL_PATH:
             return self._control(environ, start_response)
         arrived = time.monotonic()
         operation = str(environ.get("HTTP_X_AMZ_TARGET", "?")).removeprefix(TARGET_PREFIX)
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        body = environ["wsgi.input"].read(length)
+        environ["wsgi.input"] = _Body(body)
         if operation not in self.samples:
             # Keep one body per operation so the harness can replay it for the store's RTT.
-            length = int(environ.get("CONTENT_LENGTH") or 0)
-            body = environ["wsgi.input"].read(length)
             self.samples[operation] = body.decode()
-            environ["wsgi.input"] = _Body(body)
+        read, write = capacity_units(operation, body)
         answer = list(self._app(environ, start_response))
         with self._lock:
             self.calls.append((operation, arrived, time.monotonic()))
+            self.units["read"] += read
+            self.units["write"] += write
         return answer
 
     def _control(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         with self._lock:
-            calls = list(self.calls)
+            calls, units = list(self.calls), dict(self.units)
             if environ.get("REQUEST_METHOD") == "DELETE":
                 self.calls.clear()
-        body = json.dumps({"calls": calls, "samples": self.samples}).encode()
+                self.units = {"read": 0.0, "write": 0.0}
+        body = json.dumps({"calls": calls, "samples": self.samples, "units": units}).encode()
         start_response(
             "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
         )

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from typing import Any
 
 import aioboto3
-from botocore.config import Config
 
 from edgeproxy.service.config_cache import ConfigCache
 from edgeproxy.service.credentials import CredentialResolver
@@ -26,6 +25,7 @@ from edgeproxy.service.router import Router
 from edgeproxy.service.telemetry import NoTelemetry, Telemetry
 from edgeproxy.service.token_count import TokenCounter
 from edgeproxy.settings import Settings
+from edgeproxy.state.client import DynamoClient
 from edgeproxy.state.dynamo import DynamoStore
 from edgeproxy.state.schema import TableSchema
 from edgeproxy.state.secrets import AwsSecrets
@@ -53,33 +53,30 @@ def warn_about_auth(settings: Settings) -> None:
         )
 
 
-def store_client_config(budget_s: float) -> Config:
-    """The DynamoDB client's timeouts and retries: a store outage must fail fast.
-
-    botocore's defaults (60 s connect and read timeouts; legacy mode, up to
-    10 attempts) made a request wait over a minute for a black-holed store.
-    Standard retry mode backs off with jitter; the second attempt helps
-    against a throttle or a dropped connection, and ``BoundedClient`` ends
-    any call, retries included, after ``budget_s``.
-    """
-    return Config(
-        connect_timeout=min(0.5, budget_s),
-        read_timeout=budget_s,
-        retries={"mode": "standard", "max_attempts": 2},
-        tcp_keepalive=True,
-    )
-
-
 async def open_store(
     settings: Settings, stack: contextlib.AsyncExitStack, session: Any | None = None
 ) -> DynamoStore:
-    """A ``DynamoStore`` on the configured endpoint (AWS by default credentials otherwise)."""
+    """A ``DynamoStore`` on the configured endpoint (AWS by default credentials otherwise).
+
+    Its client is ``DynamoClient`` (DynamoDB's JSON protocol over aiohttp). A
+    store outage must fail fast: botocore's defaults (60 s connect and read
+    timeouts, up to 10 attempts) made a request wait over a minute for a
+    black-holed store. Here: a short connect timeout, reads bounded by the
+    budget, one retry after a jittered backoff (a throttle, a 5xx or a dropped
+    connection), and ``BoundedClient`` ends any call, retries included, after
+    the budget (``EDGEPROXY_STORE_TIMEOUT_SECONDS``).
+    """
     session = session or aioboto3.Session()
     budget = settings.store_timeout_seconds
-    kwargs: dict[str, Any] = {"region_name": settings.region, "config": store_client_config(budget)}
-    if settings.dynamodb_endpoint:
-        kwargs["endpoint_url"] = settings.dynamodb_endpoint
-    client = await stack.enter_async_context(session.client("dynamodb", **kwargs))
+    client = await DynamoClient.open(
+        session,
+        settings.region,
+        settings.dynamodb_endpoint or None,
+        connect_timeout_s=min(0.5, budget),
+        read_timeout_s=budget,
+        max_attempts=2,
+    )
+    stack.push_async_callback(client.close)
     schema = TableSchema.from_env_value(settings.table_schema)
     return DynamoStore(BoundedClient(client, budget), settings.table, schema)
 

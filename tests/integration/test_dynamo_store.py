@@ -1,7 +1,7 @@
 """What only ``DynamoStore`` promises: request counts, item layout, TTL, error translation.
 
-Calls are observed with botocore's event hooks on the real client; the
-requests still go to the embedded server.
+Calls are observed with the store client's hooks (``DynamoClient.hooks``);
+the requests still go to the embedded server.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from typing import Any
 
 import aioboto3
 import pytest
-from botocore.config import Config
 
 from edgeproxy.errors import StoreError, StoreUnavailable
 from edgeproxy.routing.snapshot import Binding, BindingKey, Circuit, CircuitState, Health
 from edgeproxy.state import keys
+from edgeproxy.state.client import DynamoClient
 from edgeproxy.state.dynamo import DynamoStore
 from edgeproxy.state.schema import TableSchema
 from edgeproxy.state.store import SnapshotRequest, UsageDelta
@@ -32,10 +32,10 @@ def calls(dynamo_client: Any) -> list[str]:
     """Names of the API calls the test's client makes, in order."""
     seen: list[str] = []
 
-    def count(model: Any, **_: Any) -> None:
-        seen.append(model.name)
+    def count(operation: str, _answer: dict[str, Any]) -> None:
+        seen.append(operation)
 
-    dynamo_client.meta.events.register("before-call.dynamodb", count)
+    dynamo_client.hooks.append(count)
     return seen
 
 
@@ -76,17 +76,17 @@ async def test_unprocessed_keys_are_requested_again(
         assert await store.write_circuit(Circuit(d, failures=2, version=1), 0) is None
     held_back: list[str] = []
 
-    def hold_back_one(parsed: dict[str, Any], **_: Any) -> None:
+    def hold_back_one(operation: str, parsed: dict[str, Any]) -> None:
         # Fault injection at the client seam: the server answered, DynamoDB
         # could have left this key unprocessed under load.
         returned = parsed.get("Responses", {}).get(table_name, [])
-        if not held_back and returned:
+        if operation == "BatchGetItem" and not held_back and returned:
             item = returned.pop()
             held_back.append(item["pk"]["S"])
             key = {"pk": item["pk"], "sk": item["sk"]}
             parsed["UnprocessedKeys"] = {table_name: {"Keys": [key], "ConsistentRead": True}}
 
-    dynamo_client.meta.events.register("after-call.dynamodb.BatchGetItem", hold_back_one)
+    dynamo_client.hooks.insert(0, hold_back_one)
     calls.clear()
 
     snapshot = await store.read_pool(SnapshotRequest("p", ["d1", "d2"], [], MINUTE))
@@ -168,9 +168,12 @@ def closed_port() -> int:
 async def test_an_unreachable_endpoint_is_store_unavailable(
     aws_session: aioboto3.Session, closed_port: int, table_schema: TableSchema
 ) -> None:
-    config = Config(retries={"max_attempts": 0}, connect_timeout=1)
-    options = client_kwargs(f"http://127.0.0.1:{closed_port}")
-    async with aws_session.client("dynamodb", config=config, **options) as client:
+    endpoint = f"http://127.0.0.1:{closed_port}"
+    session = aioboto3.Session(**{k: v for k, v in client_kwargs(endpoint).items() if "aws_" in k})
+    client = await DynamoClient.open(session, "us-east-1", endpoint, connect_timeout_s=1)
+    try:
         store = DynamoStore(client, "t", table_schema)
         with pytest.raises(StoreUnavailable):
             await store.load_config()
+    finally:
+        await client.close()

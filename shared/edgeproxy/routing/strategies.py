@@ -202,6 +202,24 @@ RANKERS: dict[Strategy, Ranker] = {
 }
 
 
+# Strategies that order by weights, hashes or declaration alone: no usage counters.
+# Every other strategy ranks (ties by two choices on in-flight counts, which sum
+# the last two minute buckets) or counts this minute's requests.
+COUNTER_FREE = frozenset(
+    {
+        Strategy.SIMPLE_SHUFFLE,
+        Strategy.WEIGHTED_RANDOM,
+        Strategy.HASH_AFFINITY,
+        Strategy.WEIGHT_PRIORITY,
+    }
+)
+
+
+def reads_counters(strategy: Strategy) -> bool:
+    """Whether ``strategy`` orders by the usage buckets (both minutes, every candidate)."""
+    return strategy not in COUNTER_FREE
+
+
 def order(
     strategy: Strategy,
     candidates: Sequence[Deployment],

@@ -99,8 +99,11 @@ async def open_pool(store: RequestStore, run: Run, model: str, now: float) -> Po
         else None
     )
     client_key = req.key if req.key is not None and req.key.tracks_usage else None
+    strategies = {config.strategy_for(model, d.priority) for d in deployments}
     snapshot = await store.read_pool(
-        SnapshotRequest.of(model, deployments, now, key, client_key.id if client_key else None)
+        SnapshotRequest.of(
+            model, deployments, now, key, client_key.id if client_key else None, strategies
+        )
     )
     enforce_key_usage(client_key, snapshot.key_usage, now)
     limits = {d.id: config.policy_for(d, req.operation, req.stream) for d in deployments}

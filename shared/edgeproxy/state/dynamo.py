@@ -5,13 +5,16 @@ BatchGetItem per 100 keys, sent in parallel). Conditional writes name their
 condition below, with the race it prevents; a failed condition is an expected
 outcome, answered with the stored item DynamoDB returns alongside it
 (``ReturnValuesOnConditionCheckFailure=ALL_OLD``), never with a second read.
-Every other botocore error becomes a ``StoreError`` in ``table.translated_errors``.
+The client is ``state.client.DynamoClient`` (any client with botocore's
+low-level call shape works). Every other botocore error becomes a ``StoreError`` in ``table.translated_errors``.
 
-    >>> session = aioboto3.Session()
-    >>> async with session.client("dynamodb") as client:
-    ...     schema = TableSchema.from_env_value("pk,sk,expires_at")
-    ...     store = DynamoStore(client, "edgeproxy-state", schema)
-    ...     snapshot = await store.read_pool(request)
+Reads are in ``DynamoReads``: ``read_pool`` is eventually consistent, every other
+read strongly; its docstring says why a stale read cannot break a transition.
+
+    >>> client = await DynamoClient.open(aioboto3.Session(), "eu-west-1")
+    >>> schema = TableSchema.from_env_value("pk,sk,expires_at")
+    >>> store = DynamoStore(client, "edgeproxy-state", schema)
+    >>> snapshot = await store.read_pool(request)
 """
 
 from __future__ import annotations
@@ -24,110 +27,31 @@ from edgeproxy.routing.snapshot import (
     Binding,
     BindingKey,
     Circuit,
-    PoolSnapshot,
 )
 from edgeproxy.state import conditions as cond
 from edgeproxy.state import items, keys
 from edgeproxy.state.dynamo_admin import DynamoAdmin
 from edgeproxy.state.dynamo_keys import DynamoKeys
+from edgeproxy.state.dynamo_reads import DynamoReads
 from edgeproxy.state.items import number, text
-from edgeproxy.state.key_items import key_usage_from
 from edgeproxy.state.schema import TableSchema
-from edgeproxy.state.store import SnapshotRequest, StoredConfig, UsageDelta
+from edgeproxy.state.store import UsageDelta
 from edgeproxy.state.table import Table
 
 CAPACITY_RETENTION_S = 3600  # a throttle item is deleted by TTL this long after it ended
 
 
-class DynamoStore(DynamoAdmin, DynamoKeys):
+class DynamoStore(DynamoReads, DynamoAdmin, DynamoKeys):
     """The ``Store`` protocol on one table; the client is injected, never built here.
 
-    The request path's calls are here; the jobs' and the admin plane's are in
-    ``DynamoAdmin``, the client keys' in ``DynamoKeys``.
+    The request path's writes are here, its reads in ``DynamoReads``; the
+    jobs' and the admin plane's calls are in ``DynamoAdmin``, the client keys'
+    in ``DynamoKeys``.
     """
 
     def __init__(self, client: Any, table_name: str, schema: TableSchema) -> None:
         self._table = Table(client, table_name, schema)
         self._schema = schema
-
-    # -- reads -----------------------------------------------------------------
-
-    async def read_pool(self, request: SnapshotRequest) -> PoolSnapshot:
-        """Circuits, the last two usage buckets, health, capacity, binding, generation, quotas.
-
-        With ``request.key_id``, also the client key's minute bucket and spend
-        (its tpm limit and budget are checked on the same read).
-        """
-        minutes = (request.minute - 1, request.minute)
-        deps = list(request.deployment_ids)
-        wanted = [keys.circuit_key(d) for d in deps]
-        wanted += [keys.health_key(d) for d in deps]
-        wanted += [keys.usage_key(d, m) for d in deps for m in minutes]
-        wanted += [keys.capacity_key(d) for d in request.domains]
-        wanted.append(keys.pool_key(request.pool))
-        wanted += [keys.quota_key(c) for c in request.credentials]
-        if request.binding is not None:
-            wanted.append(keys.binding_key(request.binding))
-        if request.key_id is not None:
-            key_bucket = keys.key_usage_key(request.key_id, request.minute)
-            wanted += [key_bucket, keys.key_spend_key(request.key_id)]
-        found = await self._table.batch_get(wanted)
-        key_usage = None
-        if request.key_id is not None:
-            key_usage = key_usage_from(
-                request.minute,
-                found.get(key_bucket, {}),
-                found.get(keys.key_spend_key(request.key_id), {}),
-            )
-
-        binding = None
-        if request.binding is not None and (k := keys.binding_key(request.binding)) in found:
-            binding = items.binding_from(request.binding, found[k], self._schema.ttl)
-        return PoolSnapshot(
-            circuits={
-                d: items.circuit_from(d, found[k])
-                for d in deps
-                if (k := keys.circuit_key(d)) in found
-            },
-            capacities={
-                d: items.capacity_from(d, found[k])
-                for d in request.domains
-                if (k := keys.capacity_key(d)) in found
-            },
-            usage={
-                d: [
-                    items.usage_from(d, m, found[k])
-                    for m in minutes
-                    if (k := keys.usage_key(d, m)) in found
-                ]
-                for d in deps
-            },
-            health={
-                d: items.health_from(d, found[k])
-                for d in deps
-                if (k := keys.health_key(d)) in found
-            },
-            binding=binding,
-            pool_generation=items.get_int(found.get(keys.pool_key(request.pool), {}), "generation"),
-            quotas={
-                c: items.quota_status_from(c, found[k])
-                for c in request.credentials
-                if (k := keys.quota_key(c)) in found
-            },
-            key_usage=key_usage,
-        )
-
-    async def load_config(self) -> StoredConfig | None:
-        """The stored configuration document, or None if none was saved."""
-        response = await self._table.call(
-            "get_item", Key=self._table.key(keys.config_key()), ConsistentRead=True
-        )
-        item = response.get("Item")
-        if not item:
-            return None
-        return StoredConfig(
-            document=items.get_text(item, "document") or "", version=items.get_int(item, "version")
-        )
 
     # -- counters --------------------------------------------------------------
 

@@ -30,7 +30,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeAlias
 
-from edgeproxy.config.deployment import Deployment
 from edgeproxy.routing.access import ClientKey, KeyUsage
 from edgeproxy.routing.snapshot import (
     Binding,
@@ -41,43 +40,9 @@ from edgeproxy.routing.snapshot import (
     Quota,
     QuotaStatus,
     Usage,
-    credential_key,
 )
 from edgeproxy.state.audit import AuditEntry
-
-
-@dataclass(frozen=True, slots=True)
-class SnapshotRequest:
-    """What to read for one routing decision."""
-
-    pool: str
-    deployment_ids: Sequence[str]
-    domains: Sequence[str]
-    minute: int
-    binding: BindingKey | None = None
-    credentials: Sequence[str] = ()  # credential keys whose quota routing checks
-    key_id: str | None = None  # also read this client key's usage (tpm limit, budget)
-
-    @classmethod
-    def of(
-        cls,
-        pool: str,
-        deployments: Sequence[Deployment],
-        now: float,
-        binding: BindingKey | None = None,
-        key_id: str | None = None,
-    ) -> SnapshotRequest:
-        """The read for routing ``deployments`` of ``pool`` at ``now`` (its minute bucket)."""
-        return cls(
-            pool=pool,
-            deployment_ids=[d.id for d in deployments],
-            domains=sorted({d.domain for d in deployments}),
-            minute=int(now // 60),
-            binding=binding,
-            credentials=sorted({credential_key(d.credential) for d in deployments if d.credential}),
-            key_id=key_id,
-        )
-
+from edgeproxy.state.reads import SnapshotRequest as SnapshotRequest
 
 UsageDelta: TypeAlias = Usage
 """Counter increments for one attempt's outcome, applied with ``ADD`` only."""

@@ -145,20 +145,24 @@ class Table:
                 return False
             return True
 
-    async def batch_get(self, wanted: Iterable[Key]) -> dict[Key, Item]:
-        """Every stored item of ``wanted``: one BatchGetItem per 100 keys, in parallel."""
+    async def batch_get(self, wanted: Iterable[Key], *, consistent: bool = True) -> dict[Key, Item]:
+        """Every stored item of ``wanted``: one BatchGetItem per 100 keys, in parallel.
+
+        ``consistent=False``: eventually consistent (half the read units; may
+        miss a write of the last second or so).
+        """
         unique = list(dict.fromkeys(wanted))  # BatchGetItem rejects duplicate keys
         chunks = [unique[i : i + BATCH_LIMIT] for i in range(0, len(unique), BATCH_LIMIT)]
         found: dict[Key, Item] = {}
-        for part in await asyncio.gather(*(self._batch_get_chunk(c) for c in chunks)):
+        if len(chunks) == 1:  # the usual case: no task to schedule
+            return await self._batch_get_chunk(chunks[0], consistent)
+        for part in await asyncio.gather(*(self._batch_get_chunk(c, consistent) for c in chunks)):
             found.update(part)
         return found
 
-    async def _batch_get_chunk(self, chunk: Sequence[Key]) -> dict[Key, Item]:
-        # Strongly consistent: a decision taken on a stale read would lose its
-        # conditional write anyway and cost another round trip.
+    async def _batch_get_chunk(self, chunk: Sequence[Key], consistent: bool) -> dict[Key, Item]:
         pending: dict[str, Any] = {
-            self._name: {"Keys": [self.key(k) for k in chunk], "ConsistentRead": True}
+            self._name: {"Keys": [self.key(k) for k in chunk], "ConsistentRead": consistent}
         }
         found: dict[Key, Item] = {}
         for attempt in range(BATCH_ATTEMPTS):

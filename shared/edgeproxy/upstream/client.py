@@ -1,8 +1,9 @@
 """The upstream client: one attempt against one deployment, JSON or stream.
 
 Deadlines are enforced on the connection with ``asyncio.timeout``: when one
-expires the request task is cancelled, which makes httpcore close the
-connection, so the upstream request itself is aborted (spec: "An expired
+expires the request task is cancelled, which makes the transport
+(``upstream.transport``, aiohttp's pool) close the connection, so the
+upstream request itself is aborted (spec: "An expired
 deadline aborts the upstream request itself").
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -41,6 +43,7 @@ from edgeproxy.upstream.headers import (
 )
 from edgeproxy.upstream.openai import OpenAIAdapter, parse_json_object
 from edgeproxy.upstream.stream import UpstreamStream
+from edgeproxy.upstream.transport import AiohttpTransport
 
 USER_AGENT = "edgeproxy/0.1"
 # A black-holed host is a connection failure, not a slow model: give up on the
@@ -68,18 +71,19 @@ def make_http_client(
     runs in, which could send provider keys through a proxy nobody configured.
     No redirects: a provider answering 3xx is a failure, not a place to send
     the key. Timeouts are set per request from the execution policy.
+    Connections are aiohttp's (``AiohttpTransport``: half httpx's own CPU per
+    call); ``max_keepalive`` is kept for callers and not used by it.
     """
+    transport = AiohttpTransport(
+        max_connections=max_connections, keepalive_expiry_s=keepalive_expiry_s
+    )
     return httpx.AsyncClient(
-        http1=True,
-        http2=False,
+        transport=transport,
         trust_env=False,
         follow_redirects=False,
+        # Cookies one caller's upstream answer set must never reach another's request.
+        cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
         timeout=httpx.Timeout(600.0, connect=CONNECT_TIMEOUT_S),
-        limits=httpx.Limits(
-            max_connections=max_connections,
-            max_keepalive_connections=max_keepalive,
-            keepalive_expiry=keepalive_expiry_s,
-        ),
         headers={"user-agent": USER_AGENT},
     )
 

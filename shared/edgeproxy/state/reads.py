@@ -1,0 +1,66 @@
+"""``SnapshotRequest``: what one routing decision reads from the store, and no more.
+
+Re-exported by ``state.store`` (the protocol's home), where callers import it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from edgeproxy.config.deployment import Deployment
+from edgeproxy.config.router import Strategy
+from edgeproxy.routing.snapshot import BindingKey, credential_key
+from edgeproxy.routing.strategies import reads_counters
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotRequest:
+    """What to read for one routing decision.
+
+    ``usage_ids``: deployments whose current minute bucket is read (None: every
+    deployment); ``previous_minute``: also the bucket before (in-flight counts
+    sum both). ``SnapshotRequest.of`` narrows both to what the pool's
+    strategies and limits use; the defaults read everything (the admin views).
+    """
+
+    pool: str
+    deployment_ids: Sequence[str]
+    domains: Sequence[str]
+    minute: int
+    binding: BindingKey | None = None
+    credentials: Sequence[str] = ()  # credential keys whose quota routing checks
+    key_id: str | None = None  # also read this client key's usage (tpm limit, budget)
+    usage_ids: Sequence[str] | None = None
+    previous_minute: bool = True
+
+    @classmethod
+    def of(
+        cls,
+        pool: str,
+        deployments: Sequence[Deployment],
+        now: float,
+        binding: BindingKey | None = None,
+        key_id: str | None = None,
+        strategies: Collection[Strategy] | None = None,
+    ) -> SnapshotRequest:
+        """The read for routing ``deployments`` of ``pool`` at ``now`` (its minute bucket).
+
+        ``strategies``: the ones that may order this pool's tiers. If none of
+        them reads usage counters, only the deployments with an rpm or tpm
+        limit have their current bucket read (eligibility checks it), and no
+        previous bucket is read; None reads every bucket (the safe default).
+        """
+        counted = strategies is None or any(reads_counters(s) for s in strategies)
+        limited = [d.id for d in deployments if d.rpm_limit is not None or d.tpm_limit is not None]
+        return cls(
+            pool=pool,
+            deployment_ids=[d.id for d in deployments],
+            domains=sorted({d.domain for d in deployments}),
+            minute=int(now // 60),
+            binding=binding,
+            credentials=sorted({credential_key(d.credential) for d in deployments if d.credential}),
+            key_id=key_id,
+            usage_ids=None if counted else limited,
+            previous_minute=counted,
+        )

@@ -1,0 +1,122 @@
+"""``AiohttpTransport``: httpx's client API over aiohttp's connection pool.
+
+The upstream client keeps httpx's interface (requests, responses, streams,
+``httpx`` exceptions, so ``upstream.errors`` stays the one place they become
+faults); this transport replaces httpx's own HTTP/1.1 stack (httpcore + h11),
+which costs about twice aiohttp's CPU per call (``bench/calls.py``).
+
+What it keeps from the httpx client it replaces: HTTP/1.1 only, no proxies
+or ``.netrc`` from the environment, no redirects, no cookies kept between
+requests (a cookie one caller's upstream set must never reach another's),
+no decompression below httpx (``aiter_raw`` stays the wire bytes), each
+request's connect and read timeouts, and closing the connection when a
+response is closed before its end (an expired deadline aborts the request).
+aiohttp's errors are mapped to httpx's by what happened, not by class
+hierarchy: a refused or unresolvable host is ``ConnectError``, a connect
+timeout ``ConnectTimeout``, a read timeout ``ReadTimeout``, a dropped
+connection or a cut body ``ReadError``, a malformed answer
+``RemoteProtocolError``.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+
+import aiohttp
+import certifi
+import httpx
+from yarl import URL
+
+
+@contextmanager
+def _mapped() -> Iterator[None]:
+    try:
+        yield
+    except aiohttp.ConnectionTimeoutError as exc:
+        raise httpx.ConnectTimeout("timed out connecting to the upstream") from exc
+    except aiohttp.SocketTimeoutError as exc:
+        raise httpx.ReadTimeout("timed out reading from the upstream") from exc
+    except aiohttp.ServerTimeoutError as exc:
+        raise httpx.ReadTimeout("timed out waiting for the upstream") from exc
+    except aiohttp.ClientConnectorError as exc:
+        raise httpx.ConnectError("could not connect to the upstream") from exc
+    except aiohttp.ClientResponseError as exc:  # aiohttp could not parse the answer
+        raise httpx.RemoteProtocolError("the upstream's answer is not valid HTTP") from exc
+    except (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError) as exc:
+        raise httpx.ReadError("the upstream connection dropped") from exc
+    except aiohttp.InvalidURL as exc:
+        raise httpx.InvalidURL("the upstream URL is not valid") from exc
+
+
+class _Body(httpx.AsyncByteStream):
+    """A response body as it arrives (no buffering: every byte resets an idle timer)."""
+
+    def __init__(self, response: aiohttp.ClientResponse) -> None:
+        self._response = response
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        with _mapped():
+            async for chunk in self._response.content.iter_any():
+                yield chunk
+
+    async def aclose(self) -> None:
+        if self._response.content.at_eof():
+            self._response.release()  # read to its end: the connection can be reused
+        else:
+            self._response.close()  # abandoned midway: drop the connection
+
+
+class AiohttpTransport(httpx.AsyncBaseTransport):
+    """One aiohttp session (created on the first request, in the running loop)."""
+
+    def __init__(self, *, max_connections: int = 100, keepalive_expiry_s: float = 20.0) -> None:
+        self._limit = max_connections
+        self._keepalive = keepalive_expiry_s
+        self._session: aiohttp.ClientSession | None = None
+
+    def _open(self) -> aiohttp.ClientSession:
+        context = ssl.create_default_context(cafile=certifi.where())
+        connector = aiohttp.TCPConnector(
+            limit=self._limit, keepalive_timeout=self._keepalive, ssl=context
+        )
+        return aiohttp.ClientSession(
+            connector=connector,
+            cookie_jar=aiohttp.DummyCookieJar(),
+            trust_env=False,
+            auto_decompress=False,
+            skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding", "Content-Type"),
+        )
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self._session is None:
+            self._session = self._open()
+        timeout = request.extensions.get("timeout", {})
+        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
+        body = await request.aread()
+        with _mapped():
+            response = await self._session.request(
+                request.method,
+                URL(str(request.url), encoded=True),
+                headers=headers,
+                data=body or None,
+                allow_redirects=False,
+                timeout=aiohttp.ClientTimeout(
+                    total=None,
+                    connect=timeout.get("pool"),
+                    sock_connect=timeout.get("connect"),
+                    sock_read=timeout.get("read"),
+                ),
+            )
+        return httpx.Response(
+            status_code=response.status,
+            headers=response.raw_headers,
+            stream=_Body(response),
+            request=request,
+            extensions={"http_version": b"HTTP/1.1"},
+        )
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()

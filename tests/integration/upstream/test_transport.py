@@ -1,0 +1,105 @@
+"""``AiohttpTransport`` keeps what the httpx client promised: no cookies, exact URLs, mapped errors."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+from aiohttp import web
+
+from edgeproxy.upstream.client import make_http_client
+
+seen: list[web.Request] = []
+
+
+async def cookie(request: web.Request) -> web.Response:
+    seen.append(request)
+    response = web.json_response({"ok": True})
+    response.set_cookie("session", "caller-one-secret")
+    return response
+
+
+async def cut(request: web.Request) -> web.StreamResponse:
+    response = web.StreamResponse(headers={"content-length": "1000"})
+    await response.prepare(request)
+    await response.write(b"x" * 10)
+    assert request.transport is not None
+    request.transport.close()  # the connection drops with 990 bytes promised
+    return response
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[str]:
+    seen.clear()
+    app = web.Application()
+    app.router.add_post("/cookie", cookie)
+    app.router.add_post("/cut", cut)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    yield f"http://127.0.0.1:{port}"
+    await runner.cleanup()
+
+
+async def test_a_cookie_an_upstream_set_is_never_sent_again(server: str) -> None:
+    client = make_http_client()
+    try:
+        for _ in range(2):
+            answer = await client.post(f"{server}/cookie", json={})
+            assert answer.status_code == 200
+    finally:
+        await client.aclose()
+    assert [r.headers.get("cookie") for r in seen] == [None, None]
+
+
+async def test_the_url_is_sent_as_httpx_encoded_it(server: str) -> None:
+    client = make_http_client()
+    try:
+        await client.post(f"{server}/cookie", params={"api-version": "2024-10-01", "p": "a/b c"})
+    finally:
+        await client.aclose()
+    assert seen[0].raw_path == "/cookie?api-version=2024-10-01&p=a%2Fb+c"
+    assert seen[0].headers["user-agent"] == "edgeproxy/0.1"
+
+
+async def test_a_cut_body_is_a_read_error(server: str) -> None:
+    client = make_http_client()
+    try:
+        with pytest.raises(httpx.ReadError):
+            await client.post(f"{server}/cut", json={})
+    finally:
+        await client.aclose()
+
+
+async def test_a_refused_connection_is_a_connect_error() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    client = make_http_client()
+    try:
+        with pytest.raises(httpx.ConnectError):
+            await client.post(f"http://127.0.0.1:{port}/", json={})
+    finally:
+        await client.aclose()
+
+
+async def test_a_silent_upstream_is_a_read_timeout() -> None:
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(100)
+        await asyncio.sleep(2)
+        writer.close()
+
+    listener = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = listener.sockets[0].getsockname()[1]
+    client = make_http_client()
+    try:
+        with pytest.raises(httpx.ReadTimeout):
+            await client.post(f"http://127.0.0.1:{port}/", json={}, timeout=httpx.Timeout(0.2))
+    finally:
+        await client.aclose()
+        listener.close()
