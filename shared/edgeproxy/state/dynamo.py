@@ -17,6 +17,7 @@ Every other botocore error becomes a ``StoreError`` in ``table.translated_errors
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 from edgeproxy.errors import StoreError
@@ -27,11 +28,10 @@ from edgeproxy.routing.snapshot import (
     PoolSnapshot,
 )
 from edgeproxy.state import conditions as cond
-from edgeproxy.state import items, keys
+from edgeproxy.state import items, keys, pool_read
 from edgeproxy.state.dynamo_admin import DynamoAdmin
 from edgeproxy.state.dynamo_keys import DynamoKeys
 from edgeproxy.state.items import number, text
-from edgeproxy.state.key_items import key_usage_from
 from edgeproxy.state.schema import TableSchema
 from edgeproxy.state.store import SnapshotRequest, StoredConfig, UsageDelta
 from edgeproxy.state.table import Table
@@ -58,64 +58,12 @@ class DynamoStore(DynamoAdmin, DynamoKeys):
         With ``request.key_id``, also the client key's minute bucket and spend
         (its tpm limit and budget are checked on the same read).
         """
-        minutes = (request.minute - 1, request.minute)
-        deps = list(request.deployment_ids)
-        wanted = [keys.circuit_key(d) for d in deps]
-        wanted += [keys.health_key(d) for d in deps]
-        wanted += [keys.usage_key(d, m) for d in deps for m in minutes]
-        wanted += [keys.capacity_key(d) for d in request.domains]
-        wanted.append(keys.pool_key(request.pool))
-        wanted += [keys.quota_key(c) for c in request.credentials]
-        if request.binding is not None:
-            wanted.append(keys.binding_key(request.binding))
-        if request.key_id is not None:
-            key_bucket = keys.key_usage_key(request.key_id, request.minute)
-            wanted += [key_bucket, keys.key_spend_key(request.key_id)]
-        found = await self._table.batch_get(wanted)
-        key_usage = None
-        if request.key_id is not None:
-            key_usage = key_usage_from(
-                request.minute,
-                found.get(key_bucket, {}),
-                found.get(keys.key_spend_key(request.key_id), {}),
-            )
+        return (await self.read_pools([request]))[0]
 
-        binding = None
-        if request.binding is not None and (k := keys.binding_key(request.binding)) in found:
-            binding = items.binding_from(request.binding, found[k], self._schema.ttl)
-        return PoolSnapshot(
-            circuits={
-                d: items.circuit_from(d, found[k])
-                for d in deps
-                if (k := keys.circuit_key(d)) in found
-            },
-            capacities={
-                d: items.capacity_from(d, found[k])
-                for d in request.domains
-                if (k := keys.capacity_key(d)) in found
-            },
-            usage={
-                d: [
-                    items.usage_from(d, m, found[k])
-                    for m in minutes
-                    if (k := keys.usage_key(d, m)) in found
-                ]
-                for d in deps
-            },
-            health={
-                d: items.health_from(d, found[k])
-                for d in deps
-                if (k := keys.health_key(d)) in found
-            },
-            binding=binding,
-            pool_generation=items.get_int(found.get(keys.pool_key(request.pool), {}), "generation"),
-            quotas={
-                c: items.quota_status_from(c, found[k])
-                for c in request.credentials
-                if (k := keys.quota_key(c)) in found
-            },
-            key_usage=key_usage,
-        )
+    async def read_pools(self, requests: Sequence[SnapshotRequest]) -> list[PoolSnapshot]:
+        """Several requests' snapshots from one read of the union of their keys."""
+        found = await self._table.batch_get(k for r in requests for k in pool_read.wanted(r))
+        return [pool_read.snapshot(r, found, self._schema) for r in requests]
 
     async def load_config(self) -> StoredConfig | None:
         """The stored configuration document, or None if none was saved."""
