@@ -13,7 +13,7 @@
 | ``EDGEPROXY_MAX_TOTAL_MS`` | unset | ceiling on every request's total deadline, over the configuration (set by template.yaml: 27 s behind API Gateway's 30 s limit) |
 | ``EDGEPROXY_ADMIN_KEY_REF`` | unset | credential reference (``env:``, ``ssm:``, ``secretsmanager:``) of the bootstrap admin key |
 | ``EDGEPROXY_KEY_CACHE_TTL_SECONDS`` | ``10`` | how long a process trusts a client-key lookup (a revocation reaches every instance within it) |
-| ``EDGEPROXY_COALESCE_MS`` | ``25`` (``0`` on Lambda) | flush window of the usage counters: concurrent requests' counts are summed and written once per deployment and minute per window; ``0`` writes each at once (the Mangum handler always does) |
+| ``EDGEPROXY_COALESCE_MS`` | ``25`` (``0`` on Lambda) | flush window of the usage counters (summed, one write per deployment and minute per window) and switch of shared pool reads; ``0``: each request reads and writes on its own (the Mangum handler always) |
 | ``EDGEPROXY_AUTH`` | ``required`` | ``off``: serve ``/v1/*`` requests without a key as anonymous ``free`` callers (local demos only; ignored on Lambda) |
 """
 

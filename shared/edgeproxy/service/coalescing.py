@@ -6,7 +6,7 @@ in-flight follower's) and changes three calls, nothing else:
 - ``read_pool``: single-flight (``PoolReads``): concurrent requests of one
   pool share a read that started after they arrived;
 - ``record``: summed per bucket and written once per window
-  (``CounterBuffer``), when ``window_s`` > 0;
+  (``CounterBuffer``);
 - ``admit`` without an rpm or tpm limit (it cannot be refused): buffered
   like ``record`` and answered True at once. With a limit it stays one
   conditional write per attempt, so limits stay exact.
@@ -17,9 +17,11 @@ its limit for a window. One that gives tokens back may wait (a late one only
 admits less for a moment).
 
 ``window_s`` = 0 (the Mangum Lambda handler, and any Lambda by default)
-leaves every write as it was: Lambda freezes the process as soon as the
-invocation returns, so a buffered increment would wait there for the next
-invocation, or be lost with the environment.
+changes nothing: every request makes its own read and writes. Lambda
+freezes the process as soon as the invocation returns, so a buffered
+increment would wait there for the next invocation, or be lost with the
+environment; and one request at a time has no read to share (a shared read
+would cost it nothing, but nothing is won either).
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ class CoalescingStore:
     # -- the calls this class changes ------------------------------------------
 
     async def read_pool(self, request: SnapshotRequest) -> PoolSnapshot:
+        if self.counters is None:
+            return await self._store.read_pool(request)
         return await self.reads.read(request)
 
     async def read_pools(self, requests: Sequence[SnapshotRequest]) -> list[PoolSnapshot]:

@@ -51,7 +51,7 @@ async def test_concurrent_requests_share_reads_that_started_after_they_asked(
 ) -> None:
     logged = LoggedReads(dynamo_client, table_name, table_schema)
     await store.record(UsageDelta("a", MINUTE, requests=7), MINUTE * 60.0 + 3600)
-    shared = CoalescingStore(logged, 0.0)
+    shared = CoalescingStore(logged, 0.025)
 
     async def one(caller: int) -> tuple[float, PoolSnapshot]:
         await asyncio.sleep(caller * 0.002)  # arrivals spread over the reads
