@@ -12,7 +12,7 @@ import logging
 import pytest
 
 from edgeproxy.errors import StoreUnavailable
-from edgeproxy.service.counter_buffer import CounterBuffer
+from edgeproxy.service.counter_buffer import CounterBuffer, KeySpend
 from edgeproxy.state.store import UsageDelta
 
 
@@ -23,6 +23,7 @@ class Recorder:
         self.adds: list[UsageDelta] = []
         self.down = False
         self.added = asyncio.Event()
+        self.spends: list[KeySpend] = []
 
     async def record(self, delta: UsageDelta, expires_at: float) -> None:
         await asyncio.sleep(0)
@@ -30,6 +31,12 @@ class Recorder:
             raise StoreUnavailable("down", retry_after=1.0)
         self.adds.append(delta)
         self.added.set()
+
+    async def record_key_usage(
+        self, key_id: str, minute: int | None, tokens: int, spend_usd: float, expires_at: float
+    ) -> None:
+        await asyncio.sleep(0)
+        self.spends.append(KeySpend(key_id, minute, tokens, spend_usd))
 
 
 def buffer(store: Recorder, window_s: float = 60.0) -> CounterBuffer:
@@ -108,3 +115,18 @@ async def test_shutdown_flushes_and_logs_what_it_could_not_write(
         await counters.aclose()
     assert "usage counters lost" in caplog.text
     assert "'requests': 2" in caplog.text
+
+
+async def test_a_keys_tokens_and_spend_are_summed_per_minute() -> None:
+    store = Recorder()
+    counters = buffer(store)
+    for _ in range(4):
+        counters.add(KeySpend("k1", 10, tokens=5, spend_usd=0.25), 1.0)
+    counters.add(KeySpend("k1", None, tokens=0, spend_usd=0.5), 1.0)  # no tpm limit: no bucket
+    counters.add(UsageDelta("a", 10, successes=4), 1.0)
+    await counters.flush()
+    assert sorted(store.spends, key=lambda s: s.minute or 0) == [
+        KeySpend("k1", None, 0, 0.5),
+        KeySpend("k1", 10, 20, 1.0),
+    ]
+    assert store.adds == [UsageDelta("a", 10, successes=4)]

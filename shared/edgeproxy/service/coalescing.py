@@ -7,6 +7,7 @@ in-flight follower's) and changes three calls, nothing else:
   pool share a read that started after they arrived;
 - ``record``: summed per bucket and written once per window
   (``CounterBuffer``);
+- ``record_key_usage`` (a client key's tokens and spend): summed the same way;
 - ``admit`` without an rpm or tpm limit (it cannot be refused): buffered
   like ``record`` and answered True at once. With a limit it stays one
   conditional write per attempt, so limits stay exact.
@@ -30,7 +31,7 @@ from collections.abc import Sequence
 
 from edgeproxy.routing.access import ClientKey
 from edgeproxy.routing.snapshot import Binding, BindingKey, Circuit, PoolSnapshot, Quota
-from edgeproxy.service.counter_buffer import CounterBuffer
+from edgeproxy.service.counter_buffer import CounterBuffer, KeySpend
 from edgeproxy.service.pool_reads import PoolReads
 from edgeproxy.state.store import RequestStore, SnapshotRequest, StoredConfig, UsageDelta
 
@@ -100,7 +101,10 @@ class CoalescingStore:
     async def record_key_usage(
         self, key_id: str, minute: int | None, tokens: int, spend_usd: float, expires_at: float
     ) -> None:
-        await self._store.record_key_usage(key_id, minute, tokens, spend_usd, expires_at)
+        if self.counters is None:
+            await self._store.record_key_usage(key_id, minute, tokens, spend_usd, expires_at)
+        else:
+            self.counters.add(KeySpend(key_id, minute, tokens, spend_usd), expires_at)
 
     async def touch_client_key(self, digest: str, now: float) -> None:
         await self._store.touch_client_key(digest, now)

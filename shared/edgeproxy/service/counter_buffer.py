@@ -24,7 +24,10 @@ What is and is not promised:
   -1 to the old one. A failed newer bucket holds back the older ones.
 
 Exact admission (rpm/tpm limits) never goes through here: it is a
-conditional write per attempt (``CoalescingStore.admit``).
+conditional write per attempt (``CoalescingStore.admit``). A client key's
+tokens and spend (``KeySpend``) are summed the same way: its tpm limit and
+budget are checked on the pool read, never by a conditional write, so a
+window's delay only moves the moment a key is stopped by that window.
 """
 
 from __future__ import annotations
@@ -46,22 +49,52 @@ MAX_KEYS = 256  # pending buckets that force a flush before the window ends
 RETRY_S = 1.0  # a failed flush is retried no sooner than this
 GIVE_UP_S = 120.0  # increments still unwritten after this long are logged and dropped
 
-Bucket = tuple[str, int]  # (deployment id, minute)
+
+@dataclass(frozen=True, slots=True)
+class KeySpend:
+    """Increments of one client key: tokens in bucket ``minute`` (None: none) and spend."""
+
+    key_id: str
+    minute: int | None
+    tokens: int = 0
+    spend_usd: float = 0.0
+
+
+Delta = UsageDelta | KeySpend
+Bucket = tuple[str, str, int | None]  # (kind, deployment or key id, minute)
 
 
 @dataclass(slots=True)
 class _Pending:
-    delta: UsageDelta
+    delta: Delta
     expires_at: float
     since: float  # when its oldest increment was buffered (monotonic)
+
+
+def _bucket(delta: Delta) -> Bucket:
+    if isinstance(delta, KeySpend):
+        return ("key", delta.key_id, delta.minute)
+    return ("deployment", delta.deployment_id, delta.minute)
+
+
+def _counters(delta: Delta) -> dict[str, float]:
+    if isinstance(delta, KeySpend):
+        return {n: v for n, v in (("tokens", delta.tokens), ("spend_usd", delta.spend_usd)) if v}
+    return usage_counters(delta)
 
 
 # Every counter of a delta: the fields after ``deployment_id`` and ``minute``.
 _COUNTERS = tuple(f.name for f in dataclasses.fields(UsageDelta)[2:])
 
 
-def merged(a: UsageDelta, b: UsageDelta) -> UsageDelta:
+def merged(a: Delta, b: Delta) -> Delta:
     """The sum of two deltas of one bucket."""
+    if isinstance(a, KeySpend):
+        assert isinstance(b, KeySpend)  # one bucket holds one kind
+        return dataclasses.replace(
+            a, tokens=a.tokens + b.tokens, spend_usd=a.spend_usd + b.spend_usd
+        )
+    assert isinstance(b, UsageDelta)
     return dataclasses.replace(a, **{n: getattr(a, n) + getattr(b, n) for n in _COUNTERS})
 
 
@@ -92,11 +125,11 @@ class CounterBuffer:
         """Buckets waiting for a flush."""
         return len(self._pending)
 
-    def add(self, delta: UsageDelta, expires_at: float) -> None:
+    def add(self, delta: Delta, expires_at: float) -> None:
         """Buffer ``delta``; it is written within one window."""
-        if not usage_counters(delta):
+        if not _counters(delta):
             return
-        self._merge((delta.deployment_id, delta.minute), delta, expires_at, self._monotonic())
+        self._merge(_bucket(delta), delta, expires_at, self._monotonic())
         if self._closed:
             logger.error("usage counters recorded after shutdown were not written: %s", delta)
             self._pending.clear()
@@ -106,7 +139,7 @@ class CounterBuffer:
         else:
             self._arm(self._window)
 
-    def _merge(self, bucket: Bucket, delta: UsageDelta, expires_at: float, since: float) -> None:
+    def _merge(self, bucket: Bucket, delta: Delta, expires_at: float, since: float) -> None:
         held = self._pending.get(bucket)
         if held is None:
             self._pending[bucket] = _Pending(delta, expires_at, since)
@@ -140,24 +173,32 @@ class CounterBuffer:
             if not self._pending:
                 return False
             taken, self._pending = self._pending, {}
-            by_deployment: dict[str, list[_Pending]] = {}
-            for pending in taken.values():
-                by_deployment.setdefault(pending.delta.deployment_id, []).append(pending)
+            by_owner: dict[tuple[str, str], list[_Pending]] = {}
+            for bucket, pending in taken.items():
+                by_owner.setdefault((bucket[0], bucket[1]), []).append(pending)
             results = await asyncio.gather(
-                *(self._write_newest_first(p) for p in by_deployment.values())
+                *(self._write_newest_first(p) for p in by_owner.values())
             )
             return any(results)
 
     async def _write_newest_first(self, buckets: list[_Pending]) -> bool:
-        buckets.sort(key=lambda p: p.delta.minute, reverse=True)
+        buckets.sort(key=lambda p: -1 if p.delta.minute is None else p.delta.minute, reverse=True)
         for i, pending in enumerate(buckets):
             try:
                 self.writes += 1
-                await self._store.record(pending.delta, pending.expires_at)
+                await self._write(pending.delta, pending.expires_at)
             except StoreError as exc:
                 self._keep(buckets[i:], type(exc).__name__)
                 return True
         return False
+
+    async def _write(self, delta: Delta, expires_at: float) -> None:
+        if isinstance(delta, KeySpend):
+            await self._store.record_key_usage(
+                delta.key_id, delta.minute, delta.tokens, delta.spend_usd, expires_at
+            )
+        else:
+            await self._store.record(delta, expires_at)
 
     def _keep(self, unwritten: list[_Pending], error: str) -> None:
         now = self._monotonic()
@@ -165,8 +206,7 @@ class CounterBuffer:
             if self._closed or now - pending.since >= GIVE_UP_S:
                 _log_lost(pending.delta, error)
                 continue
-            bucket = (pending.delta.deployment_id, pending.delta.minute)
-            self._merge(bucket, pending.delta, pending.expires_at, pending.since)
+            self._merge(_bucket(pending.delta), pending.delta, pending.expires_at, pending.since)
         logger.warning("could not write usage counters (%s); kept for a retry", error)
 
     async def aclose(self) -> None:
@@ -182,11 +222,8 @@ class CounterBuffer:
             self._pending.clear()
 
 
-def _log_lost(delta: UsageDelta, error: str) -> None:
+def _log_lost(delta: Delta, error: str) -> None:
+    kind, owner, minute = _bucket(delta)
     logger.error(
-        "usage counters lost (%s): deployment=%s minute=%d %s",
-        error,
-        delta.deployment_id,
-        delta.minute,
-        usage_counters(delta),
+        "usage counters lost (%s): %s=%s minute=%s %s", error, kind, owner, minute, _counters(delta)
     )
