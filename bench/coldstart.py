@@ -94,6 +94,7 @@ def cold_start(store_url: str, table: str, repeats: int) -> dict[str, Any]:
         r["memory_after_import_mib"]["VmRSS"] for r in runs
     )
     summary["modules"] = runs[-1]["modules"]
+    summary["warm_store_calls"] = runs[-1]["warm_store_calls"]
     summary["repeats"] = repeats
     return summary
 

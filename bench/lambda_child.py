@@ -17,7 +17,10 @@ STARTED = time.monotonic()  # before any import of note
 import asyncio  # noqa: E402
 import importlib.util  # noqa: E402
 import json  # noqa: E402
+import os  # noqa: E402
 import sys  # noqa: E402
+import urllib.request  # noqa: E402
+from collections import Counter  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
@@ -45,6 +48,24 @@ def _memory() -> dict[str, float]:
     return out
 
 
+def _store_calls(method: str) -> list[list[Any]]:
+    """The bench store's call log (``DELETE`` clears it)."""
+    url = os.environ["EDGEPROXY_DYNAMODB_ENDPOINT"] + "/_bench/calls"
+    request = urllib.request.Request(url, method=method)  # noqa: S310 - loopback http://
+    with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310
+        calls: list[list[Any]] = json.load(answer)["calls"]
+    return calls
+
+
+def _per_event(calls: list[list[Any]]) -> dict[str, float]:
+    """Store calls per warm event, by operation: every one ran inside its invocation
+    (Mangum returns after the response's background writes)."""
+    ops = Counter(operation for operation, _arrived, _finished in calls)
+    out = {op: n / WARM_EVENTS for op, n in sorted(ops.items())}
+    out["total"] = sum(ops.values()) / WARM_EVENTS
+    return out
+
+
 def main(out_path: str, client_key: str) -> None:
     """Time import, first event and warm events; write them to ``out_path``."""
     asyncio.set_event_loop(asyncio.new_event_loop())
@@ -61,6 +82,7 @@ def main(out_path: str, client_key: str) -> None:
     first = time.monotonic()
     if answer.get("statusCode") != 200:
         raise SystemExit(f"the first event answered {answer.get('statusCode')}: {answer}")
+    _store_calls("DELETE")  # from here on, the warm events' calls only
     warm = []
     for _ in range(WARM_EVENTS):
         started = time.monotonic()
@@ -76,6 +98,7 @@ def main(out_path: str, client_key: str) -> None:
         "memory_after_import_mib": memory_after_import,
         "memory_after_events_mib": _memory(),
         "modules": len(sys.modules),
+        "warm_store_calls": _per_event(_store_calls("GET")),
     }
     module.handler.close()
     Path(out_path).write_text(json.dumps(result))

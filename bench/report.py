@@ -83,6 +83,18 @@ def targets(results: dict[str, Any], summary: dict[str, Any]) -> list[dict[str, 
             5,
             "< 5 ms",
         ),
+        (
+            "DynamoDB calls per request, chat c=32 (long-lived process)",
+            summary["chat_c32"]["store_calls_per_request"]["gateway"].get("total", 0.0),
+            0.5,
+            "<= 0.5",
+        ),
+        (
+            "state reads per warm Lambda event (Mangum: one request at a time)",
+            results["cold_start"]["warm_store_calls"].get("BatchGetItem", 0.0),
+            1,
+            "<= 1",
+        ),
         ("cold start: import + init + first event (s)", cold, 1, "< 1 s"),
         ("gateway RSS after load (MiB)", rss, 120, "< 120 MiB"),
     ]
@@ -207,7 +219,9 @@ def markdown(results: dict[str, Any], summary: dict[str, Any], goals: list[dict[
         f"{_f(cold['interpreter_s'], 3)} s, import + init {_f(cold['import_init_s'], 3)} s, "
         f"first event {_f(cold['first_event_s'], 3)} s, cold start total "
         f"{_f(cold['cold_start_s'], 3)} s, warm event {_f(1000 * cold['warm_event_s'])} ms, "
-        f"RSS {_f(cold['rss_after_events_mib'], 1)} MiB, {cold['modules']} modules",
+        f"RSS {_f(cold['rss_after_events_mib'], 1)} MiB, {cold['modules']} modules; "
+        "store calls per warm event, all inside the invocation: "
+        + ", ".join(f"{op} {n:.2f}" for op, n in cold["warm_store_calls"].items()),
         "",
         "| import (fresh interpreter, alone) | s |",
         "|---|---:|",

@@ -16,6 +16,7 @@ from typing import Any
 
 import aioboto3
 
+from edgeproxy.service.coalescing import CoalescingStore
 from edgeproxy.service.config_cache import ConfigCache
 from edgeproxy.service.credentials import CredentialResolver
 from edgeproxy.service.gateway import Gateway
@@ -110,6 +111,10 @@ async def build_gateway(
     stack = contextlib.AsyncExitStack()
     session = session or aioboto3.Session()
     store = await open_store(settings, stack, session)
+    # The request path's reads and counters (single-flight reads; counters flushed
+    # per window). Registered after the store: its last flush runs before the client closes.
+    requests = CoalescingStore(store, settings.coalesce_ms / 1000.0)
+    stack.push_async_callback(requests.aclose)
     http = make_http_client()
     stack.push_async_callback(http.aclose)
     credentials = open_credentials(settings, stack, session)
@@ -118,7 +123,7 @@ async def build_gateway(
     stack.push_async_callback(bedrock.aclose)
     telemetry = telemetry or NoTelemetry()
     rng = rng or random.Random()  # load spreading, not security
-    outcomes = Outcomes(store, clock, rng, telemetry)
+    outcomes = Outcomes(requests, clock, rng, telemetry)
     warn_about_auth(settings)
     keys = KeyRing(
         store,
@@ -133,7 +138,7 @@ async def build_gateway(
         store,
         upstream,
         ConfigCache(store, settings.config_ttl_seconds, clock),
-        Router(store, outcomes, credentials, clock, rng),
+        Router(requests, outcomes, credentials, clock, rng),
         outcomes,
         clock=clock,
         rng=rng,

@@ -13,6 +13,7 @@
 | ``EDGEPROXY_MAX_TOTAL_MS`` | unset | ceiling on every request's total deadline, over the configuration (set by template.yaml: 27 s behind API Gateway's 30 s limit) |
 | ``EDGEPROXY_ADMIN_KEY_REF`` | unset | credential reference (``env:``, ``ssm:``, ``secretsmanager:``) of the bootstrap admin key |
 | ``EDGEPROXY_KEY_CACHE_TTL_SECONDS`` | ``10`` | how long a process trusts a client-key lookup (a revocation reaches every instance within it) |
+| ``EDGEPROXY_COALESCE_MS`` | ``25`` (``0`` on Lambda) | flush window of the usage counters (summed, one write per deployment and minute per window) and switch of shared pool reads; ``0``: each request reads and writes on its own (the Mangum handler always) |
 | ``EDGEPROXY_AUTH`` | ``required`` | ``off``: serve ``/v1/*`` requests without a key as anonymous ``free`` callers (local demos only; ignored on Lambda) |
 """
 
@@ -44,6 +45,7 @@ class Settings:
     key_cache_ttl_seconds: float = 10.0
     auth: str = "required"
     on_lambda: bool = False
+    coalesce_ms: float = 25.0
     environ: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -54,6 +56,7 @@ class Settings:
         credential references resolve without another module reading it.
         """
         env = dict(os.environ if environ is None else environ)
+        on_lambda = bool(env.get("AWS_LAMBDA_FUNCTION_NAME"))
         return cls(
             table=env.get("EDGEPROXY_TABLE", "edgeproxy"),
             table_schema=env.get("EDGEPROXY_TABLE_SCHEMA", "pk,sk,expires_at"),
@@ -69,7 +72,8 @@ class Settings:
             admin_key_ref=env.get("EDGEPROXY_ADMIN_KEY_REF") or None,
             key_cache_ttl_seconds=float(env.get("EDGEPROXY_KEY_CACHE_TTL_SECONDS", "10")),
             auth=(env.get("EDGEPROXY_AUTH") or "required").strip().lower(),
-            on_lambda=bool(env.get("AWS_LAMBDA_FUNCTION_NAME")),
+            on_lambda=on_lambda,
+            coalesce_ms=float(env.get("EDGEPROXY_COALESCE_MS") or (0 if on_lambda else 25)),
             environ=env,
         )
 

@@ -143,3 +143,22 @@ def test_the_platform_ceiling_ends_a_stalled_call_with_the_gateways_own_504(
     assert elapsed < 10
     # Its outcome was recorded inside the invocation: the attempt is no longer in flight.
     assert table.inflight("a") == 0
+
+
+def test_the_proxy_handler_leaves_no_counter_for_later(
+    environment: ThreadPoolExecutor, monkeypatch: pytest.MonkeyPatch, table: TableView
+) -> None:
+    # Lambda freezes the process when the invocation returns: whatever the setting says,
+    # the Mangum handler writes its counters inside the invocation (none is buffered).
+    monkeypatch.setenv("EDGEPROXY_COALESCE_MS", "600000")
+    module = environment.submit(load, "proxy", "lambda_proxy_uncoalesced").result()
+    try:
+        event = json.loads((EVENTS / "chat.json").read_text())
+        for _ in range(3):
+            response = environment.submit(module.handler, event, Context()).result(timeout=20)
+            assert response["statusCode"] == 200
+        # Read at once, no polling: the last invocation returned after its writes.
+        counts = [table.usage_total("a", c) for c in ("requests", "successes", "inflight")]
+    finally:
+        environment.submit(module.handler.close).result()
+    assert counts == [3, 3, 0]

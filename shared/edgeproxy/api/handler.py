@@ -9,6 +9,7 @@ path: its SDK costs about a third of a second at init.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from typing import Any
 
@@ -61,7 +62,8 @@ def build_handler(settings: Settings | None = None) -> Entrypoint:
 
     >>> handler = build_handler()  # in functions/proxy/app.py, at import time
     """
-    settings = settings or Settings.from_env()
+    # One request at a time, frozen when it returns: no counter may wait for a later flush.
+    settings = dataclasses.replace(settings or Settings.from_env(), coalesce_ms=0)
     logger = Logger(service="edgeproxy", level=settings.log_level)
     # The package logs through the standard library; give it Powertools' JSON formatter.
     copy_config_to_registered_loggers(source_logger=logger, include={"edgeproxy"})

@@ -26,87 +26,35 @@ and the pool item (its generation) unless a binding is read.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from edgeproxy.routing.snapshot import PoolSnapshot
-from edgeproxy.state import items, keys
-from edgeproxy.state.key_items import key_usage_from
+from edgeproxy.state import items, keys, pool_read
 from edgeproxy.state.schema import TableSchema
 from edgeproxy.state.store import SnapshotRequest, StoredConfig
 from edgeproxy.state.table import Table
 
 
 class DynamoReads:
-    """``read_pool`` and ``load_config`` (mixed into ``DynamoStore``)."""
+    """``read_pool(s)`` and ``load_config`` (mixed into ``DynamoStore``)."""
 
     _table: Table
     _schema: TableSchema
 
     async def read_pool(self, request: SnapshotRequest) -> PoolSnapshot:
-        """Circuits, the last two usage buckets, health, capacity, binding, generation, quotas.
+        """Circuits, the usage buckets asked for, health, capacity, binding, generation, quotas.
 
         With ``request.key_id``, also the client key's minute bucket and spend
         (its tpm limit and budget are checked on the same read).
         """
-        minutes: tuple[int, ...] = (request.minute - 1, request.minute)
-        if not request.previous_minute:
-            minutes = (request.minute,)
-        deps = list(request.deployment_ids)
-        counted = deps if request.usage_ids is None else list(request.usage_ids)
-        wanted = [keys.circuit_key(d) for d in deps]
-        wanted += [keys.health_key(d) for d in deps]
-        wanted += [keys.usage_key(d, m) for d in counted for m in minutes]
-        wanted += [keys.capacity_key(d) for d in request.domains]
-        wanted += [keys.quota_key(c) for c in request.credentials]
-        if request.binding is not None:
-            # The pool's generation only decides whether the binding is still valid.
-            wanted += [keys.binding_key(request.binding), keys.pool_key(request.pool)]
-        if request.key_id is not None:
-            key_bucket = keys.key_usage_key(request.key_id, request.minute)
-            wanted += [key_bucket, keys.key_spend_key(request.key_id)]
-        found = await self._table.batch_get(wanted, consistent=False)
-        key_usage = None
-        if request.key_id is not None:
-            key_usage = key_usage_from(
-                request.minute,
-                found.get(key_bucket, {}),
-                found.get(keys.key_spend_key(request.key_id), {}),
-            )
+        return (await self.read_pools([request]))[0]
 
-        binding = None
-        if request.binding is not None and (k := keys.binding_key(request.binding)) in found:
-            binding = items.binding_from(request.binding, found[k], self._schema.ttl)
-        return PoolSnapshot(
-            circuits={
-                d: items.circuit_from(d, found[k])
-                for d in deps
-                if (k := keys.circuit_key(d)) in found
-            },
-            capacities={
-                d: items.capacity_from(d, found[k])
-                for d in request.domains
-                if (k := keys.capacity_key(d)) in found
-            },
-            usage={
-                d: [
-                    items.usage_from(d, m, found[k])
-                    for m in minutes
-                    if (k := keys.usage_key(d, m)) in found
-                ]
-                for d in counted
-            },
-            health={
-                d: items.health_from(d, found[k])
-                for d in deps
-                if (k := keys.health_key(d)) in found
-            },
-            binding=binding,
-            pool_generation=items.get_int(found.get(keys.pool_key(request.pool), {}), "generation"),
-            quotas={
-                c: items.quota_status_from(c, found[k])
-                for c in request.credentials
-                if (k := keys.quota_key(c)) in found
-            },
-            key_usage=key_usage,
+    async def read_pools(self, requests: Sequence[SnapshotRequest]) -> list[PoolSnapshot]:
+        """Several requests' snapshots from one (eventually consistent) read of their keys."""
+        found = await self._table.batch_get(
+            (k for r in requests for k in pool_read.wanted(r)), consistent=False
         )
+        return [pool_read.snapshot(r, found, self._schema) for r in requests]
 
     async def load_config(self) -> StoredConfig | None:
         """The stored configuration document, or None if none was saved."""

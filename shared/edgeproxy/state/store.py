@@ -7,7 +7,7 @@ split by audience, so each caller depends on what it uses only:
     ConfigSource   load_config                       every audience
     KeyStore       get_client_key, admit_key,        the request path's key check
                    record_key_usage, touch_client_key
-    RequestStore   read_pool, admit, record,         the request path (router, outcomes)
+    RequestStore   read_pool(s), admit, record,      the request path (router, outcomes)
                    write_circuit, extend_capacity,
                    put_binding, delete_binding,
                    count_rejection, clear_rejections, KeyStore
@@ -101,6 +101,10 @@ class RequestStore(ConfigSource, KeyStore, QuotaSink, Protocol):
         Items whose lease or TTL has passed are still returned as stored; the
         pure core ignores what has expired (TTL deletion is lazy).
         """
+        ...
+
+    async def read_pools(self, requests: Sequence[SnapshotRequest]) -> list[PoolSnapshot]:
+        """``read_pool`` of several requests from one read of the union of their items."""
         ...
 
     async def admit(

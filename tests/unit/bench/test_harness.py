@@ -70,13 +70,16 @@ def _results(added_p50: float, rtt: float) -> tuple[dict[str, Any], dict[str, An
     summary = {
         "store_rtt_ms": {"BatchGetItem": rtt},
         "chat_c1": {"p50": {"added": added_p50}},
-        "chat_c32": {"cpu_ms_per_request": {"gateway": {"gateway": 1.0}}},
+        "chat_c32": {
+            "cpu_ms_per_request": {"gateway": {"gateway": 1.0}},
+            "store_calls_per_request": {"gateway": {"total": 0.5}},
+        },
         "stream_c1": {"ttft_p50": {"added": 4.0}},
         "stream_c8": {"ttft_p50": {"added": 6.0}},
     }
     results = {
         "critical_path": {"chat": {"critical_per_request": 2.0}},
-        "cold_start": {"cold_start_s": 0.5},
+        "cold_start": {"cold_start_s": 0.5, "warm_store_calls": {"BatchGetItem": 1.0}},
         "memory_mib": {"gateway": {"VmRSS": 100.0}},
     }
     return results, summary
@@ -89,6 +92,8 @@ def test_targets_pass_at_the_limit_and_miss_past_it() -> None:
     assert verdicts["DynamoDB calls on the critical path (chat)"] is True
     assert verdicts["streaming: added time to first token, p50, c=8 (ms)"] is False
     assert verdicts["streaming: added time to first token, p50, c=1 (ms, no store queueing)"]
+    assert verdicts["DynamoDB calls per request, chat c=32 (long-lived process)"] is True
+    assert verdicts["state reads per warm Lambda event (Mangum: one request at a time)"] is True
     results, summary = _results(added_p50=16.5, rtt=10.0)
     verdicts = {t["target"]: t["pass"] for t in targets(results, summary)}
     assert verdicts["added p50 latency, chat c=1 (ms)"] is False
