@@ -85,6 +85,7 @@ def measure(target: Target, phase: tuple[str, int, bool], seconds: float, tool: 
     if target.stack is not None:
         target.stack.store_calls(clear=True)
     cpu = tree_cpu_seconds(target.pids)
+    own = tree_cpu_seconds(target.pids[:1])
     if stream or tool is None:
         samples = asyncio.run(client.closed_loop(target.url, call, connections, seconds))
         out = _sample_stats(samples, seconds, stream)
@@ -94,6 +95,9 @@ def measure(target: Target, phase: tuple[str, int, bool], seconds: float, tool: 
     requests = max(1, out["requests"])
     out["cpu_ms_per_request"] = 1000 * (tree_cpu_seconds(target.pids) - cpu) / requests
     if target.stack is not None:
+        out["gateway_cpu_ms_per_request"] = (
+            1000 * (tree_cpu_seconds(target.pids[:1]) - own) / requests
+        )
         log = target.stack.store_calls(clear=True)
         out["store_calls_per_request"] = len(log["calls"]) / requests
         out["units_per_request"] = [u / requests for u in log.get("units", [0.0, 0.0])]
