@@ -62,6 +62,14 @@ def figures(results: dict[str, Any]) -> dict[str, dict[str, float]]:
         row["rss_mib"] = results.get("rss_mib", {}).get(target, math.nan)
         if target in results.get("gateway_rss_mib", {}):
             row["gateway_rss_mib"] = results["gateway_rss_mib"][target]
+        failed = sum(
+            r[p][target].get("failed", 0) for r in results["rounds"] for p in r if target in r[p]
+        )
+        total = sum(
+            r[p][target].get("requests", 0) for r in results["rounds"] for p in r if target in r[p]
+        )
+        if failed:
+            row["failed_pct"] = 100 * failed / max(1, total)
         for phase in ("chat_c1", "chat_c32"):
             own = [
                 r[phase][target]["gateway_cpu_ms_per_request"]
@@ -129,6 +137,7 @@ def table(rows: dict[str, dict[str, float]]) -> list[str]:
     for key, title in (
         ("gateway_cpu_c1", "gateway process alone: CPU per request, c=1 (ms)"),
         ("gateway_cpu_c32", "gateway process alone: CPU per request, c=32 (ms)"),
+        ("failed_pct", "requests failed (%, all phases)"),
         ("store_calls_c1", "store calls per request, c=1"),
         ("store_calls_c32", "store calls per request, c=32"),
         ("rcu_c32", "read units per request (est.), c=32"),
