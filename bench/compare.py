@@ -87,8 +87,10 @@ def measure(target: Target, phase: tuple[str, int, bool], seconds: float, tool: 
     cpu = tree_cpu_seconds(target.pids)
     own = tree_cpu_seconds(target.pids[:1])
     if stream or tool is None:
-        samples = asyncio.run(client.closed_loop(target.url, call, connections, seconds))
+        failed = [0]
+        samples = asyncio.run(client.closed_loop(target.url, call, connections, seconds, failed))
         out = _sample_stats(samples, seconds, stream)
+        out["failed"] = failed[0]
     else:
         # Not strict: a failed request is counted and reported, not the end of the run
         # (the embedded store's 2 s call deadline can run out in its queue at c=32).
@@ -213,7 +215,7 @@ def run(plan: argparse.Namespace, tool: str | None) -> dict[str, Any]:
 def _warm(target: Target, seconds: float) -> None:
     for _name, connections, stream in PHASES:
         call = target.call(stream)
-        asyncio.run(client.closed_loop(target.url, call, connections, seconds))
+        asyncio.run(client.closed_loop(target.url, call, connections, seconds, [0]))
 
 
 def _progress(index: int, phase: str, row: dict[str, dict[str, Any]]) -> None:
@@ -247,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="1 round of 2 s (wiring check)")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--seconds", type=float, default=4.0)
     parser.add_argument("--no-litellm", action="store_true", help="skip LiteLLM and Redis")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     plan = parser.parse_args(argv)
