@@ -105,7 +105,10 @@ def measure(target: Target, phase: tuple[str, int, bool], seconds: float, tool: 
         )
         log = target.stack.store_calls(clear=True)
         out["store_calls_per_request"] = len(log["calls"]) / requests
-        out["units_per_request"] = [u / requests for u in log.get("units", [0.0, 0.0])]
+        units = log.get("units", [0.0, 0.0])
+        if isinstance(units, dict):  # {"read": r, "write": w}, as bench.units may report them
+            units = [units.get("read", 0.0), units.get("write", 0.0)]
+        out["units_per_request"] = [u / requests for u in units]
     return out
 
 
