@@ -13,8 +13,12 @@ SAM_STAMP   := $(SAM_VENV)/.installed-$(SAM_VERSION)
 # pytest-xdist workers: most tests wait on sockets, so more workers than cores pays
 # (one test file per worker: a file's servers and the sam build are started once).
 TEST_WORKERS ?= 3
+# LiteLLM's proxy, for `make bench-compare` only: its own venv, cached the same way.
+LITELLM_VERSION := 1.108.7
+LITELLM_VENV    ?= $(HOME)/.cache/edgeproxy/litellm-$(LITELLM_VERSION)
+LITELLM_STAMP   := $(LITELLM_VENV)/.installed-$(LITELLM_VERSION)
 
-.PHONY: run test lint typecheck unit bench bench-smoke build deploy validate clean
+.PHONY: run test lint typecheck unit bench bench-smoke bench-compare build deploy validate clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -57,6 +61,20 @@ bench: $(STAMP)
 
 bench-smoke: $(STAMP)
 	$(BIN)/python bench/run.py --smoke
+
+$(LITELLM_STAMP):
+	mkdir -p $(dir $(LITELLM_VENV))
+	test -x $(LITELLM_VENV)/bin/python || $(PYTHON) -m venv $(LITELLM_VENV)
+	$(LITELLM_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(LITELLM_VENV)/bin/python -m pip install --quiet 'litellm[proxy]==$(LITELLM_VERSION)'
+	rm -f $(LITELLM_VENV)/.installed-*
+	touch $(LITELLM_STAMP)
+
+## Side by side: direct, a bare pass-through, LiteLLM (in-memory, + Redis), edgeproxy (embedded, stub store).
+## The two venvs install side by side (-j2): a fresh clone's first run stays under 15 minutes.
+bench-compare:
+	$(MAKE) --no-print-directory -j2 $(STAMP) $(LITELLM_STAMP)
+	LITELLM_VERSION=$(LITELLM_VERSION) LITELLM_VENV=$(LITELLM_VENV) $(BIN)/python bench/compare.py
 
 ## Build the deployable artifact (.aws-sam/build) for the template's architecture (arm64).
 build: $(SAM_STAMP)

@@ -118,8 +118,13 @@ def _has_content(event: bytes) -> bool:
     return bool((choices[0].get("delta") or {}).get("content"))
 
 
-async def closed_loop(url: str, call: Call, concurrency: int, seconds: float) -> list[Sample]:
-    """``concurrency`` connections, each sending its next request when the last one ends."""
+async def closed_loop(
+    url: str, call: Call, concurrency: int, seconds: float, failed: list[int] | None = None
+) -> list[Sample]:
+    """``concurrency`` connections, each sending its next request when the last one ends.
+
+    A non-200 answer raises, unless ``failed`` is given: then it is counted in ``failed[0]``.
+    """
     deadline = time.monotonic() + seconds
     samples: list[Sample] = []
 
@@ -127,7 +132,12 @@ async def closed_loop(url: str, call: Call, concurrency: int, seconds: float) ->
         conn = Connection(url)
         try:
             while time.monotonic() < deadline:
-                samples.append(await conn.request(call))
+                try:
+                    samples.append(await conn.request(call))
+                except RuntimeError:
+                    if failed is None:
+                        raise
+                    failed[0] += 1
         finally:
             await conn.close()
 

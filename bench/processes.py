@@ -28,7 +28,9 @@ from typing import Any
 
 from bench.workloads import gateway_config
 from edgeproxy.config.loader import parse_config
+from edgeproxy_dev.dynamo_server import create_table
 from edgeproxy_dev.runner import MOCK_KEY, local_settings, store_config
+from edgeproxy_dev.template import default_template_path
 
 ROOT = Path(__file__).resolve().parents[1]
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -41,11 +43,18 @@ def _die_with_parent() -> None:
 
 
 def spawn(
-    args: list[str], pattern: str, env: dict[str, str] | None = None
+    args: list[str],
+    pattern: str,
+    env: dict[str, str] | None = None,
+    program: str = sys.executable,
+    timeout_s: float = START_TIMEOUT_S,
 ) -> tuple[subprocess.Popen[str], re.Match[str]]:
-    """Start ``python args...`` at the repo root; wait for a stdout line matching ``pattern``."""
+    """Start ``program args...`` at the repo root; wait for an output line matching ``pattern``.
+
+    ``program`` is our own interpreter unless told otherwise (LiteLLM's CLI).
+    """
     proc = subprocess.Popen(  # noqa: S603 - our own interpreter and modules
-        [sys.executable, *args],
+        [program, *args],
         cwd=ROOT,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -55,7 +64,7 @@ def spawn(
         preexec_fn=_die_with_parent,  # only a prctl call: safe before exec
     )
     assert proc.stdout is not None
-    deadline = time.monotonic() + START_TIMEOUT_S
+    deadline = time.monotonic() + timeout_s
     seen: list[str] = []
     for line in proc.stdout:
         seen.append(line)
@@ -95,6 +104,44 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
 
 
+def tree(pid: int) -> list[int]:
+    """``pid`` and every live descendant (from /proc/<pid>/task/*/children)."""
+    out, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        out.append(current)
+        for task in Path(f"/proc/{current}/task").glob("*"):
+            try:
+                todo += [int(c) for c in (task / "children").read_text().split()]
+            except OSError:
+                continue
+    return out
+
+
+def tree_cpu_seconds(pids: list[int]) -> float:
+    """CPU seconds of ``pids`` and their descendants (processes gone count as 0)."""
+    total = 0.0
+    for root in pids:
+        for pid in tree(root):
+            try:
+                total += cpu_seconds(pid)
+            except OSError:
+                continue
+    return total
+
+
+def tree_rss_mib(pids: list[int]) -> float:
+    """Summed VmRSS (MiB) of ``pids`` and their descendants."""
+    total = 0.0
+    for root in pids:
+        for pid in tree(root):
+            try:
+                total += memory_mib(pid).get("VmRSS", 0.0)
+            except OSError:
+                continue
+    return total
+
+
 def memory_mib(pid: int) -> dict[str, float]:
     """Current (VmRSS) and peak (VmHWM) resident memory in MiB."""
     out: dict[str, float] = {}
@@ -103,6 +150,12 @@ def memory_mib(pid: int) -> dict[str, float]:
         if name in ("VmRSS", "VmHWM"):
             out[name] = int(value.split()[0]) / 1024
     return out
+
+
+def _post(url: str) -> None:
+    request = urllib.request.Request(url, data=b"", method="POST")  # noqa: S310 - loopback
+    with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310
+        answer.read()
 
 
 @dataclass
@@ -116,18 +169,28 @@ class Stack:
     procs: dict[str, subprocess.Popen[str]] = field(default_factory=dict)
 
     @classmethod
-    def start(cls, table: str) -> Stack:
-        """Start the three processes and store the benchmark configuration."""
+    def start(
+        cls, table: str, stub: bool = False, upstream_ports: tuple[int, int] | None = None
+    ) -> Stack:
+        """Start the processes and store the benchmark configuration.
+
+        ``stub``: the store can be armed (``arm_stub``) to answer instantly (``store_server``).
+        ``upstream_ports``: use mocks already running there instead of starting them.
+        """
         procs: dict[str, subprocess.Popen[str]] = {}
         try:
             procs["store"], found = spawn(
-                ["-m", "bench.store_server", table], r"store on (http://\S+)"
+                ["-m", "bench.store_server", *(["--stub"] if stub else [])],
+                r"store on (http://\S+)",
             )
             store_url = found.group(1)
-            procs["upstream"], found = spawn(
-                ["-m", "bench.upstream_server", MOCK_KEY], r"upstream on (\d+) (\d+)"
-            )
-            ports = (int(found.group(1)), int(found.group(2)))
+            create_table(store_url, table, default_template_path())
+            if upstream_ports is None:
+                procs["upstream"], found = spawn(
+                    ["-m", "bench.upstream_server", MOCK_KEY], r"upstream on (\d+) (\d+)"
+                )
+                upstream_ports = (int(found.group(1)), int(found.group(2)))
+            ports = upstream_ports
             config = parse_config(gateway_config(ports), "bench configuration")
             asyncio.run(store_config(local_settings(store_url, table), config))
             procs["gateway"], found = spawn(
@@ -143,6 +206,14 @@ class Stack:
                 stop(proc)
             raise
         return cls(store_url, ports, found.group(1), table, procs)
+
+    def arm_stub(self) -> None:
+        """From now on a stub store answers at once, its state as it is now (warm it first)."""
+        _post(self.store_url + "/_bench/stub")
+
+    def pids(self) -> list[int]:
+        """The gateway's and the store's process ids (what edgeproxy costs)."""
+        return [self.procs["gateway"].pid, self.procs["store"].pid]
 
     def pid(self, name: str) -> int:
         """The process id of ``store``, ``upstream`` or ``gateway``."""

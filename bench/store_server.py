@@ -1,85 +1,156 @@
-"""The embedded DynamoDB in its own process, with a log of every call it answers.
+"""The benchmark's store in its own process: the embedded DynamoDB or an instant stub, with a call log.
 
-Run as ``python -m bench.store_server TABLE``: prints ``store on URL`` once the
-table exists, then serves until stdin closes (so it dies with the harness).
+Run as ``python -m bench.store_server [--stub]``: prints ``store on URL`` once
+it listens (the harness then creates the table), and serves until stdin closes
+(so it dies with the harness). It is the same front end and moto backend as
+``make run`` (``edgeproxy_dev.dynamo_process``): one event loop, kept-alive
+connections, one request at a time.
 
 Every DynamoDB call is logged with its operation (from ``X-Amz-Target``), the
-``time.monotonic()`` at which it arrived and at which moto finished it.
+``time.monotonic()`` at which it arrived and at which it was answered.
 CLOCK_MONOTONIC is system-wide on Linux, so the harness can place each call
-before or after the moment its client saw a response end. The log and one
-sample request body per operation, and the read and write capacity units
-the calls would cost on DynamoDB (``bench.units``), are served on ``GET /_bench/calls`` (the
-DynamoDB protocol only uses ``POST /``, so the path cannot collide).
+before or after the moment its client saw a response end. The log, one sample
+request body per operation and the estimated read/write units (see ``units``)
+are served on ``GET /_bench/calls`` (the DynamoDB protocol only uses
+``POST /``, so the path cannot collide); ``DELETE`` also clears them.
+
+``--stub``: once ``POST /_bench/stub`` arms it (after the harness stored the
+configuration), the store answers at once, without moto: a write gets ``{}``
+(success, nothing applied), a read the answer moto gave to the same request
+body (asked once, then replayed). The state then stays as it was when armed;
+what is left is the client's own cost, the gateway's part of every call.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import math
+import os
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from bench.units import capacity_units
-from edgeproxy_dev.dynamo_server import EmbeddedDynamo, create_table
-from edgeproxy_dev.template import default_template_path
+from edgeproxy_dev.dynamo_process import backend_app, run
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 CONTROL_PATH = "/_bench/calls"
+STUB_PATH = "/_bench/stub"
 TARGET_PREFIX = "DynamoDB_20120810."
+WRITES = {"UpdateItem", "PutItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"}
+_JSON = [("Content-Type", "application/x-amz-json-1.0")]
+
+
+def units(operation: str, request: bytes, response: bytes) -> tuple[float, float]:
+    """Estimated (read, write) capacity units of one call, as DynamoDB would charge them.
+
+    Reads: per item returned, ceil(size / 4 KiB), halved unless strongly
+    consistent (``ConsistentRead``). Writes: ceil(size / 1 KiB) per item of the
+    request, twice in a transaction. Sizes are the JSON lengths: a slight
+    overestimate of DynamoDB's attribute sizes, and never below one unit.
+    """
+    try:
+        body = json.loads(request or b"{}")
+    except ValueError:
+        return 0.0, 0.0
+    if operation in ("BatchGetItem", "GetItem", "Query"):
+        try:
+            answer = json.loads(response or b"{}")
+        except ValueError:
+            return 0.0, 0.0
+        if operation == "BatchGetItem":
+            found = [i for items in answer.get("Responses", {}).values() for i in items]
+            asked = body.get("RequestItems", {}).values()
+            strong = any(r.get("ConsistentRead") for r in asked)
+        else:
+            found = [answer["Item"]] if "Item" in answer else answer.get("Items", [])
+            strong = bool(body.get("ConsistentRead"))
+        read = sum(math.ceil(len(json.dumps(i)) / 4096) for i in found) or 1
+        return float(read if strong else read / 2), 0.0
+    if operation in ("UpdateItem", "PutItem", "DeleteItem"):
+        return 0.0, float(max(1, math.ceil(len(request) / 1024)))
+    if operation == "TransactWriteItems":
+        items = body.get("TransactItems", [])
+        return 0.0, float(2 * sum(max(1, math.ceil(len(json.dumps(i)) / 1024)) for i in items))
+    return 0.0, 0.0
 
 
 class CallLog:
-    """A WSGI wrapper that logs each DynamoDB call around the wrapped app."""
+    """A WSGI wrapper that logs each DynamoDB call around the wrapped app (or the stub)."""
 
-    def __init__(self, app: WSGIApp) -> None:
+    def __init__(self, app: WSGIApp, stub: bool = False) -> None:
         self._app = app
-        self._lock = threading.Lock()
+        self._stub = stub
+        self.armed = False
+        self._replies: dict[bytes, tuple[str, bytes]] = {}
         self.calls: list[tuple[str, float, float]] = []
+        self.units = [0.0, 0.0]
         self.samples: dict[str, str] = {}
-        self.units = {"read": 0.0, "write": 0.0}  # DynamoDB capacity units the calls would cost
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
-        if environ.get("PATH_INFO") == CONTROL_PATH:
+        path = environ.get("PATH_INFO")
+        if path == CONTROL_PATH:
             return self._control(environ, start_response)
+        if path == STUB_PATH:
+            self.armed = self._stub
+            return self._json(start_response, {"armed": self.armed})
         arrived = time.monotonic()
         operation = str(environ.get("HTTP_X_AMZ_TARGET", "?")).removeprefix(TARGET_PREFIX)
-        length = int(environ.get("CONTENT_LENGTH") or 0)
-        body = environ["wsgi.input"].read(length)
-        environ["wsgi.input"] = _Body(body)
-        if operation not in self.samples:
-            # Keep one body per operation so the harness can replay it for the store's RTT.
-            self.samples[operation] = body.decode()
-        read, write = capacity_units(operation, body)
-        answer = list(self._app(environ, start_response))
-        with self._lock:
-            self.calls.append((operation, arrived, time.monotonic()))
-            self.units["read"] += read
-            self.units["write"] += write
-        return answer
+        body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+        # Keep one body per operation so the harness can replay it for the store's RTT.
+        self.samples.setdefault(operation, body.decode())
+        if self.armed and operation in WRITES:
+            status, answer = "200 OK", b"{}"
+            start_response(status, _JSON)
+        elif self.armed and body in self._replies:
+            status, answer = self._replies[body]
+            start_response(status, _JSON)
+        else:
+            environ["wsgi.input"] = _Body(body)
+            seen: list[str] = []
+
+            def capture(status: str, headers: list[tuple[str, str]], *exc: Any) -> Any:
+                seen.append(status)
+                return start_response(status, headers, *exc)
+
+            answer = b"".join(self._app(environ, capture))
+            if self.armed and operation not in WRITES:
+                self._replies[body] = (seen[-1], answer)
+        read, write = units(operation, body, answer)
+        self.units[0] += read
+        self.units[1] += write
+        self.calls.append((operation, arrived, time.monotonic()))
+        return [answer]
 
     def _control(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
-        with self._lock:
-            calls, units = list(self.calls), dict(self.units)
-            if environ.get("REQUEST_METHOD") == "DELETE":
-                self.calls.clear()
-                self.units = {"read": 0.0, "write": 0.0}
-        body = json.dumps({"calls": calls, "samples": self.samples, "units": units}).encode()
-        start_response(
-            "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
-        )
+        read, write = self.units
+        data = {
+            "calls": list(self.calls),
+            "samples": self.samples,
+            "units": {"read": read, "write": write},
+        }
+        if environ.get("REQUEST_METHOD") == "DELETE":
+            self.calls.clear()
+            self.units = [0.0, 0.0]
+        return self._json(start_response, data)
+
+    @staticmethod
+    def _json(start_response: Callable[..., Any], data: Any) -> list[bytes]:
+        body = json.dumps(data).encode()
+        start_response("200 OK", [("Content-Type", "application/json")])
         return [body]
 
 
 class _Body:
-    """A re-readable request body (the sample was read before moto saw it)."""
+    """A re-readable request body (the log read it before moto sees it)."""
 
     def __init__(self, data: bytes) -> None:
         self._data = data
         self._offset = 0
 
-    def read(self, size: int = -1) -> bytes:
+    def read(self, size: int | None = -1) -> bytes:
         end = len(self._data) if size is None or size < 0 else self._offset + size
         chunk = self._data[self._offset : end]
         self._offset += len(chunk)
@@ -87,18 +158,12 @@ class _Body:
 
 
 def main(argv: list[str]) -> None:
-    """Serve the embedded DynamoDB with a call log until stdin closes."""
-    table = argv[0]
-    dynamo = EmbeddedDynamo()
-    endpoint = dynamo.start()
-    server: Any = dynamo._server  # the werkzeug server reads .app on every request
-    server.app = CallLog(server.app)
-    create_table(endpoint, table, default_template_path())
-    print(f"store on {endpoint}", flush=True)
-    try:
-        sys.stdin.read()
-    finally:
-        dynamo.stop()
+    """Serve the logged store (``--stub``: the instant stub once armed) until stdin closes."""
+    app = CallLog(backend_app(), stub="--stub" in argv)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(run(app, 0, banner="store on "))
+    sys.stdout.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """``make run``: a working gateway on a laptop, with nothing but this repository.
 
-Starts the embedded DynamoDB (linearizable moto), creates the state table
+Starts the embedded DynamoDB (linearizable moto in a process of its own,
+kept-alive connections; Ctrl-C stops it with the rest), creates the state table
 from template.yaml, starts the mock upstreams the example configuration
 points at, stores the configuration, mints the keys (a bootstrap admin key,
 passed as the credential reference ``env:EDGEPROXY_LOCAL_ADMIN_KEY`` as the
@@ -195,6 +196,9 @@ def main(argv: list[str] | None = None) -> None:
         help="serve on an existing table (--dynamo-endpoint, --table); start nothing else",
     )
     parser.add_argument("--dynamo-endpoint", default=None)
+    parser.add_argument(
+        "--dynamo-port", type=int, default=0, help="port of the embedded DynamoDB (0: a free one)"
+    )
     parser.add_argument("--table", default=TABLE)
     parser.add_argument(
         "--clock-control",
@@ -211,7 +215,7 @@ def main(argv: list[str] | None = None) -> None:
     from edgeproxy_dev.dynamo_server import EmbeddedDynamo, create_table  # local runs only
 
     config = load_config_file(args.config)
-    with EmbeddedDynamo() as dynamo, mock_upstreams(config):
+    with EmbeddedDynamo(port=args.dynamo_port) as dynamo, mock_upstreams(config):
         create_table(dynamo.endpoint_url, TABLE, default_template_path())
         settings, admin_key = with_admin_key(local_settings(dynamo.endpoint_url))
         asyncio.run(store_config(settings, config))

@@ -2,7 +2,8 @@
 
 moto's plain threaded server does not (probes lost up to 9 of 1600 ADDs and
 let a limit of 100 admit 101); every race test in the contract suite relies on
-this. Without the lock, the ADD test fails in about two runs of three.
+this. Without one-at-a-time serving (dynamo_front runs each request inline on
+one event loop), the ADD test fails in about two runs of three.
 """
 
 from __future__ import annotations
