@@ -60,6 +60,8 @@ def lambda_env(
         "AWS_SECRET_ACCESS_KEY": DUMMY_CREDENTIALS["aws_secret_access_key"],
         "POWERTOOLS_METRICS_NAMESPACE": "edgeproxy-test",
         "POWERTOOLS_SERVICE_NAME": "edgeproxy",
+        # Every function has it on Lambda: the settings' Lambda defaults apply (no coalescing).
+        "AWS_LAMBDA_FUNCTION_NAME": "edgeproxy-test",
     }
 
 

@@ -54,7 +54,9 @@ async def test_concurrent_requests_share_reads_that_started_after_they_asked(
     shared = CoalescingStore(logged, 0.025)
 
     async def one(caller: int) -> tuple[float, PoolSnapshot]:
-        await asyncio.sleep(caller * 0.002)  # arrivals spread over the reads
+        # Eight arrival instants of eight requests each, spread over the reads: however
+        # fast a read is, the requests of one instant share one, so at most 16 reads.
+        await asyncio.sleep((caller // 8) * 0.004)
         asked = time.monotonic()
         return asked, await shared.read_pool(_request(caller))
 
