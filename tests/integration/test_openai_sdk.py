@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 
 import httpx
 import openai
@@ -25,8 +26,12 @@ def gateway(start_gateway, upstream_a: MockUpstream) -> GatewayServer:
 
 
 @pytest.fixture
-def client(gateway: GatewayServer) -> openai.OpenAI:
-    return openai.OpenAI(base_url=gateway.base_url + "/v1", api_key="sk-caller", max_retries=0)
+def client(gateway: GatewayServer) -> Iterator[openai.OpenAI]:
+    # Closed after the test: a stream left half-read must not leave its socket to the GC.
+    with openai.OpenAI(
+        base_url=gateway.base_url + "/v1", api_key="sk-caller", max_retries=0
+    ) as sdk:
+        yield sdk
 
 
 def test_chat_answers_from_the_upstream(client: openai.OpenAI, upstream_a: MockUpstream) -> None:

@@ -9,6 +9,7 @@ a function call and then the call's output, in JSON and as a stream.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import openai
@@ -69,8 +70,12 @@ def gateway(start_gateway, upstreams: dict[str, MockUpstream]) -> GatewayServer:
 
 
 @pytest.fixture
-def client(gateway: GatewayServer) -> openai.OpenAI:
-    return openai.OpenAI(base_url=gateway.base_url + "/v1", api_key="sk-caller", max_retries=0)
+def client(gateway: GatewayServer) -> Iterator[openai.OpenAI]:
+    # Closed after the test: a stream left half-read must not leave its socket to the GC.
+    with openai.OpenAI(
+        base_url=gateway.base_url + "/v1", api_key="sk-caller", max_retries=0
+    ) as sdk:
+        yield sdk
 
 
 def model_requests(upstream: MockUpstream) -> list[dict[str, Any]]:

@@ -50,6 +50,21 @@ def _mapped() -> Iterator[None]:
         raise httpx.InvalidURL("the upstream URL is not valid") from exc
 
 
+def _buffered(content: aiohttp.StreamReader) -> bytes:
+    """The bytes received before the error aiohttp set on ``content`` (every public
+    reader raises that error first, so its buffer is read with the error set aside)."""
+    error = content.exception()
+    if error is None:
+        return b""
+    content._exception = None  # aiohttp has no public way to the buffered bytes
+    try:
+        return content.read_nowait()
+    except RuntimeError:  # another reader is waiting: nothing is ours to take
+        return b""
+    finally:
+        content.set_exception(error)
+
+
 class _Body(httpx.AsyncByteStream):
     """A response body as it arrives (no buffering: every byte resets an idle timer)."""
 
@@ -57,8 +72,20 @@ class _Body(httpx.AsyncByteStream):
         self._response = response
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
+        content = self._response.content
         with _mapped():
-            async for chunk in self._response.content.iter_any():
+            while True:
+                try:
+                    chunk = await content.readany()
+                except (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError):
+                    # aiohttp raises a dropped connection ahead of the bytes that came
+                    # with it; a cut stream's last events are part of the answer.
+                    rest = _buffered(content)
+                    if rest:
+                        yield rest
+                    raise
+                if not chunk:
+                    return
                 yield chunk
 
     async def aclose(self) -> None:

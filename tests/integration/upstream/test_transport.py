@@ -103,3 +103,39 @@ async def test_a_silent_upstream_is_a_read_timeout() -> None:
     finally:
         await client.aclose()
         listener.close()
+
+
+async def test_the_bytes_that_arrived_with_a_drop_are_read_before_its_error() -> None:
+    # Headers, one SSE event and the FIN in one write: the client sees data and EOF at once.
+    # aiohttp's readers raise a set error before the buffered bytes; the client must not.
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        event = b'data: {"last": "words"}\n\n'
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            b"transfer-encoding: chunked\r\n\r\n" + f"{len(event):x}\r\n".encode() + event + b"\r\n"
+        )
+        await writer.drain()
+        writer.close()
+
+    listener = await asyncio.start_server(answer, "127.0.0.1", 0)
+    port = listener.sockets[0].getsockname()[1]
+    client = make_http_client()
+    try:
+        request = client.build_request("POST", f"http://127.0.0.1:{port}/", json={})
+        response = await client.send(request, stream=True)
+        await asyncio.sleep(0.2)  # let the data and the drop both land before reading
+        received: list[bytes] = []
+
+        async def read() -> None:
+            async for chunk in response.aiter_raw():
+                received.append(chunk)
+
+        with pytest.raises(httpx.ReadError):
+            await read()
+        assert b"".join(received) == b'data: {"last": "words"}\n\n'
+        await response.aclose()
+    finally:
+        await client.aclose()
+        listener.close()
+        await listener.wait_closed()
