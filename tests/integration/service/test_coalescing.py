@@ -33,9 +33,14 @@ class LoggedReads(DynamoStore):
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
         self.log: list[tuple[float, list[PoolSnapshot]]] = []
+        self.starts = 0
+        self.started = asyncio.Condition()
 
     async def read_pools(self, requests: Sequence[SnapshotRequest]) -> list[PoolSnapshot]:
         started = time.monotonic()
+        async with self.started:
+            self.starts += 1
+            self.started.notify_all()
         snapshots = await super().read_pools(requests)
         self.log.append((started, snapshots))
         return snapshots
@@ -54,9 +59,11 @@ async def test_concurrent_requests_share_reads_that_started_after_they_asked(
     shared = CoalescingStore(logged, 0.025)
 
     async def one(caller: int) -> tuple[float, PoolSnapshot]:
-        # Eight arrival instants of eight requests each, spread over the reads: however
-        # fast a read is, the requests of one instant share one, so at most 16 reads.
-        await asyncio.sleep((caller // 8) * 0.004)
+        # Eight groups of eight: group g arrives once g reads have started, so each
+        # group lands while a read is in flight and must wait for the next one.
+        group = caller // 8
+        async with logged.started:
+            await logged.started.wait_for(lambda: logged.starts >= group)
         asked = time.monotonic()
         return asked, await shared.read_pool(_request(caller))
 

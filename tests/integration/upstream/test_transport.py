@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import time
 from collections.abc import AsyncIterator
 
 import httpx
@@ -89,9 +90,11 @@ async def test_a_refused_connection_is_a_connect_error() -> None:
 
 
 async def test_a_silent_upstream_is_a_read_timeout() -> None:
+    done = asyncio.Event()
+
     async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.read(100)
-        await asyncio.sleep(2)
+        await done.wait()  # says nothing until the test is over
         writer.close()
 
     listener = await asyncio.start_server(silent, "127.0.0.1", 0)
@@ -101,6 +104,7 @@ async def test_a_silent_upstream_is_a_read_timeout() -> None:
         with pytest.raises(httpx.ReadTimeout):
             await client.post(f"http://127.0.0.1:{port}/", json={}, timeout=httpx.Timeout(0.2))
     finally:
+        done.set()
         await client.aclose()
         listener.close()
 
@@ -124,7 +128,13 @@ async def test_the_bytes_that_arrived_with_a_drop_are_read_before_its_error() ->
     try:
         request = client.build_request("POST", f"http://127.0.0.1:{port}/", json={})
         response = await client.send(request, stream=True)
-        await asyncio.sleep(0.2)  # let the data and the drop both land before reading
+        # Wait until the client holds the data and the drop together (the race itself).
+        # (httpx's bound stream wraps the transport's body, which holds aiohttp's reader)
+        content = response.stream._stream._response.content  # type: ignore[attr-defined]
+        deadline = time.monotonic() + 10
+        while content.exception() is None:
+            assert time.monotonic() < deadline, "the drop never reached the client"
+            await asyncio.sleep(0.01)
         received: list[bytes] = []
 
         async def read() -> None:
