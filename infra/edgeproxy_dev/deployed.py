@@ -64,7 +64,7 @@ def transformable(template: Mapping[str, Any], stack: Stack) -> dict[str, Any]:
     separately); the roles and environments the rehearsal reads do not depend
     on it. A template without one comes back unchanged.
     """
-    out = json.loads(json.dumps(template))
+    out: dict[str, Any] = json.loads(json.dumps(template))
     for resource in out["Resources"].values():
         properties = resource.get("Properties", {})
         if resource["Type"] == "AWS::Serverless::HttpApi" and "Fn::If" in properties.get(

@@ -132,9 +132,7 @@ class CallLog:
         refused = self._refused_items(environ, key_id, operation, needed)
         if refused:
             entry.update(status=400, denied=f"AccessDeniedException ({', '.join(refused)})")
-            start("400 Bad Request", [("Content-Type", "application/x-amz-json-1.0")])
-            message = f"not authorized to perform: {', '.join(refused)}"
-            return [json.dumps({"__type": "AccessDeniedException", "message": message}).encode()]
+            return self._deny(start, ", ".join(refused))
         token = _RESOURCE.set(needed[0][1] if needed else "*")
         try:
             status, headers, out = call_app(self._app, environ)
@@ -144,8 +142,17 @@ class CallLog:
         entry.update(status=int(status.split()[0]), code=code)
         if code in DENIAL_CODES:
             entry["denied"] = code
+            if code == "AccessDenied":  # moto's XML; these JSON services answer as below
+                return self._deny(start, str(entry["actions"]))
         start(status, headers)
         return [out]
+
+    @staticmethod
+    def _deny(start: Callable[..., Any], what: str) -> Iterable[bytes]:
+        """Refuse as DynamoDB, SSM and Secrets Manager do: 400, ``AccessDeniedException``."""
+        start("400 Bad Request", [("Content-Type", "application/x-amz-json-1.0")])
+        message = f"not authorized to perform: {what}"
+        return [json.dumps({"__type": "AccessDeniedException", "message": message}).encode()]
 
     def _refused_items(
         self, environ: dict[str, Any], key_id: str, operation: str, needed: list[tuple[str, str]]

@@ -77,8 +77,8 @@ class Stack:
 
     def _resolve(self, value: Any) -> Any:
         if isinstance(value, list):
-            items = [self._resolve(v) for v in value]
-            return [v for v in items if v is not _NO_VALUE]
+            resolved = [self._resolve(v) for v in value]
+            return [v for v in resolved if v is not _NO_VALUE]
         if not isinstance(value, dict):
             return value
         if len(value) == 1:
