@@ -61,6 +61,12 @@ DENIAL_CODES = frozenset(
         "ExpiredTokenException",
     }
 )
+# moto's XML refusals -> the JSON error the JSON-protocol services answer with.
+JSON_CODES = {
+    "AccessDenied": "AccessDeniedException",
+    "InvalidClientTokenId": "UnrecognizedClientException",
+    "SignatureDoesNotMatch": "InvalidSignatureException",
+}
 _RESOURCE: contextvars.ContextVar[str] = contextvars.ContextVar("resource", default="*")
 _CREDENTIAL = re.compile(r"Credential=([^/]+)/\d+/([^/]+)/([^/]+)/")
 _XML_CODE = re.compile(rb"<Code>(\w+)</Code>")
@@ -142,17 +148,19 @@ class CallLog:
         entry.update(status=int(status.split()[0]), code=code)
         if code in DENIAL_CODES:
             entry["denied"] = code
-            if code == "AccessDenied":  # moto's XML; these JSON services answer as below
-                return self._deny(start, str(entry["actions"]))
+            if code in JSON_CODES:  # moto's XML; these JSON services answer as below
+                return self._deny(start, str(entry["actions"]), JSON_CODES[code])
         start(status, headers)
         return [out]
 
     @staticmethod
-    def _deny(start: Callable[..., Any], what: str) -> Iterable[bytes]:
-        """Refuse as DynamoDB, SSM and Secrets Manager do: 400, ``AccessDeniedException``."""
+    def _deny(
+        start: Callable[..., Any], what: str, code: str = "AccessDeniedException"
+    ) -> Iterable[bytes]:
+        """Refuse as DynamoDB, SSM and Secrets Manager do: 400 and a JSON error."""
         start("400 Bad Request", [("Content-Type", "application/x-amz-json-1.0")])
         message = f"not authorized to perform: {what}"
-        return [json.dumps({"__type": "AccessDeniedException", "message": message}).encode()]
+        return [json.dumps({"__type": code, "message": message}).encode()]
 
     def _refused_items(
         self, environ: dict[str, Any], key_id: str, operation: str, needed: list[tuple[str, str]]
