@@ -64,6 +64,9 @@ def test_the_role_may_do_what_its_statements_allow_on_their_resources(
     aws: tuple[EnforcedAws, dict[str, Any]],
 ) -> None:
     server, session = aws
+    # The ARN the statements name is the one moto gives the table (account, region, name).
+    described = server.client("dynamodb").describe_table(TableName="mine")["Table"]["TableArn"]
+    assert described == table_arn("mine", region="us-east-1", account="123456789012")
     dynamodb, ssm = _client(server, session, "dynamodb"), _client(server, session, "ssm")
     dynamodb.put_item(TableName="mine", Item=KEY)
     assert dynamodb.get_item(TableName="mine", Key=KEY)["Item"] == KEY
