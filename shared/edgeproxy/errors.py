@@ -60,6 +60,9 @@ class EdgeproxyError(Exception):
     type: str = "api_error"
     code: str | None = None
     public: bool = False  # whether ``message`` may be shown to the client
+    # Whether the same request, repeated by the client, could succeed; None: judged by
+    # status (``api/errors.py``). False where the gateway already spent what a retry would.
+    retryable: bool | None = None
 
     def __init__(
         self,
@@ -163,6 +166,7 @@ class RateLimited(EdgeproxyError):
 class QuotaExceeded(RateLimited):
     type = "insufficient_quota"
     code = "insufficient_quota"
+    retryable = False  # a spent budget does not refill within an SDK's retries
 
 
 class ModelOverloaded(EdgeproxyError):
@@ -204,6 +208,9 @@ class DeadlineExceeded(EdgeproxyError):
     type = "api_error"
     code = "timeout"
     public = True
+    # The gateway's deadline already covered its own attempts and failovers: an SDK
+    # retry would spend the whole deadline again, once per retry.
+    retryable = False
 
 
 class GatewayFailure(EdgeproxyError):

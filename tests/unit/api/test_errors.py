@@ -5,10 +5,13 @@ from __future__ import annotations
 from edgeproxy.api.errors import error_headers, should_retry
 from edgeproxy.errors import (
     AuthenticationError,
+    DeadlineExceeded,
     EdgeproxyError,
+    GatewayFailure,
     ModelNotFound,
     ModelOverloaded,
     ModelUnavailable,
+    QuotaExceeded,
     RateLimited,
     RequestError,
     UpstreamError,
@@ -22,6 +25,10 @@ def test_errors_a_retry_cannot_fix_say_so() -> None:
         AuthenticationError("key"),
         ModelUnavailable("misconfigured"),
         UpstreamError("no", status=401, code="upstream_credential_rejected"),
+        # The gateway already spent its deadline on its own attempts and failovers.
+        DeadlineExceeded("The upstream did not answer in time."),
+        QuotaExceeded("Budget spent."),
+        GatewayFailure("no credential", code="credential_unavailable"),
     ):
         assert not should_retry(error), error
         assert error_headers(error)["x-should-retry"] == "false"
