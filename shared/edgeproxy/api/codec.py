@@ -22,8 +22,8 @@ from starlette.responses import Response
 
 from edgeproxy.config.policies import Operation
 from edgeproxy.errors import EdgeproxyError
-from edgeproxy.service.events import StreamItem
 from edgeproxy.service.request import Translated
+from edgeproxy.service.stream.events import StreamItem
 
 
 @dataclass(frozen=True, slots=True)

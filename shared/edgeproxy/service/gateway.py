@@ -22,14 +22,14 @@ from edgeproxy.routing.refusal import final_error
 from edgeproxy.service.attempts import JsonCaller, StreamCaller
 from edgeproxy.service.config_cache import ConfigCache
 from edgeproxy.service.credentials import CredentialResolver
-from edgeproxy.service.events import StreamItem
 from edgeproxy.service.keys import KeyRing
 from edgeproxy.service.outcomes import Outcomes, settle
-from edgeproxy.service.relay import Relay
 from edgeproxy.service.request import ProxyRequest
 from edgeproxy.service.router import Router
 from edgeproxy.service.run import Run, Served
-from edgeproxy.service.settlement import Deferred
+from edgeproxy.service.stream.events import StreamItem
+from edgeproxy.service.stream.relay import Relay
+from edgeproxy.service.stream.settlement import Deferred
 from edgeproxy.service.telemetry import Telemetry
 from edgeproxy.service.token_count import TokenCounter
 from edgeproxy.service.trace import Trace

@@ -19,7 +19,7 @@ from edgeproxy.service.admission import Attempt
 from edgeproxy.service.outcomes import Outcomes
 from edgeproxy.service.pool import PoolContext
 from edgeproxy.service.telemetry import NoTelemetry
-from edgeproxy.state.dynamo import DynamoStore
+from edgeproxy.state.dynamodb.dynamo import DynamoStore
 from edgeproxy.state.store import SnapshotRequest
 
 NOW = 1_000_000.0

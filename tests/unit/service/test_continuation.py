@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from edgeproxy.routing.completeness import StreamTracker
 from edgeproxy.routing.faults import Fault, FaultKind
-from edgeproxy.service.continuation import Progress, continuable, continuation_body
+from edgeproxy.routing.stream.completeness import StreamTracker
+from edgeproxy.service.stream.continuation import Progress, continuable, continuation_body
 from edgeproxy.upstream.call import Usage
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from edgeproxy.errors import UpstreamFault
 from edgeproxy.routing.faults import Fault, FaultKind
-from edgeproxy.service.readahead import ReadAhead
+from edgeproxy.service.stream.readahead import ReadAhead
 from edgeproxy.upstream.call import StreamEvent
 
 
