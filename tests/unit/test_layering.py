@@ -14,6 +14,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "shared" / "edgeproxy"
 MAX_LINES = 300
+MAX_MODULES_PER_FOLDER = 20  # a folder past this is split by what its modules serve
 
 # The core decides from values it is given: no clock, no environment, no I/O.
 CORE_MAY_IMPORT = ("edgeproxy.config", "edgeproxy.errors", "edgeproxy.routing")
@@ -52,7 +53,37 @@ def test_no_module_is_over_the_size_limit(path: Path) -> None:
     assert lines <= MAX_LINES, f"{path.relative_to(PACKAGE)} has {lines} lines"
 
 
+def _folders() -> list[Path]:
+    return sorted({path.parent for path in _modules(PACKAGE)})
+
+
+@pytest.mark.parametrize("folder", _folders(), ids=lambda p: str(p.relative_to(PACKAGE)) or ".")
+def test_no_folder_holds_too_many_modules(folder: Path) -> None:
+    modules = [path for path in folder.glob("*.py") if path.name != "__init__.py"]
+    assert len(modules) <= MAX_MODULES_PER_FOLDER, (
+        f"{folder.relative_to(PACKAGE)}/ holds {len(modules)} modules: split it by plane"
+    )
+
+
+@pytest.mark.parametrize("folder", _folders(), ids=lambda p: str(p.relative_to(PACKAGE)) or ".")
+def test_every_folder_is_a_package(folder: Path) -> None:
+    # setuptools finds packages by their __init__.py: without one a folder leaves the layer.
+    assert (folder / "__init__.py").is_file(), f"{folder.relative_to(PACKAGE)}/ has no __init__.py"
+
+
+@pytest.mark.parametrize(
+    "path", _modules(PACKAGE / "api"), ids=lambda p: str(p.relative_to(PACKAGE))
+)
+def test_the_api_does_not_import_upstream(path: Path) -> None:
+    # The surfaces see the service's types only; the provider side stays behind the service.
+    for name in _imports(path):
+        assert not name.startswith("edgeproxy.upstream"), f"{path.name} imports {name}"
+
+
 def test_the_layering_checks_see_the_package() -> None:
     # A moved package would make the parametrized tests above vanish silently.
     assert len(_modules(PACKAGE / "routing")) >= 10
+    assert len(_modules(PACKAGE / "api")) >= 20
+    assert len(_folders()) >= 10
     assert "edgeproxy.config.models" in _imports(PACKAGE / "routing" / "step.py")
+    assert "edgeproxy.service.gateway" in _imports(PACKAGE / "api" / "pipeline.py")

@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from edgeproxy.upstream.call import Usage
+from edgeproxy.service.stream.events import Usage
 
 _INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}
 

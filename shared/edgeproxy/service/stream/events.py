@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from edgeproxy.errors import EdgeproxyError
-from edgeproxy.upstream.call import Usage
+from edgeproxy.upstream.call import (
+    Usage as Usage,  # a Closing's usage: the surfaces read the type here
+)
 
 
 @dataclass(frozen=True, slots=True)
