@@ -123,7 +123,7 @@ async def build_gateway(
     stack.push_async_callback(bedrock.aclose)
     telemetry = telemetry or NoTelemetry()
     rng = rng or random.Random()  # load spreading, not security
-    outcomes = Outcomes(requests, clock, rng, telemetry)
+    outcomes = Outcomes(store, clock, rng, telemetry, counters=requests)
     warn_about_auth(settings)
     keys = KeyRing(
         store,

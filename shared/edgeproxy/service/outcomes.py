@@ -26,7 +26,7 @@ from edgeproxy.service.headers_quota import quota_writes
 from edgeproxy.service.key_usage import record_key_usage
 from edgeproxy.service.pool import NOTHING, PoolContext, Standing
 from edgeproxy.service.telemetry import Telemetry
-from edgeproxy.state.store import RequestStore, UsageDelta
+from edgeproxy.state.store import CounterStore, OutcomeStore, UsageDelta
 from edgeproxy.upstream.headers import RateLimitInfo
 
 logger = logging.getLogger(__name__)
@@ -40,12 +40,17 @@ class Outcomes:
 
     def __init__(
         self,
-        store: RequestStore,
+        store: OutcomeStore,
         clock: Callable[[], float],
         rng: random.Random,
         telemetry: Telemetry,
+        *,
+        counters: CounterStore | None = None,
     ) -> None:
+        """``counters``: where counters and key spend go, when not to ``store``
+        (a long-lived process's coalescing buffer)."""
         self._store = store
+        self._counters: CounterStore = store if counters is None else counters
         self._clock = clock
         self._rng = rng
         self._telemetry = telemetry
@@ -90,7 +95,7 @@ class Outcomes:
         if ctx.key is not None:
             # The key's tokens and spend (at this deployment's prices), alongside.
             spent = record_key_usage(
-                self._store, ctx.key, dep, attempt.minute, prompt_tokens, completion_tokens
+                self._counters, ctx.key, dep, attempt.minute, prompt_tokens, completion_tokens
             )
             writes.append(_nothing(spent))
 
@@ -236,7 +241,7 @@ class Outcomes:
         return Standing(circuits=(current,))
 
     def _usage(self, deltas: list[UsageDelta]) -> list[Coroutine[Any, Any, Standing]]:
-        return [_nothing(self._store.record(d, bucket_expiry(d.minute))) for d in deltas]
+        return [_nothing(self._counters.record(d, bucket_expiry(d.minute))) for d in deltas]
 
 
 async def settle(write: Awaitable[object]) -> None:

@@ -1,7 +1,10 @@
 """``CoalescingStore``: the request path's store with fewer calls in a long-lived process.
 
-It wraps a ``RequestStore`` (the router's, the outcome writer's and the
-in-flight follower's) and changes three calls, nothing else:
+It stands in for the store in exactly four calls, the ones it shares, and
+implements nothing else (``SharedCalls``): the router's pool read, its
+admission and in-flight counts (``RouterStore``), and the outcome writer's
+counters and key spend (``Outcomes(counters=...)``). Every other write goes
+to the store itself.
 
 - ``read_pool``: single-flight (``PoolReads``): concurrent requests of one
   pool share a read that started after they arrived;
@@ -27,19 +30,29 @@ would cost it nothing, but nothing is won either).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import Protocol
 
-from edgeproxy.routing.access import ClientKey
-from edgeproxy.routing.snapshot import Binding, BindingKey, Circuit, PoolSnapshot, Quota
+from edgeproxy.routing.snapshot import PoolSnapshot
 from edgeproxy.service.sharing.counter_buffer import CounterBuffer, KeySpend
 from edgeproxy.service.sharing.pool_reads import PoolReads
-from edgeproxy.state.store import RequestStore, SnapshotRequest, StoredConfig, UsageDelta
+from edgeproxy.state.store import (
+    Admitter,
+    CounterSink,
+    PoolBatches,
+    SnapshotRequest,
+    SpendSink,
+    UsageDelta,
+)
+
+
+class SharedCalls(PoolBatches, Admitter, CounterSink, SpendSink, Protocol):
+    """The store calls a ``CoalescingStore`` shares: what it wraps, and all it offers."""
 
 
 class CoalescingStore:
-    """A ``RequestStore`` that shares reads and coalesces counters (see the module doc)."""
+    """The shared calls of a store: reads single-flight, counters coalesced (see the module doc)."""
 
-    def __init__(self, store: RequestStore, window_s: float) -> None:
+    def __init__(self, store: SharedCalls, window_s: float) -> None:
         self._store = store
         self.reads = PoolReads(store.read_pools)
         self.counters = CounterBuffer(store, window_s) if window_s > 0 else None
@@ -49,15 +62,10 @@ class CoalescingStore:
         if self.counters is not None:
             await self.counters.aclose()
 
-    # -- the calls this class changes ------------------------------------------
-
     async def read_pool(self, request: SnapshotRequest) -> PoolSnapshot:
         if self.counters is None:
             return await self._store.read_pool(request)
         return await self.reads.read(request)
-
-    async def read_pools(self, requests: Sequence[SnapshotRequest]) -> list[PoolSnapshot]:
-        return await self._store.read_pools(requests)
 
     async def admit(
         self,
@@ -87,17 +95,6 @@ class CoalescingStore:
         else:
             self.counters.add(delta, expires_at)
 
-    # -- passed through ---------------------------------------------------------
-
-    async def load_config(self) -> StoredConfig | None:
-        return await self._store.load_config()
-
-    async def get_client_key(self, digest: str) -> ClientKey | None:
-        return await self._store.get_client_key(digest)
-
-    async def admit_key(self, key_id: str, minute: int, rpm_limit: int, expires_at: float) -> bool:
-        return await self._store.admit_key(key_id, minute, rpm_limit, expires_at)
-
     async def record_key_usage(
         self, key_id: str, minute: int | None, tokens: int, spend_usd: float, expires_at: float
     ) -> None:
@@ -105,27 +102,3 @@ class CoalescingStore:
             await self._store.record_key_usage(key_id, minute, tokens, spend_usd, expires_at)
         else:
             self.counters.add(KeySpend(key_id, minute, tokens, spend_usd), expires_at)
-
-    async def touch_client_key(self, digest: str, now: float) -> None:
-        await self._store.touch_client_key(digest, now)
-
-    async def put_quota(self, quota: Quota) -> bool:
-        return await self._store.put_quota(quota)
-
-    async def write_circuit(self, new: Circuit, expected_version: int) -> Circuit | None:
-        return await self._store.write_circuit(new, expected_version)
-
-    async def extend_capacity(self, domain: str, until: float) -> None:
-        await self._store.extend_capacity(domain, until)
-
-    async def put_binding(self, binding: Binding, expected: Binding | None) -> Binding:
-        return await self._store.put_binding(binding, expected)
-
-    async def delete_binding(self, key: BindingKey, deployment_id: str | None = None) -> None:
-        await self._store.delete_binding(key, deployment_id)
-
-    async def count_rejection(self, deployment_id: str) -> None:
-        await self._store.count_rejection(deployment_id)
-
-    async def clear_rejections(self, deployment_id: str) -> None:
-        await self._store.clear_rejections(deployment_id)

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 from edgeproxy.errors import StoreError
 from edgeproxy.state.items import usage_counters
-from edgeproxy.state.store import RequestStore, UsageDelta
+from edgeproxy.state.store import CounterStore, UsageDelta
 
 logger = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ class CounterBuffer:
 
     def __init__(
         self,
-        store: RequestStore,
+        store: CounterStore,
         window_s: float,
         *,
         max_keys: int = MAX_KEYS,

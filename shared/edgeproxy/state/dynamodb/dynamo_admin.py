@@ -16,6 +16,7 @@ from typing import Any
 from edgeproxy.routing.snapshot import Health, Quota, QuotaStatus, Usage
 from edgeproxy.state import items, keys
 from edgeproxy.state.audit import AuditEntry
+from edgeproxy.state.dynamodb import conditions as cond
 from edgeproxy.state.dynamodb.dynamo_audit import DynamoAudit
 from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy.state.dynamodb.table import Table
@@ -89,9 +90,9 @@ class DynamoAdmin(DynamoAudit):
         }
         # Two admins editing from the same version must not both commit: check and write are one.
         if expected_version == 0:
-            update["ConditionExpression"] = "attribute_not_exists(#version)"
+            update["ConditionExpression"] = cond.CONFIG_ABSENT
         else:
-            update["ConditionExpression"] = "#version = :expected"
+            update["ConditionExpression"] = cond.CONFIG_UNCHANGED
             update["ExpressionAttributeValues"][":expected"] = number(expected_version)
         writes: list[tuple[str, dict[str, Any]]] = [("Update", update)]
         if audit is not None:

@@ -14,6 +14,7 @@ from typing import Any
 from edgeproxy.routing.snapshot import Circuit
 from edgeproxy.state import items, keys
 from edgeproxy.state.audit import AuditEntry, audit_from, audit_item
+from edgeproxy.state.dynamodb import conditions as cond
 from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy.state.dynamodb.table import Table
 from edgeproxy.state.items import number, text
@@ -33,7 +34,7 @@ class DynamoAudit:
         # A random id in the sort key: two entries of one millisecond never collide.
         return {
             "Item": {**self._table.key(keys.audit_key(entry.at, entry.id)), **audit_item(entry)},
-            "ConditionExpression": "attribute_not_exists(#pk)",
+            "ConditionExpression": cond.AUDIT_ABSENT,
             "ExpressionAttributeNames": {"#pk": self._schema.pk},
         }
 
@@ -86,10 +87,10 @@ class DynamoAudit:
             }
         }
         if expected_version == 0:
-            put["ConditionExpression"] = "attribute_not_exists(#pk)"
+            put["ConditionExpression"] = cond.CIRCUIT_ABSENT
             put["ExpressionAttributeNames"] = {"#pk": self._schema.pk}
         else:
-            put["ConditionExpression"] = "#version = :expected"
+            put["ConditionExpression"] = cond.CIRCUIT_UNCHANGED
             put["ExpressionAttributeNames"] = {"#version": "version"}
             put["ExpressionAttributeValues"] = {":expected": number(expected_version)}
         entry = dataclasses.replace(audit, version=new.version)
