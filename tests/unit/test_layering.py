@@ -15,6 +15,10 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "shared" / "edgeproxy"
 MAX_LINES = 300
 MAX_MODULES_PER_FOLDER = 20  # a folder past this is split by what its modules serve
+# The service carries decisions out: a longer function or a deeper nest hides a rule.
+SERVICE_MAX_FUNCTION_LINES = 60
+SERVICE_MAX_NESTING = 4
+_BLOCKS = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match)
 
 # The core decides from values it is given: no clock, no environment, no I/O.
 CORE_MAY_IMPORT = ("edgeproxy.config", "edgeproxy.errors", "edgeproxy.routing")
@@ -78,6 +82,40 @@ def test_the_api_does_not_import_upstream(path: Path) -> None:
     # The surfaces see the service's types only; the provider side stays behind the service.
     for name in _imports(path):
         assert not name.startswith("edgeproxy.upstream"), f"{path.name} imports {name}"
+
+
+def _nesting(node: ast.AST, depth: int = 0) -> int:
+    """The deepest block nesting in ``node``, nested functions and classes apart."""
+    deepest = depth
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            continue
+        inner = depth + 1 if isinstance(child, _BLOCKS) else depth
+        deepest = max(deepest, _nesting(child, inner))
+    return deepest
+
+
+def _functions(path: Path) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    tree = ast.parse(path.read_text(), str(path))
+    return [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+
+
+@pytest.mark.parametrize(
+    "path", _modules(PACKAGE / "service"), ids=lambda p: str(p.relative_to(PACKAGE))
+)
+def test_service_functions_stay_short_and_flat(path: Path) -> None:
+    for fn in _functions(path):
+        lines = (fn.end_lineno or fn.lineno) - fn.lineno + 1
+        assert lines <= SERVICE_MAX_FUNCTION_LINES, f"{path.name}: {fn.name} has {lines} lines"
+        depth = _nesting(fn)
+        assert depth <= SERVICE_MAX_NESTING, f"{path.name}: {fn.name} nests {depth} deep"
+
+
+def test_the_nesting_check_counts_blocks() -> None:
+    tree = ast.parse(
+        "def f():\n    for x in y:\n        if x:\n            with z:\n                pass\n"
+    )
+    assert _nesting(tree.body[0]) == 3
 
 
 def test_the_layering_checks_see_the_package() -> None:

@@ -1,7 +1,8 @@
 """Mid-stream continuation: what the client was shown, and the request that continues it.
 
-When a stream fails after its commit point and continuation is on
-(``continuation: prefill`` on the pool or its fallback chain), the relay asks
+When a stream fails after its commit point and the core decides to continue it
+(``routing/stream/continuation.py``: ``continuation: prefill`` on the pool or
+its fallback chain, plain text of one choice, time left), the relay asks
 a ``supports_prefill`` deployment to continue the answer: the original
 messages plus an assistant message holding the text relayed so far. Its
 stream is then relayed as the rest of the same answer: same ``id`` and
@@ -20,22 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from edgeproxy.routing.faults import Fault
-from edgeproxy.routing.stream.completeness import StreamTracker
 from edgeproxy.service.attempts import usage_only
 from edgeproxy.upstream.call import Usage
 
-MAX_CONTINUATIONS = 2  # a third cut in one answer ends it: the route is not worth more time
 _IDENTITY = ("id", "created")
-
-
-def continuable(tracker: StreamTracker, text: str) -> bool:
-    """Whether a stream cut in this state can be continued by prefill.
-
-    Not with tool calls (arguments cut mid-JSON cannot be continued as text),
-    not with several choices (a prefill continues one), and not when no text
-    was shown (reasoning alone gives nothing to continue from).
-    """
-    return not tracker.tool_calls and len(tracker.choices) <= 1 and bool(text.strip())
 
 
 def continuation_body(body: Mapping[str, Any], prefill: str) -> dict[str, Any]:
