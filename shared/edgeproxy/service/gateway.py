@@ -170,7 +170,7 @@ class Gateway:
     async def open_stream(self, req: ProxyRequest, config: GatewayConfig) -> StreamAnswer:
         """A streamed request; errors before the stream opens raise with their real status.
 
-        The answer's body is typed events (``service/events.py``) for the
+        The answer's body is typed events (``service/stream/events.py``) for the
         surface to serialise.
         """
         run = self._run(req, config)

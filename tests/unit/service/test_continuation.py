@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from edgeproxy.routing.faults import Fault, FaultKind
-from edgeproxy.routing.stream.completeness import StreamTracker
 from edgeproxy.service.stream.continuation import Progress, continuation_body
 from edgeproxy.upstream.call import Usage
 

@@ -1,4 +1,4 @@
-"""The relay's bounded read-ahead (``service/readahead.py``) on a virtual clock."""
+"""The relay's bounded read-ahead (``service/stream/readahead.py``) on a virtual clock."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """``/admin/status`` and ``/admin/history``: the read-only views the status page is built on.
 
 Both are ordinary admin routes (admin key, OpenAPI document); the page
-(``api/admin_page.py``) reads nothing else but these and the other admin
-routes. See ``service/status_view.py`` for what each field means.
+(``api/admin/page.py``) reads nothing else but these and the other admin
+routes. See ``service/admin/status_view.py`` for what each field means.
 """
 
 from __future__ import annotations

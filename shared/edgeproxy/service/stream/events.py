@@ -7,7 +7,7 @@
 
 A stream ends with exactly one ``Closing`` or ``Failed`` (unless the client
 left first), and nothing follows it. Each surface renders these in its own
-protocol (``api/openai.py``, ``api/messages_stream.py``); none re-parses
+protocol (``api/surfaces/openai.py``, ``api/surfaces/messages_stream.py``); none re-parses
 another's bytes.
 """
 

@@ -8,7 +8,7 @@ deployment when the pool (or its fallback chain) opted in
 (``routing/stream/continuation.py`` decides, ``service/stream/recovery.py``
 carries it out); otherwise, or when no continuation works, the
 stream ends with the original failure as an in-band error event, as the
-provider's own stream would. The events (``service/events.py``) are
+provider's own stream would. The events (``service/stream/events.py``) are
 serialised by the client's surface.
 
 However the client leaves (during the header hold, mid-stream, or before
