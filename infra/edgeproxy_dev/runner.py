@@ -32,7 +32,7 @@ from edgeproxy.config.loader import load_config_file
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.config.roles import Role
 from edgeproxy.runtime import build_gateway, open_store
-from edgeproxy.service.config_edit import ConfigEditor
+from edgeproxy.service.admin.config_edit import ConfigEditor
 from edgeproxy.service.gateway import Gateway
 from edgeproxy.service.keys import mint_key
 from edgeproxy.settings import Settings

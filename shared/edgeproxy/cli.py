@@ -42,7 +42,7 @@ from edgeproxy.config.loader import from_document, load_config_file
 from edgeproxy.errors import ConfigError, EdgeproxyError, UsageError
 from edgeproxy.routing.affinity import caller_id, key_digest
 from edgeproxy.runtime import open_store
-from edgeproxy.service.bindings import (
+from edgeproxy.service.admin.bindings import (
     PROTOCOLS,
     PoolShare,
     binding_share,
@@ -51,9 +51,9 @@ from edgeproxy.service.bindings import (
     resolve_caller,
     unbind,
 )
-from edgeproxy.service.config_edit import ConfigEditor
+from edgeproxy.service.admin.config_edit import ConfigEditor
 from edgeproxy.settings import Settings
-from edgeproxy.state.dynamo import DynamoStore
+from edgeproxy.state.dynamodb.dynamo import DynamoStore
 
 Command = Callable[[argparse.Namespace, DynamoStore], Awaitable[int]]
 

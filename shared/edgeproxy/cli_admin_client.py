@@ -15,9 +15,9 @@ from typing import Any, Protocol
 import httpx
 
 from edgeproxy.errors import EdgeproxyError, UpstreamError
-from edgeproxy.service import config_changes
-from edgeproxy.service.config_edit import ConfigEditor
-from edgeproxy.service.deep_health import deep_health
+from edgeproxy.service.admin import config_changes
+from edgeproxy.service.admin.config_edit import ConfigEditor
+from edgeproxy.service.admin.deep_health import deep_health
 from edgeproxy.state.store import AdminStore
 
 

@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
-from edgeproxy.api.admin_keys import CreateKey, epoch_seconds, key_view
+from edgeproxy.api.admin.keys import CreateKey, epoch_seconds, key_view
 from edgeproxy.config.loader import load_config_file
 from edgeproxy.errors import EdgeproxyError, UsageError
 from edgeproxy.routing.access import ClientKey

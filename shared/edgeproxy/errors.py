@@ -40,7 +40,7 @@ Anything else that reaches a handler is logged and answered as a generic 500.
 
 Foreign errors are translated into this tree where their client is, most
 specific first, with fixed texts: botocore's in ``state/`` (DynamoDB in
-``state/table.py``, SSM and Secrets Manager in ``state/secrets.py``) and
+``state/dynamodb/table.py``, SSM and Secrets Manager in ``state/secrets.py``) and
 httpx's in ``upstream/errors.py``. pydantic's and YAML's become
 ``ConfigError`` in ``config/loader.py``.
 """

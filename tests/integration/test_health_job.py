@@ -10,7 +10,7 @@ import httpx
 
 from edgeproxy.jobs.health import HealthJob
 from edgeproxy.routing.snapshot import Health
-from edgeproxy.state.dynamo import DynamoStore
+from edgeproxy.state.dynamodb.dynamo import DynamoStore
 from edgeproxy_dev.aws import client_kwargs
 from edgeproxy_dev.mock_upstream import MockUpstream
 from edgeproxy_dev.template import default_template_path, table_schema

@@ -12,7 +12,7 @@ import logging
 import pytest
 
 from edgeproxy.errors import StoreUnavailable
-from edgeproxy.service.counter_buffer import CounterBuffer, KeySpend
+from edgeproxy.service.sharing.counter_buffer import CounterBuffer, KeySpend
 from edgeproxy.state.store import UsageDelta
 
 

@@ -15,9 +15,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from edgeproxy.api import admin_page, admin_routes, endpoints
+from edgeproxy.api import endpoints
+from edgeproxy.api.admin import page as admin_page
+from edgeproxy.api.admin import routes as admin_routes
 from edgeproxy.api.errors import exception_handlers, guarded
-from edgeproxy.api.messages import MESSAGES
+from edgeproxy.api.surfaces.messages import MESSAGES
 from edgeproxy.service.gateway import Gateway
 
 RuntimeFactory = Callable[[], Awaitable[Gateway]]

@@ -21,7 +21,7 @@ from typing import Any
 
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.errors import StoreError
-from edgeproxy.state.store import RequestStore, UsageDelta
+from edgeproxy.state.store import CounterSink, UsageDelta
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ class InFlight:
 
     def __init__(
         self,
-        store: RequestStore,
+        store: CounterSink,
         deployment_id: str,
         minute: int,
         clock: Callable[[], float],

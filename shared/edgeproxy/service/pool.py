@@ -19,7 +19,7 @@ from edgeproxy.errors import RequestError
 from edgeproxy.routing.access import ClientKey
 from edgeproxy.routing.snapshot import BindingKey, Capacity, Circuit, PoolSnapshot
 from edgeproxy.service.key_usage import enforce_key_usage
-from edgeproxy.state.store import RequestStore, SnapshotRequest
+from edgeproxy.state.store import PoolSource, SnapshotRequest
 
 if TYPE_CHECKING:  # a Run carries PoolContexts (service.run imports this module)
     from edgeproxy.service.run import Run
@@ -76,7 +76,7 @@ class PoolContext:
         return replace(self, snapshot=snapshot)
 
 
-async def open_pool(store: RequestStore, run: Run, model: str, now: float) -> PoolContext:
+async def open_pool(store: PoolSource, run: Run, model: str, now: float) -> PoolContext:
     """The pool's state for one hop of ``run``, read once (one BatchGetItem)."""
     req, config = run.req, run.config
     deployments = config.pool(model)

@@ -33,7 +33,7 @@ from edgeproxy.service.outcomes import Outcomes
 from edgeproxy.service.pool import PoolContext, Standing, open_pool
 from edgeproxy.service.run import Run, Served
 from edgeproxy.service.trace import AttemptRecord
-from edgeproxy.state.store import RequestStore
+from edgeproxy.state.store import RouterStore
 from edgeproxy.upstream.call import UpstreamCall
 
 logger = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ class Router:
 
     def __init__(
         self,
-        store: RequestStore,
+        store: RouterStore,
         outcomes: Outcomes,
         credentials: CredentialResolver,
         clock: Callable[[], float],

@@ -131,7 +131,7 @@ def test_pools_and_fallbacks_are_edited_and_checked_against_the_deployments(
 def test_the_openapi_document_describes_every_admin_route(
     start_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream
 ) -> None:
-    from edgeproxy.api.admin_routes import admin_routes
+    from edgeproxy.api.admin.routes import admin_routes
 
     gw = start_gateway(two_deployments(upstream_a, upstream_b))
     doc = ok(admin(gw.base_url, "GET", "/admin/openapi.json"))
