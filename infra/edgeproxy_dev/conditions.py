@@ -71,32 +71,51 @@ def evaluate_conditions(
     return results
 
 
-def _resolve(node: Any, conditions: Mapping[str, bool]) -> Any:
+def _resolve(node: Any, conditions: Mapping[str, bool], parameters: Mapping[str, Any]) -> Any:
     if isinstance(node, dict):
         if node == _NO_VALUE:
             return _DROP
+        if set(node) == {"Ref"} and node["Ref"] in parameters:
+            return parameters[node["Ref"]]
         if set(node) == {"Fn::If"}:
             name, when_true, when_false = node["Fn::If"]
-            return _resolve(when_true if conditions[name] else when_false, conditions)
+            chosen = when_true if conditions[name] else when_false
+            return _resolve(chosen, conditions, parameters)
         out = {}
         for key, value in node.items():
-            resolved = _resolve(value, conditions)
+            resolved = _resolve(value, conditions, parameters)
             if resolved is not _DROP:
                 out[key] = resolved
         return out
     if isinstance(node, list):
-        return [r for r in (_resolve(v, conditions) for v in node) if r is not _DROP]
+        resolved = (_resolve(v, conditions, parameters) for v in node)
+        return [r for r in resolved if r is not _DROP]
     return node
 
 
+def _typed(template: Mapping[str, Any], parameters: Mapping[str, Any]) -> dict[str, Any]:
+    """Parameter values as a ``Ref`` gives them: a CommaDelimitedList as a list."""
+    types = {n: p.get("Type") for n, p in template.get("Parameters", {}).items()}
+    out = dict(parameters)
+    for name, value in parameters.items():
+        if types.get(name) == "CommaDelimitedList" and isinstance(value, str):
+            out[name] = value.split(",") if value else [""]
+    return out
+
+
 def deployed(template: Mapping[str, Any], parameters: Mapping[str, Any]) -> dict[str, Any]:
-    """The resources CloudFormation creates for ``parameters``, every ``Fn::If`` resolved."""
+    """The resources CloudFormation creates for ``parameters``.
+
+    Every ``Fn::If`` and ``AWS::NoValue`` is resolved, and every ``Ref`` of a
+    parameter replaced by its value; references to resources stay as they are.
+    """
     conditions = evaluate_conditions(template, parameters)
+    values = _typed(template, parameters)
     resources: dict[str, Any] = {}
     for name, resource in template.get("Resources", {}).items():
         condition = resource.get("Condition")
         if condition is not None and not conditions[condition]:
             continue
         body = {k: v for k, v in resource.items() if k != "Condition"}
-        resources[name] = _resolve(body, conditions)
+        resources[name] = _resolve(body, conditions, values)
     return resources
