@@ -84,9 +84,12 @@ build: $(SAM_STAMP)
 deploy: build
 	SAM_CLI_TELEMETRY=0 $(SAM) deploy --guided
 
-## cfn-lint through SAM on the template as shipped.
-validate: $(SAM_STAMP)
+## cfn-lint through SAM, cfn-lint's serverless rules, and CloudFormation's SAM
+## transform (run offline) on every parameter combination.
+validate: $(STAMP) $(SAM_STAMP)
 	SAM_CLI_TELEMETRY=0 $(SAM) validate --lint
+	$(BIN)/cfn-lint --append-rules cfn_lint_serverless.rules -- template.yaml
+	$(BIN)/python -m edgeproxy_dev.transform
 
 clean:
 	rm -rf $(VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from edgeproxy.entrypoint import Entrypoint
+from edgeproxy.errors import QuotaRefreshFailed
 from edgeproxy.jobs.entry import build_health_handler, build_quota_handler
 
 JOBS: dict[str, Callable[[], Entrypoint]] = {
@@ -48,6 +49,8 @@ def run(args: argparse.Namespace) -> int:
     handler = JOBS[args.name]()
     try:
         result: dict[str, Any] = handler({"source": "edgeproxy.cli"}, _Context())
+    except QuotaRefreshFailed as exc:  # the other sources were stored: say what happened
+        result = exc.result
     finally:
         handler.close()
     print(json.dumps(result, sort_keys=True))

@@ -26,6 +26,7 @@
     ├── UpstreamFault                   one attempt failed; ``.fault`` says how, as plain data
     ├── CredentialError                 a credential reference cannot be resolved
     ├── QuotaFetchError                 a quota source could not be read (the refresh job logs it)
+    ├── QuotaRefreshFailed              a refresh run had failed sources (its invocation fails)
     ├── ValueError
     │   └── ConfigError                 a configuration document is malformed or invalid
     └── UsageError                      a command line the CLI cannot carry out
@@ -35,7 +36,9 @@ roots stop inside the project: the service judges an ``UpstreamFault`` (in
 ``routing``) into an ``EdgeproxyError`` or an in-band stream error; the router
 turns a ``CredentialError`` into a configuration failure of that deployment;
 the CLI prints ``ConfigError`` and ``UsageError`` and exits with status 2;
-the quota refresh records a ``QuotaFetchError`` beside the last good snapshot.
+the quota refresh records a ``QuotaFetchError`` beside the last good snapshot,
+finishes the other sources, then raises ``QuotaRefreshFailed`` so the run fails
+where operators see it (Lambda's Errors metric, the on-failure destination).
 Anything else that reaches a handler is logged and answered as a generic 500.
 
 Foreign errors are translated into this tree where their client is, most
@@ -247,6 +250,18 @@ class CredentialError(Exception):
 
 class QuotaFetchError(Exception):
     """A quota source could not be read. The message names the source, never a credential."""
+
+
+class QuotaRefreshFailed(Exception):
+    """A quota refresh run stored what it could, but some sources failed.
+
+    ``result`` is what the run did (``refreshed``: how many sources, ``failed``:
+    their names); the message names the sources, never a credential.
+    """
+
+    def __init__(self, refreshed: int, failed: list[str]) -> None:
+        super().__init__(f"quota refresh failed for {len(failed)} source(s): {', '.join(failed)}")
+        self.result: dict[str, object] = {"refreshed": refreshed, "failed": failed}
 
 
 class ConfigError(ValueError):
