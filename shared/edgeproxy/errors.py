@@ -60,6 +60,8 @@ class EdgeproxyError(Exception):
     type: str = "api_error"
     code: str | None = None
     public: bool = False  # whether ``message`` may be shown to the client
+    # The gateway already made the retries a client would (``x-should-retry: false``).
+    retries_spent: bool = False
 
     def __init__(
         self,

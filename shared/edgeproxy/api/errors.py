@@ -43,7 +43,9 @@ _PERMANENT_CODES = frozenset({"model_unavailable"})
 
 
 def should_retry(exc: EdgeproxyError) -> bool:
-    """Whether retrying the same request could succeed."""
+    """Whether retrying the same request could succeed (and is not one the gateway made)."""
+    if exc.retries_spent:
+        return False
     if 400 <= exc.status < 500:
         return exc.status in _RETRYABLE_4XX
     return exc.code not in _PERMANENT_CODES
