@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from edgeproxy.config.presets import without_preset
+from edgeproxy.config.presets import Preset, without_preset
 from edgeproxy.config.router import RouterSettings
 from edgeproxy.errors import AlreadyExists, NotFound, RequestError
 from edgeproxy.service.config_edit import Change, Document, checked
@@ -48,7 +48,7 @@ def router_settings(patch: dict[str, Any]) -> Change:
 
     def change(doc: Document) -> None:
         current = doc.get("router", {})
-        if "preset" in patch and patch["preset"] != current.get("preset"):
+        if "preset" in patch and patch["preset"] != current.get("preset", Preset.PATIENT):
             current = without_preset(current)
         doc["router"] = merged(current, patch)
 

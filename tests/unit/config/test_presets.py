@@ -205,3 +205,10 @@ def test_changing_the_preset_over_the_admin_api_takes_the_new_presets_values() -
     # A patch that leaves the preset alone keeps every value.
     router_settings({"preset": "patient", "strategy": "least-busy"})(doc)
     assert validated(doc).router.continuation is Continuation.PREFILL
+
+
+def test_naming_the_preset_a_document_stored_before_presets_already_had_changes_nothing() -> None:
+    doc = as_document(gateway({"circuit": {"max_probe_interval_seconds": 60}}))
+    del doc["router"]["preset"]  # as stored by a release without presets
+    router_settings({"preset": "patient"})(doc)
+    assert validated(doc).router.circuit.max_probe_interval_seconds == 60
