@@ -66,6 +66,9 @@ class EdgeproxyError(Exception):
     # Whether the same request, repeated by the client, could succeed; None: judged by
     # status (``api/errors.py``). False where the gateway already spent what a retry would.
     retryable: bool | None = None
+    # This request's own fact: the gateway already made the retries a client would
+    # (``x-should-retry: false`` whatever the class says).
+    retries_spent: bool = False
 
     def __init__(
         self,

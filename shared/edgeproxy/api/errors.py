@@ -45,7 +45,9 @@ _PERMANENT_CODES = frozenset({"model_unavailable", "credential_unavailable"})
 
 
 def should_retry(exc: EdgeproxyError) -> bool:
-    """Whether retrying the same request could succeed."""
+    """Whether retrying the same request could succeed (and is not one the gateway made)."""
+    if exc.retries_spent:
+        return False
     if exc.retryable is not None:
         return exc.retryable
     if 400 <= exc.status < 500:

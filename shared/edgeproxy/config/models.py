@@ -36,7 +36,8 @@ class FallbackChain(Strict):
     model: str
     reason: FallbackReason = FallbackReason.GENERAL
     to: Annotated[list[str], Field(min_length=1)]
-    continuation: Continuation = Continuation.OFF  # may a cut stream continue on ``to``?
+    # May a cut stream continue on ``to``? None: ``router.continuation``.
+    continuation: Continuation | None = None
 
 
 class ApiKey(Strict):
@@ -172,16 +173,22 @@ class GatewayConfig(Strict):
         """The pools a stream served by ``model`` and cut after its commit may continue on.
 
         ``model`` itself when its pool opted in (``pools.<model>.continuation``),
-        then the targets of its ``general`` chain when that chain opted in.
+        then the targets of its ``general`` chain when that chain opted in. A
+        pool or chain that sets nothing follows ``router.continuation``, and
+        then only to pools with a ``supports_prefill`` deployment.
         """
-        out = [model] if self.pool_settings(model).continuation is Continuation.PREFILL else []
+
+        def opted(setting: Continuation | None, pool: str) -> bool:
+            if setting is not None:
+                return setting is Continuation.PREFILL
+            return self.router.continuation is Continuation.PREFILL and any(
+                d.supports_prefill for d in self.pool(pool)
+            )
+
+        out = [model] if opted(self.pool_settings(model).continuation, model) else []
         for chain in self.fallbacks:
-            if (
-                chain.model == model
-                and chain.reason is FallbackReason.GENERAL
-                and chain.continuation is Continuation.PREFILL
-            ):
-                out.extend(m for m in chain.to if m not in out)
+            if chain.model == model and chain.reason is FallbackReason.GENERAL:
+                out.extend(m for m in chain.to if m not in out and opted(chain.continuation, m))
         return out
 
     def fallback_chain(self, model: str, reason: FallbackReason) -> list[str]:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Self
+from typing import Any, Self
 
 from pydantic import Field, model_validator
 
 from edgeproxy.config.base import NonNegative, Positive, Strict
 from edgeproxy.config.policies import Operation, OperationPolicy, default_execution_policies
+from edgeproxy.config.presets import Preset, with_preset
 
 
 class Strategy(StrEnum):
@@ -64,8 +65,14 @@ class CircuitSettings(Strict):
 
 
 class RouterSettings(Strict):
-    """Gateway-wide router settings; pools and priority tiers may override the strategy."""
+    """Gateway-wide router settings; pools and priority tiers may override the strategy.
 
+    ``preset`` supplies the defaults of the settings left out (``config/presets.py``).
+    ``continuation``: what pools and ``general`` fallback chains that set none do
+    (with ``prefill``, only those with a ``supports_prefill`` deployment continue).
+    """
+
+    preset: Preset = Preset.PATIENT
     strategy: Strategy = Strategy.SIMPLE_SHUFFLE
     circuit: CircuitSettings = CircuitSettings()
     execution_policies: dict[Operation, OperationPolicy] = Field(
@@ -74,6 +81,12 @@ class RouterSettings(Strict):
     sticky: StickySettings = StickySettings()
     stream_header_hold_ms: NonNegative = 10_000
     max_fallback_depth: Positive = 3
+    continuation: Continuation = Continuation.OFF
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset_defaults(cls, data: Any) -> Any:
+        return with_preset(data)
 
     @model_validator(mode="after")
     def _matrix_is_exhaustive(self) -> Self:
@@ -91,4 +104,4 @@ class PoolSettings(Strict):
     strategy: Strategy | None = None
     tier_strategies: dict[int, Strategy] = Field(default_factory=dict)
     sticky: StickyOverride = StickyOverride()
-    continuation: Continuation = Continuation.OFF
+    continuation: Continuation | None = None  # None: ``router.continuation``

@@ -106,7 +106,8 @@ def test_pools_and_fallbacks_are_edited_and_checked_against_the_deployments(
 
     chains = ok(_send(base, "PUT", "/admin/fallbacks/general/fast-chat", {"to": ["spare"]}))
     assert chains["fallbacks"] == [
-        {"model": "fast-chat", "reason": "general", "to": ["spare"], "continuation": "off"}
+        # continuation None: the chain follows router.continuation (off by default)
+        {"model": "fast-chat", "reason": "general", "to": ["spare"], "continuation": None}
     ]
     assert (
         _send(base, "PUT", "/admin/fallbacks/general/fast-chat", {"to": ["ghost"]}).status_code

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from edgeproxy.config.presets import Preset, without_preset
 from edgeproxy.config.router import RouterSettings
 from edgeproxy.errors import AlreadyExists, NotFound, RequestError
 from edgeproxy.service.admin.config_edit import Change, Document, checked
@@ -40,11 +41,16 @@ def router_settings(patch: dict[str, Any]) -> Change:
     The patch itself is validated first (every field of ``RouterSettings``
     has a default, so a partial body is a valid one), so errors name the
     patch's own paths; the merged document is validated again as a whole.
+    A patch that changes ``preset`` resets the settings presets set to the new
+    preset's, except those the patch sets itself.
     """
     checked(RouterSettings, patch)
 
     def change(doc: Document) -> None:
-        doc["router"] = merged(doc.get("router", {}), patch)
+        current = doc.get("router", {})
+        if "preset" in patch and patch["preset"] != current.get("preset", Preset.PATIENT):
+            current = without_preset(current)
+        doc["router"] = merged(current, patch)
 
     return change
 
