@@ -52,7 +52,10 @@ class RouteRequest:
     Pass ``functools.partial(config.strategy_for, pool_key)`` to honour the
     tier -> pool -> global inheritance chain. ``role``: the caller's role;
     deployments reserved above it (``min_role``) are invisible to it (the
-    default, ``admin``, sees every deployment).
+    default, ``admin``, sees every deployment). ``native``: the request has
+    no translation to another operation (a Responses request with
+    ``previous_response_id``, say): deployments that would need one are
+    incompatible, so no attempt is spent on them.
     """
 
     operation: Operation = Operation.CHAT
@@ -62,6 +65,7 @@ class RouteRequest:
     sticky: bool = True
     quota_max_age: float = DEFAULT_QUOTA_MAX_AGE  # seconds a quota reading counts
     role: Role = Role.ADMIN
+    native: bool = False
 
     def strategy_for(self, tier: int) -> Strategy:
         """The strategy of priority tier ``tier``."""
@@ -143,6 +147,7 @@ def next_deployment(
             operation=request.operation,
             modalities=request.modalities,
             quota_max_age=request.quota_max_age,
+            native=request.native,
         )
         for d in deployments
     }

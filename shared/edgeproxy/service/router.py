@@ -27,7 +27,7 @@ from edgeproxy.routing.step import AttemptLog, PoolFailure, Stop, Try, Wait, cha
 from edgeproxy.routing.tokens import estimate_tokens
 from edgeproxy.routing.verdict import CREDENTIAL_UNAVAILABLE, Verdict, judge
 from edgeproxy.service.admission import Attempt, InFlight, bucket_expiry
-from edgeproxy.service.attempts import Caller, wire
+from edgeproxy.service.attempts import Caller, native_refusal, untranslatable, wire
 from edgeproxy.service.credentials import CredentialResolver
 from edgeproxy.service.outcomes import Outcomes
 from edgeproxy.service.pool import PoolContext, Standing, open_pool
@@ -126,6 +126,7 @@ class Router:
             sticky=ctx.binding_key is not None,
             quota_max_age=run.config.quota_max_age_seconds,
             role=run.req.role,
+            native=untranslatable(run.req) is not None,
         )
         log = AttemptLog(skip=skip)
         while True:
@@ -144,7 +145,7 @@ class Router:
             if isinstance(step, Stop):
                 if step.failure.blocked is not None:
                     run.trace.blocked.append(f"{model}:{step.failure.blocked.reason.value}")
-                return step.failure
+                return native_refusal(run.req, step.failure)
             if isinstance(step, Wait):
                 # Our own 429 closed the domain's capacity: honour its Retry-After, then retry.
                 await asyncio.sleep(step.seconds)

@@ -147,7 +147,7 @@ def test_open_circuit_throttled_domain_and_limits_exclude() -> None:
         },
     )
     assert pick(deps, snap).deployment.id == "ok"
-    statuses = {s.deployment_id: s for s in pool_status(deps, snap, NOW)}
+    statuses = {s.deployment_id: s for s in pool_status(deps, snap, NOW, 600.0)}
     assert statuses["open"].status is Status.COOLDOWN
     assert statuses["dom2"].limit is Limit.CAPACITY
     assert statuses["dom2"].retry_after == pytest.approx(20.0)
