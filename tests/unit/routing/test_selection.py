@@ -265,3 +265,18 @@ def test_zero_weight_tier_falls_through_to_the_next_tier() -> None:
     deps = [dep("off", priority=3, weight=0), dep("on", priority=0)]
     req = RouteRequest(strategy=Strategy.WEIGHTED_RANDOM)
     assert pick(deps, req=req).deployment.id == "on"
+
+
+def test_a_native_only_request_never_picks_a_deployment_that_needs_a_translation() -> None:
+    chat = [dep(f"c{i}", priority=2) for i in range(3)]
+    native = dep("n", operations=["responses"])
+    req = RouteRequest(operation=Operation.RESPONSES, strategy=Strategy.SIMPLE_SHUFFLE)
+    assert pick([*chat, native], req=req).deployment.id.startswith("c")  # translated: tier 2
+    native_req = RouteRequest(
+        operation=Operation.RESPONSES, strategy=Strategy.SIMPLE_SHUFFLE, native=True
+    )
+    assert pick([*chat, native], req=native_req).deployment.id == "n"
+    blocked = route(chat, None, native_req, frozenset(), frozenset())
+    assert isinstance(blocked, Blocked)
+    assert blocked.reason is BlockReason.INCOMPATIBLE
+    assert {s.status for s in blocked.statuses} == {Status.INCOMPATIBLE}
