@@ -9,23 +9,17 @@ from pydantic import Field, model_validator
 
 from edgeproxy.config.base import NonNegative, Positive, Strict
 from edgeproxy.config.policies import Operation, OperationPolicy, default_execution_policies
+from edgeproxy.config.strategies import RawParams, Strategy, check_levels
 
-
-class Strategy(StrEnum):
-    """Ordering strategies: the eight of the primary spec and the four of 003."""
-
-    SIMPLE_SHUFFLE = "simple-shuffle"
-    LEAST_BUSY = "least-busy"
-    USAGE_BASED_RPM = "usage-based-rpm"
-    USAGE_BASED_TPM = "usage-based-tpm"
-    LATENCY_BASED = "latency-based"
-    THROUGHPUT_BASED = "throughput-based"
-    PRICE_BASED = "price-based"
-    HEALTH_AWARE = "health-aware"
-    HASH_AFFINITY = "hash_affinity"
-    WEIGHTED_RANDOM = "weighted_random"
-    WEIGHT_PRIORITY = "weight_priority"
-    WEIGHTED_ROUND_ROBIN = "weighted_round_robin"
+__all__ = [
+    "CircuitSettings",
+    "Continuation",
+    "PoolSettings",
+    "RouterSettings",
+    "StickyOverride",
+    "StickySettings",
+    "Strategy",
+]
 
 
 class Continuation(StrEnum):
@@ -67,6 +61,8 @@ class RouterSettings(Strict):
     """Gateway-wide router settings; pools and priority tiers may override the strategy."""
 
     strategy: Strategy = Strategy.SIMPLE_SHUFFLE
+    # Per strategy name, for every pool (config.strategies: levels merge field by field).
+    strategy_params: dict[Strategy, RawParams] = Field(default_factory=dict)
     circuit: CircuitSettings = CircuitSettings()
     execution_policies: dict[Operation, OperationPolicy] = Field(
         default_factory=default_execution_policies
@@ -74,6 +70,11 @@ class RouterSettings(Strict):
     sticky: StickySettings = StickySettings()
     stream_header_hold_ms: NonNegative = 10_000
     max_fallback_depth: Positive = 3
+
+    @model_validator(mode="after")
+    def _params_are_known(self) -> Self:
+        check_levels(self.strategy_params, "strategy_params")
+        return self
 
     @model_validator(mode="after")
     def _matrix_is_exhaustive(self) -> Self:
@@ -90,5 +91,14 @@ class PoolSettings(Strict):
 
     strategy: Strategy | None = None
     tier_strategies: dict[int, Strategy] = Field(default_factory=dict)
+    strategy_params: dict[Strategy, RawParams] = Field(default_factory=dict)
+    tier_strategy_params: dict[int, dict[Strategy, RawParams]] = Field(default_factory=dict)
     sticky: StickyOverride = StickyOverride()
     continuation: Continuation = Continuation.OFF
+
+    @model_validator(mode="after")
+    def _params_are_known(self) -> Self:
+        check_levels(self.strategy_params, "strategy_params")
+        for tier, levels in self.tier_strategy_params.items():
+            check_levels(levels, f"tier_strategy_params.{tier}")
+        return self

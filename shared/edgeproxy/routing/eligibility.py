@@ -71,9 +71,10 @@ def supports(
     operation itself serve it, and the others are filtered out before any
     attempt or rpm count is spent on them.
     """
-    served_by = {operation} if native else _SERVED_BY.get(operation, {operation})
-    if operation is not None and not (served_by & dep.operations):
-        return False
+    if operation is not None:
+        served_by = {operation} if native else _SERVED_BY.get(operation, {operation})
+        if not served_by & dep.operations:
+            return False
     return modalities <= dep.modalities
 
 

@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Collection, Mapping, Sequence, Set
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.policies import Operation
 from edgeproxy.config.roles import Role
-from edgeproxy.config.router import Strategy
+from edgeproxy.config.strategies import Strategy, StrategyParams
 from edgeproxy.routing.access import reachable
 from edgeproxy.routing.affinity import binding_valid
 from edgeproxy.routing.eligibility import DEFAULT_QUOTA_MAX_AGE, Eligibility, Status, assess
@@ -43,6 +43,8 @@ from edgeproxy.routing.snapshot import OpenCause, PoolSnapshot
 from edgeproxy.routing.strategies import StrategyInputs, order
 
 StrategyChoice = Strategy | Mapping[int, Strategy] | Callable[[int], Strategy]
+# (tier, strategy) -> its parameters; pass ``functools.partial(config.params_for, pool_key)``.
+ParamsChoice = Callable[[int, Strategy], StrategyParams]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +68,7 @@ class RouteRequest:
     quota_max_age: float = DEFAULT_QUOTA_MAX_AGE  # seconds a quota reading counts
     role: Role = Role.ADMIN
     native: bool = False
+    params: ParamsChoice | None = None  # None: every strategy's defaults
 
     def strategy_for(self, tier: int) -> Strategy:
         """The strategy of priority tier ``tier``."""
@@ -74,6 +77,10 @@ class RouteRequest:
         if isinstance(self.strategy, Mapping):
             return self.strategy.get(tier, Strategy.SIMPLE_SHUFFLE)
         return self.strategy(tier)
+
+    def params_for(self, tier: int, strategy: Strategy) -> StrategyParams | None:
+        """The parameters ``strategy`` runs with in ``tier`` (None: its defaults)."""
+        return None if self.params is None else self.params(tier, strategy)
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +196,8 @@ def _pick_in_tiers(
     for tier, reserved in sorted({(d.priority, d.min_role.rank) for d in candidates}, reverse=True):
         strategy = request.strategy_for(tier)
         group = [d for d in candidates if (d.priority, d.min_role.rank) == (tier, reserved)]
-        ordered = order(strategy, group, inputs, rng)
+        params = request.params_for(tier, strategy)
+        ordered = order(strategy, group, replace(inputs, params=params), rng)
         if ordered:
             return Pick(ordered[0], tier, strategy, ranked=tuple(d.id for d in ordered))
     return None

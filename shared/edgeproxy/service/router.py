@@ -123,6 +123,7 @@ class Router:
             modalities=run.req.modalities,
             caller=run.req.caller,
             strategy=functools.partial(run.config.strategy_for, model),
+            params=functools.partial(run.config.params_for, model),
             sticky=ctx.binding_key is not None,
             quota_max_age=run.config.quota_max_age_seconds,
             role=run.req.role,
