@@ -25,6 +25,7 @@ from edgeproxy.api import (
     admin_ops,
     admin_settings,
     admin_status,
+    admin_strategies,
 )
 from edgeproxy.api.admin import AdminCall, AdminRoute, admin_call
 from edgeproxy.api.errors import guarded
@@ -44,6 +45,7 @@ ROUTE_TABLES: tuple[Sequence[AdminRoute], ...] = (
     admin_ops.ROUTES,
     admin_keys.ROUTES,
     admin_status.ROUTES,
+    admin_strategies.ROUTES,
     [AdminRoute("GET", OPENAPI_PATH, openapi, "This document", "meta")],
 )
 

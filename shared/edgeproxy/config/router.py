@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from edgeproxy.config.base import NonNegative, Positive, Strict
 from edgeproxy.config.policies import Operation, OperationPolicy, default_execution_policies
@@ -71,10 +71,11 @@ class RouterSettings(Strict):
     stream_header_hold_ms: NonNegative = 10_000
     max_fallback_depth: Positive = 3
 
-    @model_validator(mode="after")
-    def _params_are_known(self) -> Self:
-        check_levels(self.strategy_params, "strategy_params")
-        return self
+    @field_validator("strategy_params")
+    @classmethod
+    def _params_are_known(cls, levels: dict[Strategy, RawParams]) -> dict[Strategy, RawParams]:
+        check_levels(levels)
+        return levels
 
     @model_validator(mode="after")
     def _matrix_is_exhaustive(self) -> Self:
@@ -96,9 +97,17 @@ class PoolSettings(Strict):
     sticky: StickyOverride = StickyOverride()
     continuation: Continuation = Continuation.OFF
 
-    @model_validator(mode="after")
-    def _params_are_known(self) -> Self:
-        check_levels(self.strategy_params, "strategy_params")
-        for tier, levels in self.tier_strategy_params.items():
-            check_levels(levels, f"tier_strategy_params.{tier}")
-        return self
+    @field_validator("strategy_params")
+    @classmethod
+    def _params_are_known(cls, levels: dict[Strategy, RawParams]) -> dict[Strategy, RawParams]:
+        check_levels(levels)
+        return levels
+
+    @field_validator("tier_strategy_params")
+    @classmethod
+    def _tier_params_are_known(
+        cls, tiers: dict[int, dict[Strategy, RawParams]]
+    ) -> dict[int, dict[Strategy, RawParams]]:
+        for tier, levels in tiers.items():
+            check_levels(levels, f"tier {tier}: ")
+        return tiers

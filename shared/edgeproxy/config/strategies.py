@@ -55,8 +55,8 @@ class Strategy(StrEnum):
 DEFAULT_INTERVENE_INFLIGHT = 8
 
 _INTERVENE_DOC = (
-    "power-of-two-choices threshold: of two weighted draws the less busy is kept only "
-    "when the first has at least this many attempts in flight fleet-wide"
+    "keep the less busy of two weighted draws when the first has at least this many "
+    "attempts in flight fleet-wide"
 )
 
 RawParams = dict[str, Any]  # one strategy's parameters as written, validated by its model
@@ -81,7 +81,7 @@ class WeightedDrawParams(LoadAware):
     """``simple-shuffle``: weighted draws, load-aware only past the threshold."""
 
     intervene_inflight: Annotated[int, Field(ge=0)] | None = Field(
-        DEFAULT_INTERVENE_INFLIGHT, description=_INTERVENE_DOC + "; null: pure weighted draws"
+        DEFAULT_INTERVENE_INFLIGHT, description=_INTERVENE_DOC + "; null: plain weighted draws"
     )
 
 
@@ -89,7 +89,7 @@ class TwoChoicesParams(LoadAware):
     """``power-of-two-choices``: two weighted draws, the less busy kept."""
 
     intervene_inflight: Annotated[int, Field(ge=0)] | None = Field(
-        1, description=_INTERVENE_DOC + "; 0 or 1: on any difference"
+        1, description=_INTERVENE_DOC + " (0 or 1: on any difference)"
     )
 
 
@@ -98,7 +98,7 @@ class RankedParams(LoadAware):
 
     intervene_inflight: Annotated[int, Field(ge=0)] | None = Field(
         DEFAULT_INTERVENE_INFLIGHT,
-        description="ties of the metric: " + _INTERVENE_DOC + "; null: the first draw",
+        description="among equal metric values, " + _INTERVENE_DOC + "; null: the first draw",
     )
 
 
@@ -136,13 +136,13 @@ def parse_params(strategy: Strategy, raw: Mapping[str, Any]) -> StrategyParams:
         raise ValueError(f"{strategy.value}: " + "; ".join(problems)) from None
 
 
-def check_levels(levels: Mapping[Strategy, Mapping[str, Any]], where: str) -> None:
+def check_levels(levels: Mapping[Strategy, Mapping[str, Any]], where: str = "") -> None:
     """Validate one level's ``strategy_params`` (each strategy's keys on their own)."""
     for strategy, raw in levels.items():
         try:
             parse_params(strategy, raw)
         except ValueError as exc:
-            raise ValueError(f"{where}.{exc}") from None
+            raise ValueError(f"{where}{exc}") from None
 
 
 def merged(strategy: Strategy, *levels: Mapping[Strategy, Mapping[str, Any]]) -> StrategyParams:
@@ -167,7 +167,7 @@ def describe(strategy: Strategy) -> list[dict[str, Any]]:
         rows.append(
             {
                 "name": name,
-                "type": " | ".join("null" if t == "null" else t for t in types),
+                "type": " or ".join(types),
                 "minimum": bounds.get("minimum"),
                 "maximum": bounds.get("maximum"),
                 "default": field.default,
