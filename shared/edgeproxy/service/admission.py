@@ -111,6 +111,7 @@ class Attempt:
     admission: asyncio.Future[bool] | None = field(default=None, compare=False)
     reserved: int = 0  # tokens reserved against the deployment's tpm limit at start
     inflight: InFlight | None = field(default=None, compare=False)
+    output_limit: int | None = None  # set by the gateway from the tpm budget (routing.tokens)
 
     async def admitted(self) -> None:
         """Wait for the start count to land (it may run alongside the upstream call).
