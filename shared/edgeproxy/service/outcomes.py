@@ -19,7 +19,7 @@ from edgeproxy.config.deployment import Deployment
 from edgeproxy.errors import StoreError
 from edgeproxy.routing import affinity, circuit, counters
 from edgeproxy.routing.faults import FailureClass
-from edgeproxy.routing.snapshot import Capacity, Circuit
+from edgeproxy.routing.snapshot import Capacity, Circuit, Second
 from edgeproxy.routing.verdict import Verdict
 from edgeproxy.service.admission import Attempt, bucket_expiry
 from edgeproxy.service.headers_quota import quota_writes
@@ -73,14 +73,17 @@ class Outcomes:
         dep = attempt.deployment
         rated = completion_tokens > 0 and latency_s > 0
         used = prompt_tokens + completion_tokens
+        per_s = completion_tokens / latency_s if rated else 0.0
+        sample = Second(1, int(latency_s * 1000), int(rated), per_s)
         deltas = await attempt.ended(
             used - attempt.reserved if used else 0,  # no usage reported: the estimate stands
+            (now, sample),  # when it finished: the health job's EWMA replays in this order
             successes=1,
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             latency_ms_sum=int(latency_s * 1000),
             # Throughput averages only the successes that reported tokens.
-            output_tokens_per_s_sum=completion_tokens / latency_s if rated else 0.0,
+            output_tokens_per_s_sum=per_s,
             throughput_samples=int(rated),
             sticky_hits=1 if attempt.sticky else 0,
             **counters.latency_counter(latency_s * 1000),
