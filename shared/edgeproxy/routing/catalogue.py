@@ -1,7 +1,8 @@
 """The strategy catalogue: what ``GET /admin/strategies``, ``edgeproxy strategies`` and the README list.
 
 Read from the registry itself, so it lists exactly what the configuration
-is validated against.
+is validated against (``routing.strategies`` is imported for its
+registrations and ``reads_counters``).
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from typing import Any
 
 from edgeproxy.config.router import RouterSettings
 from edgeproxy.config.strategies import describe
-from edgeproxy.routing.strategies import REGISTRY
+from edgeproxy.routing.registry import REGISTRY
+from edgeproxy.routing.strategies import reads_counters
 
 
 def catalogue(router: RouterSettings | None = None) -> list[dict[str, Any]]:
@@ -20,7 +22,7 @@ def catalogue(router: RouterSettings | None = None) -> list[dict[str, Any]]:
         row: dict[str, Any] = {
             "name": spec.name.value,
             "summary": spec.summary,
-            "reads_counters": spec.counters,
+            "reads_counters": reads_counters(spec.name),
             "parameters": describe(spec.name),
         }
         if router is not None:

@@ -4,7 +4,8 @@ A strategy is one ``StrategySpec``: its name (``config.strategies.Strategy``),
 its parameter model (``config.strategies.PARAMS``: validated when the
 configuration loads and on every admin write, unknown keys refused), the
 ranker that orders one priority tier's candidates, a one-line summary, and
-whether it reads the usage counters (the pool read fetches them only then).
+whether its metric reads the usage counters (the pool read fetches them
+only then, or for the power-of-two-choices rule: ``strategies.reads_counters``).
 
 Adding a strategy: a ``Strategy`` member and its parameter model in
 ``config.strategies``, then a ranker registered in ``routing.strategies``::
@@ -42,7 +43,7 @@ class StrategySpec:
     params: type[StrategyParams]
     rank: Ranker
     summary: str
-    counters: bool  # orders by usage counters (in-flight, requests, tokens)
+    counters: bool  # its metric reads usage counters (strategies.reads_counters adds p2c's)
 
 
 class Registry:

@@ -29,7 +29,7 @@ from itertools import groupby
 
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.strategies import LoadAware, Strategy, StrategyParams
-from edgeproxy.routing.registry import REGISTRY, Ranker
+from edgeproxy.routing.registry import REGISTRY
 from edgeproxy.routing.snapshot import PoolSnapshot
 
 
@@ -48,9 +48,6 @@ class StrategyInputs:
     def intervene(self) -> int | None:
         """The power-of-two-choices threshold (None: never intervene)."""
         return self.params.intervene_inflight if isinstance(self.params, LoadAware) else None
-
-
-__all__ = ["REGISTRY", "Ranker", "StrategyInputs", "order", "reads_counters"]
 
 
 def _draw(pool: Sequence[Deployment], rng: random.Random) -> Deployment:
@@ -132,7 +129,7 @@ def _weighted(c: Sequence[Deployment], _: StrategyInputs, rng: random.Random) ->
 @REGISTRY.register(
     Strategy.SIMPLE_SHUFFLE,
     "A weighted random draw over weight; the less busy of two draws past intervene_inflight",
-    counters=True,
+    counters=False,  # only its power-of-two-choices rule reads them (reads_counters)
 )
 def _shuffle(c: Sequence[Deployment], i: StrategyInputs, rng: random.Random) -> list[Deployment]:
     return two_choices([d for d in c if d.weight > 0], i, rng)
@@ -141,7 +138,7 @@ def _shuffle(c: Sequence[Deployment], i: StrategyInputs, rng: random.Random) -> 
 @REGISTRY.register(
     Strategy.POWER_OF_TWO_CHOICES,
     "Of two weighted draws, the one with fewer attempts in flight",
-    counters=True,
+    counters=False,
 )
 def _two_choices(
     c: Sequence[Deployment], i: StrategyInputs, rng: random.Random
@@ -264,13 +261,24 @@ def _round_robin(
 
 REGISTRY.check()
 
-# Strategies that order by weights, hashes or declaration alone: no usage counters.
-COUNTER_FREE = frozenset(spec.name for spec in REGISTRY if not spec.counters)
+# Strategies that order by weights, hashes or declaration alone, whatever their
+# parameters: no usage counters.
+COUNTER_FREE = frozenset(
+    spec.name for spec in REGISTRY if not spec.counters and not issubclass(spec.params, LoadAware)
+)
 
 
-def reads_counters(strategy: Strategy) -> bool:
-    """Whether ``strategy`` orders by the usage buckets (both minutes, every candidate)."""
-    return REGISTRY.spec(strategy).counters
+def reads_counters(strategy: Strategy, params: StrategyParams | None = None) -> bool:
+    """Whether ``strategy`` with ``params`` (None: its defaults) reads the usage buckets.
+
+    Its metric may (``least-busy``...), or its power-of-two-choices rule (the
+    in-flight counts, both minutes, every candidate) unless that is off.
+    """
+    spec = REGISTRY.spec(strategy)
+    if spec.counters:
+        return True
+    params = spec.params() if params is None else params
+    return isinstance(params, LoadAware) and params.intervene_inflight is not None
 
 
 def order(

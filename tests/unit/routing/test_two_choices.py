@@ -116,10 +116,17 @@ def test_parameters_of_another_strategy_are_refused() -> None:
         order(Strategy.SIMPLE_SHUFFLE, POOL, inputs, random.Random(0))
 
 
-def test_load_aware_strategies_read_the_counters() -> None:
+def test_load_aware_strategies_read_the_counters_unless_the_rule_is_off() -> None:
     assert reads_counters(Strategy.SIMPLE_SHUFFLE)
     assert reads_counters(Strategy.POWER_OF_TWO_CHOICES)
     assert not reads_counters(Strategy.WEIGHTED_RANDOM)
+    off = WeightedDrawParams(intervene_inflight=None)
+    assert not reads_counters(Strategy.SIMPLE_SHUFFLE, off)
+    assert not reads_counters(
+        Strategy.POWER_OF_TWO_CHOICES, TwoChoicesParams(intervene_inflight=None)
+    )
+    # A metric strategy reads them for its metric whatever its tiebreak.
+    assert reads_counters(Strategy.LEAST_BUSY, RankedParams(intervene_inflight=None))
 
 
 def test_selection_runs_each_tier_with_its_own_parameters() -> None:

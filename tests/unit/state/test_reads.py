@@ -7,8 +7,9 @@ import random
 import pytest
 
 from edgeproxy.config.router import Strategy
+from edgeproxy.routing.registry import REGISTRY
 from edgeproxy.routing.snapshot import PoolSnapshot, Usage
-from edgeproxy.routing.strategies import COUNTER_FREE, REGISTRY, StrategyInputs, order
+from edgeproxy.routing.strategies import COUNTER_FREE, StrategyInputs, order
 from edgeproxy.state.store import SnapshotRequest
 from tests.unit.routing.builders import dep
 
