@@ -77,7 +77,8 @@ class Outcomes:
         sample = Second(1, int(latency_s * 1000), int(rated), per_s)
         deltas = await attempt.ended(
             used - attempt.reserved if used else 0,  # no usage reported: the estimate stands
-            (now, sample),  # when it finished: the health job's EWMA replays in this order
+            # When the upstream finished: the health job's EWMA replays answers in this order.
+            (attempt.started_at + latency_s, sample),
             successes=1,
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
