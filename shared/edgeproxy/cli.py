@@ -9,6 +9,7 @@
     edgeproxy bindings share --pool gpt-4o --minutes 60 [--json]
     printf %s "$KEY" | edgeproxy hash-key      # the sha256 for gateway.api_keys
     edgeproxy status | settings get|set | audit  # see cli_admin (admin API or table)
+    edgeproxy strategies [--json]                # the strategy registry and its parameters
     edgeproxy job health|quota-refresh           # one pass of a scheduled job (cli_jobs)
     edgeproxy keys create|list|show|revoke|import   # client keys (see edgeproxy keys --help)
 
@@ -37,7 +38,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TextIO
 
-from edgeproxy import cli_admin, cli_jobs, cli_keys, cli_litellm
+from edgeproxy import cli_admin, cli_jobs, cli_keys, cli_litellm, cli_strategies
 from edgeproxy.config.loader import from_document, load_config_file
 from edgeproxy.errors import ConfigError, EdgeproxyError, UsageError
 from edgeproxy.routing.affinity import caller_id, key_digest
@@ -93,6 +94,7 @@ def _parser() -> argparse.ArgumentParser:
 
     commands.add_parser("hash-key", help="print the sha256 of a key read from standard input")
     cli_admin.add_commands(commands)  # status, settings, audit
+    cli_strategies.add_command(commands)
     cli_jobs.add_commands(commands)  # job
     cli_keys.register(commands)
     return parser
@@ -213,6 +215,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cli_jobs.run(args)
         if args.command == "keys":
             return cli_keys.run(args)
+        if args.command == "strategies":
+            return cli_strategies.run(args)
         if args.command in cli_admin.COMMANDS:
             return asyncio.run(cli_admin.run(args))
         if (args.command, args.action) == ("config", "check"):

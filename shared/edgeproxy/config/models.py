@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
 from edgeproxy.config.base import Positive, Strict
 from edgeproxy.config.deployment import Deployment
@@ -24,6 +24,7 @@ from edgeproxy.config.router import (
     StickySettings,
     Strategy,
 )
+from edgeproxy.config.strategies import StrategyParams, merged
 
 
 class FallbackReason(StrEnum):
@@ -98,6 +99,7 @@ class GatewayConfig(Strict):
     quota_sources: list[QuotaSource] = Field(default_factory=list)
     # A quota snapshot older than this is ignored by routing (the refresh runs every minute).
     quota_max_age_seconds: Positive = 600
+    _params: dict[tuple[str, int, Strategy], StrategyParams] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
@@ -152,6 +154,21 @@ class GatewayConfig(Strict):
         """Tier override, then pool default, then the global strategy."""
         pool = self.pool_settings(pool_key)
         return pool.tier_strategies.get(tier) or pool.strategy or self.router.strategy
+
+    def params_for(self, pool_key: str, tier: int, strategy: Strategy) -> StrategyParams:
+        """``strategy``'s parameters in ``tier`` of ``pool_key``: defaults, global, pool, tier."""
+        key = (pool_key, tier, strategy)
+        found = self._params.get(key)
+        if found is None:
+            pool = self.pool_settings(pool_key)
+            found = merged(
+                strategy,
+                self.router.strategy_params,
+                pool.strategy_params,
+                pool.tier_strategy_params.get(tier, {}),
+            )
+            self._params[key] = found  # the config is immutable: computed once per key
+        return found
 
     def sticky_for(self, pool_key: str) -> StickySettings:
         base = self.router.sticky

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from edgeproxy.config.router import CircuitSettings
 from edgeproxy.routing import affinity, circuit, counters
 from edgeproxy.routing.faults import FailureClass
-from edgeproxy.routing.snapshot import Binding, BindingKey, Circuit, PoolSnapshot
+from edgeproxy.routing.snapshot import Binding, BindingKey, Circuit, PoolSnapshot, Second
 from edgeproxy.routing.verdict import Verdict
 
 CREDENTIAL_REJECTIONS = frozenset({401, 403})  # counted for /health/deep until a success
@@ -70,6 +70,9 @@ class Effects:
 
     reconcile: int  # added to the attempt's tpm reservation
     counters: Mapping[str, float] = field(default_factory=dict)  # ADDed to the usage bucket
+    # When the upstream finished, and the answer's sample: the health job's EWMA
+    # replays answers second by second in this order.
+    finished: tuple[float, Second] | None = None
     circuit: CircuitWrite | None = None  # None: the circuit is not written
     renewed: Binding | None = None  # the binding to put (over the one read)
     drop_binding: bool = False  # delete the binding (only while it names this deployment)
@@ -90,13 +93,14 @@ def on_success(
     """A success: count it, close a probed circuit, renew the binding, clear rejections."""
     rated = completion_tokens > 0 and latency_s > 0
     used = prompt_tokens + completion_tokens
+    per_s = completion_tokens / latency_s if rated else 0.0
     tallies: dict[str, float] = {
         "successes": 1,
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
         "latency_ms_sum": int(latency_s * 1000),
         # Throughput averages only the successes that reported tokens.
-        "output_tokens_per_s_sum": completion_tokens / latency_s if rated else 0.0,
+        "output_tokens_per_s_sum": per_s,
         "throughput_samples": int(rated),
         "sticky_hits": 1 if attempt.sticky else 0,
         **counters.latency_counter(latency_s * 1000),
@@ -120,6 +124,10 @@ def on_success(
         # No usage reported: the estimate stands.
         reconcile=used - attempt.reserved if used else 0,
         counters=tallies,
+        finished=(
+            attempt.started_at + latency_s,
+            Second(1, int(latency_s * 1000), int(rated), per_s),
+        ),
         circuit=_circuit_write(pool.snapshot.circuit(dep), close),
         renewed=renewed,
         # Only when the read showed rejections: a healthy success stays write-free.

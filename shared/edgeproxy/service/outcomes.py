@@ -84,7 +84,9 @@ class Outcomes:
             latency_s=latency_s,
             now=now,
         )
-        writes = self._usage(await attempt.ended(effects.reconcile, **effects.counters))
+        writes = self._usage(
+            await attempt.ended(effects.reconcile, effects.finished, **effects.counters)
+        )
         writes += [_nothing(w) for w in quota_writes(self._store, ctx, dep, rate_limits, now)]
         if ctx.key is not None:
             # The key's tokens and spend (at this deployment's prices), alongside.

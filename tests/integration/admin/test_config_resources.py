@@ -94,6 +94,7 @@ def test_pools_and_fallbacks_are_edited_and_checked_against_the_deployments(
     )
     assert pool["effective"] == {
         "strategy_by_tier": {"1": "least-busy", "0": "weight_priority"},
+        "params_by_tier": {"1": {"intervene_inflight": 8}, "0": {}},
         "sticky": {"enabled": True, "idle_ttl_seconds": 600},
     }
     assert pool["deployments"] == ["a", "b"]

@@ -14,8 +14,8 @@ from edgeproxy.config.loader import from_document, to_document
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.config.presets import Preset
 from edgeproxy.config.router import CircuitSettings, Continuation, RouterSettings
-from edgeproxy.service.config_changes import router_settings
-from edgeproxy.service.config_edit import as_document, validated
+from edgeproxy.service.admin.config_changes import router_settings
+from edgeproxy.service.admin.config_edit import as_document, validated
 
 README = Path(__file__).resolve().parents[3] / "README.md"
 TABLE_HEADING = "#### Presets (`router.preset`)"

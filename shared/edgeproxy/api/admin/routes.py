@@ -24,6 +24,7 @@ from edgeproxy.api.admin import keys as admin_keys
 from edgeproxy.api.admin import ops as admin_ops
 from edgeproxy.api.admin import settings as admin_settings
 from edgeproxy.api.admin import status as admin_status
+from edgeproxy.api.admin import strategies as admin_strategies
 from edgeproxy.api.admin.guard import AdminCall, AdminRoute, admin_call
 from edgeproxy.api.errors import guarded
 
@@ -42,6 +43,7 @@ ROUTE_TABLES: tuple[Sequence[AdminRoute], ...] = (
     admin_ops.ROUTES,
     admin_keys.ROUTES,
     admin_status.ROUTES,
+    admin_strategies.ROUTES,
     [AdminRoute("GET", OPENAPI_PATH, openapi, "This document", "meta")],
 )
 

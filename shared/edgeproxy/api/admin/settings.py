@@ -81,6 +81,10 @@ def _pool_view(current: Versioned, pool: str) -> dict[str, Any]:
         "settings": settings.model_dump(mode="json"),
         "effective": {
             "strategy_by_tier": {str(t): config.strategy_for(pool, t).value for t in tiers},
+            "params_by_tier": {
+                str(t): config.params_for(pool, t, config.strategy_for(pool, t)).model_dump()
+                for t in tiers
+            },
             "sticky": config.sticky_for(pool).model_dump(mode="json"),
         },
         "deployments": [d.id for d in deployments],

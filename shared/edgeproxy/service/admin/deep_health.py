@@ -53,7 +53,7 @@ async def pool_report(
     """One pool's deployments, as ``/health/deep`` lists them."""
     deployments = config.pool(pool)
     snapshot = await store.read_pool(SnapshotRequest.of(pool, deployments, now))
-    statuses = pool_status(deployments, snapshot, now)
+    statuses = pool_status(deployments, snapshot, now, config.quota_max_age_seconds)
     rows = [
         deployment_row(dep, status, snapshot, now)
         for dep, status in zip(deployments, statuses, strict=True)

@@ -40,6 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from edgeproxy.errors import StoreError
+from edgeproxy.routing.snapshot import added_seconds
 from edgeproxy.state.items import usage_counters
 from edgeproxy.state.store import CounterStore, UsageDelta
 
@@ -83,8 +84,9 @@ def _counters(delta: Delta) -> dict[str, float]:
     return usage_counters(delta)
 
 
-# Every counter of a delta: the fields after ``deployment_id`` and ``minute``.
-_COUNTERS = tuple(f.name for f in dataclasses.fields(UsageDelta)[2:])
+# Every counter of a delta: the fields after ``deployment_id`` and ``minute``
+# (``seconds``, the per-second sums, merge second by second).
+_COUNTERS = tuple(f.name for f in dataclasses.fields(UsageDelta)[2:] if f.name != "seconds")
 
 
 def merged(a: Delta, b: Delta) -> Delta:
@@ -95,7 +97,8 @@ def merged(a: Delta, b: Delta) -> Delta:
             a, tokens=a.tokens + b.tokens, spend_usd=a.spend_usd + b.spend_usd
         )
     assert isinstance(b, UsageDelta)
-    return dataclasses.replace(a, **{n: getattr(a, n) + getattr(b, n) for n in _COUNTERS})
+    summed = {n: getattr(a, n) + getattr(b, n) for n in _COUNTERS}
+    return dataclasses.replace(a, **summed, seconds=added_seconds(a.seconds, b.seconds))
 
 
 class CounterBuffer:
