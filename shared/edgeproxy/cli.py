@@ -73,6 +73,9 @@ def _parser() -> argparse.ArgumentParser:
         "import-litellm", help="convert a LiteLLM config.yaml (YAML to stdout, warnings to stderr)"
     )
     convert.add_argument("file", help="the LiteLLM proxy config.yaml (model_list, router_settings)")
+    convert.add_argument(
+        "--strict", action="store_true", help="exit 1, writing nothing, on any warning or error"
+    )
 
     bindings = commands.add_parser("bindings", help="inspect and clear sticky bindings")
     binding_cmds = bindings.add_subparsers(dest="action", required=True)
@@ -218,7 +221,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if (args.command, args.action) == ("config", "check"):
             return _check(args.file)
         if (args.command, args.action) == ("config", "import-litellm"):
-            return cli_litellm.import_litellm(args.file, sys.stdout, sys.stderr, os.environ)
+            return cli_litellm.import_litellm(
+                args.file, sys.stdout, sys.stderr, os.environ, strict=args.strict
+            )
         command = STORE_COMMANDS[(args.command, args.action)]
         if command is _unbind:
             args.caller_id = _caller(args)  # refuse a raw key before touching the store
