@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from edgeproxy.api import (
+    admin_config,
     admin_deployments,
     admin_keys,
     admin_ops,
@@ -44,6 +45,7 @@ ROUTE_TABLES: tuple[Sequence[AdminRoute], ...] = (
     admin_ops.ROUTES,
     admin_keys.ROUTES,
     admin_status.ROUTES,
+    admin_config.ROUTES,
     [AdminRoute("GET", OPENAPI_PATH, openapi, "This document", "meta")],
 )
 
