@@ -148,10 +148,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush must not fail
         return 141  # 128 + SIGPIPE
     except Exception as exc:  # a store or network failure: one line, not a traceback
-        message = one_line(exc, cli_target.describe(args))
-        if message is None:
+        line = one_line(exc, cli_target.describe(args))
+        if line is None:
             raise
-        print(f"edgeproxy: {message}", file=sys.stderr)
+        print(f"edgeproxy: {line}", file=sys.stderr)
         return 1
 
 
