@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from edgeproxy.api.admin import config as admin_config
 from edgeproxy.api.admin import deployments as admin_deployments
 from edgeproxy.api.admin import keys as admin_keys
 from edgeproxy.api.admin import ops as admin_ops
@@ -44,6 +45,7 @@ ROUTE_TABLES: tuple[Sequence[AdminRoute], ...] = (
     admin_keys.ROUTES,
     admin_status.ROUTES,
     admin_strategies.ROUTES,
+    admin_config.ROUTES,
     [AdminRoute("GET", OPENAPI_PATH, openapi, "This document", "meta")],
 )
 
