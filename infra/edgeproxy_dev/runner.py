@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from edgeproxy_dev.mock_upstream import MockUpstream
 
 TABLE = "edgeproxy-local"
-MOCK_KEY = "sk-mock-upstream"  # what the mocks expect; referenced as env:EDGEPROXY_MOCK_KEY
+MOCK_KEY = "sk-mock-upstream"  # what the mocks expect; referenced as env:EDGEPROXY_CRED_MOCK_KEY
 ALWAYS_DOWN = {"always-down"}  # deployments whose mock answers 503 forever (the demo)
 ADMIN_KEY_VAR = "EDGEPROXY_LOCAL_ADMIN_KEY"
 
@@ -58,7 +58,7 @@ def local_session() -> aioboto3.Session:
 
 def local_settings(endpoint_url: str, table: str = TABLE) -> Settings:
     """Settings for a gateway on the embedded DynamoDB (the environment still supplies keys)."""
-    environ = {**os.environ, "EDGEPROXY_MOCK_KEY": MOCK_KEY}
+    environ = {**os.environ, "EDGEPROXY_CRED_MOCK_KEY": MOCK_KEY}
     environ.update(
         EDGEPROXY_DYNAMODB_ENDPOINT=endpoint_url, EDGEPROXY_TABLE=table, AWS_REGION=REGION
     )

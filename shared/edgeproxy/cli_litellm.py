@@ -21,6 +21,7 @@ from typing import Any, TextIO
 
 import yaml
 
+from edgeproxy.config.litellm_egress import state_entry_rules
 from edgeproxy.config.litellm_router import convert
 from edgeproxy.config.loader import parse_config
 from edgeproxy.errors import UsageError
@@ -45,6 +46,7 @@ def import_litellm(path: str, out: TextIO, err: TextIO, environ: Mapping[str, st
     """Convert ``path``; the YAML to ``out``, the warnings and a summary to ``err``."""
     converted = convert(read(path), environ)
     document = converted.document
+    state_entry_rules(document, converted.warnings)
     warnings = list(converted.warnings)
     parse_config(document, f"{path} (converted)")  # ConfigError: exit 2
     out.write(HEADER.format(source=path))

@@ -28,6 +28,7 @@
     ├── QuotaFetchError                 a quota source could not be read (the refresh job logs it)
     ├── ValueError
     │   └── ConfigError                 a configuration document is malformed or invalid
+    │       └── EntryRefused            it breaks the egress or credential rule (``.param``)
     └── UsageError                      a command line the CLI cannot carry out
 
 Each ``EdgeproxyError`` maps to the OpenAI error JSON (``body``). The other
@@ -244,6 +245,14 @@ class QuotaFetchError(Exception):
 
 class ConfigError(ValueError):
     """A configuration document is malformed or invalid."""
+
+
+class EntryRefused(ConfigError):
+    """A document breaks an entry rule (``config.entry_rules``); ``param`` names the field."""
+
+    def __init__(self, message: str, param: str) -> None:
+        super().__init__(message)
+        self.param = param
 
 
 class UsageError(Exception):

@@ -54,7 +54,7 @@ def lambda_env(
         "EDGEPROXY_DYNAMODB_ENDPOINT": dynamo_endpoint,
         "EDGEPROXY_TABLE": gateway_table,
         "EDGEPROXY_TABLE_SCHEMA": "pk,sk,expires_at",
-        "EDGEPROXY_MOCK_KEY": "sk-mock",
+        "EDGEPROXY_CRED_MOCK_KEY": "sk-mock",
         "AWS_REGION": "us-east-1",
         "AWS_ACCESS_KEY_ID": DUMMY_CREDENTIALS["aws_access_key_id"],
         "AWS_SECRET_ACCESS_KEY": DUMMY_CREDENTIALS["aws_secret_access_key"],

@@ -25,6 +25,7 @@ from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import ConfigError, RequestError, VersionConflict
 from edgeproxy.service import audit
 from edgeproxy.state.store import AdminStore
+from edgeproxy.upstream.egress import name_problems
 
 Document = dict[str, Any]
 Change = Callable[[Document], None]
@@ -64,7 +65,16 @@ def validated(document: Document) -> GatewayConfig:
     try:
         return parse_config(document, "configuration")
     except ConfigError as exc:
-        raise RequestError(str(exc).replace("\n", "; ")) from None
+        param = getattr(exc, "param", None)
+        raise RequestError(str(exc).replace("\n", "; "), param=param) from None
+
+
+async def resolvable(config: GatewayConfig) -> None:
+    """A 400 naming the field if a deployment's host name resolves to a refused address."""
+    problems = await name_problems(config)
+    if problems:
+        text = "; ".join(f"configuration: {problem}" for problem in problems)
+        raise RequestError(text, param=problems[0].field)
 
 
 def checked(model: type[BaseModel], body: dict[str, Any]) -> BaseModel:
@@ -107,6 +117,7 @@ class ConfigEditor:
         after = copy.deepcopy(before)
         change(after)
         config = validated(after)
+        await resolvable(config)
         changes = audit.diff(before, as_document(config))
         if not changes:
             return now
@@ -123,6 +134,7 @@ class ConfigEditor:
         Still a conditional write on the version just read, so a concurrent
         admin edit is never lost silently: the load fails with a conflict.
         """
+        await resolvable(config)
         now = await self.current()
         changes = audit.diff(now.document, as_document(config))
         record = audit.entry(actor, "config.load", source, changes, self._clock())

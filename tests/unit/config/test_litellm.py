@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from edgeproxy import cli
+from edgeproxy.config.litellm_egress import state_entry_rules
 from edgeproxy.config.litellm_router import convert
 from edgeproxy.config.loader import load_config_file, parse_config
 
@@ -37,8 +38,15 @@ def test_the_command_writes_yaml_that_loads_and_warnings_to_stderr(
     assert "sk-in-the-file" not in out
     assert "sk-1234" not in out
     assert err.splitlines()[-1] == (
-        "converted 11 deployments (5 models), 4 fallback chains; 14 warnings"
+        "converted 11 deployments (5 models), 4 fallback chains; 24 warnings"
     )
+    # The entry rules are stated in the output, each with a warning: the private
+    # self-hosted servers are allowed by address, env keys move under the prefix.
+    assert document["gateway"]["egress"]["allow"] == ["10.0.0.12", "10.0.0.13"]
+    assert "warning: deployment llama-6: base_url 10.0.0.12 is not public; " in err
+    creds = {d["id"]: d.get("credential") for d in document["deployments"]}
+    assert creds["openai-main"] == "env:EDGEPROXY_CRED_OPENAI_API_KEY"
+    assert "became env:EDGEPROXY_CRED_OPENAI_API_KEY" in err
     assert all(line.startswith("warning: ") for line in err.splitlines()[:-1])
     # The whole output loads with the project's own loader, azure and bedrock included.
     path = tmp_path / "edgeproxy.yaml"
@@ -121,6 +129,7 @@ def test_router_settings_and_fallbacks() -> None:
         {"model": "gpt-4o", "reason": "context_window", "to": ["llama"]},
         {"model": "claude", "reason": "content_policy", "to": ["llama"]},
     ]
+    state_entry_rules(document, [])  # as the command does before it loads the output
     parse_config(document, "converted")
 
 
