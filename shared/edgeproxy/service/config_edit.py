@@ -24,6 +24,7 @@ from edgeproxy.config.loader import from_document, location, parse_config, to_do
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import ConfigError, RequestError, VersionConflict
 from edgeproxy.service import audit
+from edgeproxy.service.redaction import redact_changes
 from edgeproxy.state.store import AdminStore
 from edgeproxy.upstream.egress import name_problems
 
@@ -121,7 +122,7 @@ class ConfigEditor:
         changes = audit.diff(before, as_document(config))
         if not changes:
             return now
-        record = audit.entry(actor, action, target, changes, self._clock())
+        record = audit.entry(actor, action, target, redact_changes(changes), self._clock())
         version = await self._store.save_config(to_document(config), now.version, record)
         if version is None:
             latest = await self.current()
@@ -136,7 +137,7 @@ class ConfigEditor:
         """
         await resolvable(config)
         now = await self.current()
-        changes = audit.diff(now.document, as_document(config))
+        changes = redact_changes(audit.diff(now.document, as_document(config)))
         record = audit.entry(actor, "config.load", source, changes, self._clock())
         version = await self._store.save_config(to_document(config), now.version, record)
         if version is None:
