@@ -31,6 +31,7 @@ from edgeproxy.routing.snapshot import (
 from edgeproxy.state import conditions as cond
 from edgeproxy.state import items, keys
 from edgeproxy.state.dynamo_admin import DynamoAdmin
+from edgeproxy.state.dynamo_key_reserve import DynamoKeyReserve
 from edgeproxy.state.dynamo_keys import DynamoKeys
 from edgeproxy.state.dynamo_reads import DynamoReads
 from edgeproxy.state.items import number, text
@@ -41,7 +42,7 @@ from edgeproxy.state.table import Table
 CAPACITY_RETENTION_S = 3600  # a throttle item is deleted by TTL this long after it ended
 
 
-class DynamoStore(DynamoReads, DynamoAdmin, DynamoKeys):
+class DynamoStore(DynamoReads, DynamoAdmin, DynamoKeys, DynamoKeyReserve):
     """The ``Store`` protocol on one table; the client is injected, never built here.
 
     The request path's writes are here, its reads in ``DynamoReads``; the

@@ -29,7 +29,10 @@ V1 = [
     "/v1/models/fast-chat/deployments", "/health", "/admin", "/admin/", "/admin/assets/app.js",
     "/admin/no-such-route", "/v2/none",
 ]  # fmt: skip
-PUBLIC = {"/admin/", "/admin/assets/app.js"}  # the status page's static files (its data needs a key)
+PUBLIC = {
+    "/admin/",
+    "/admin/assets/app.js",
+}  # the status page's static files (its data needs a key)
 KEYS = {"none": None, "client": CLIENT_KEY, "admin": ADMIN_KEY}
 
 
