@@ -39,7 +39,7 @@ from edgeproxy.settings import Settings
 from edgeproxy_dev.aws import DUMMY_CREDENTIALS, REGION
 from edgeproxy_dev.clock import Clock, clock_control
 from edgeproxy_dev.schedule import Schedule
-from edgeproxy_dev.serving import server_config
+from edgeproxy_dev.serving import BACKLOG, server_config
 from edgeproxy_dev.template import default_template_path
 
 if TYPE_CHECKING:
@@ -173,7 +173,7 @@ def serve(
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
-    sock.listen(128)  # before the banner: whoever reads it may connect at once
+    sock.listen(BACKLOG)  # before the banner: whoever reads it may connect at once
     bound = sock.getsockname()[1]
     print(
         _banner(bound, banner) if banner else f"edgeproxy is serving on http://127.0.0.1:{bound}",
