@@ -41,14 +41,14 @@ from edgeproxy.settings import Settings
 from edgeproxy_dev.aws import DUMMY_CREDENTIALS, REGION
 from edgeproxy_dev.clock import Clock, clock_control
 from edgeproxy_dev.schedule import Schedule
-from edgeproxy_dev.serving import server_config
+from edgeproxy_dev.serving import BACKLOG, server_config
 from edgeproxy_dev.template import default_template_path
 
 if TYPE_CHECKING:
     from edgeproxy_dev.mock_upstream import MockUpstream
 
 TABLE = "edgeproxy-local"
-MOCK_KEY = "sk-mock-upstream"  # what the mocks expect; referenced as env:EDGEPROXY_MOCK_KEY
+MOCK_KEY = "sk-mock-upstream"  # what the mocks expect; referenced as env:EDGEPROXY_CRED_MOCK_KEY
 ALWAYS_DOWN = {"always-down"}  # deployments whose mock answers 503 forever (the demo)
 ADMIN_KEY_VAR = "EDGEPROXY_LOCAL_ADMIN_KEY"
 
@@ -60,7 +60,7 @@ def local_session() -> aioboto3.Session:
 
 def local_settings(endpoint_url: str, table: str = TABLE) -> Settings:
     """Settings for a gateway on the embedded DynamoDB (the environment still supplies keys)."""
-    environ = {**os.environ, "EDGEPROXY_MOCK_KEY": MOCK_KEY}
+    environ = {**os.environ, "EDGEPROXY_CRED_MOCK_KEY": MOCK_KEY}
     environ.update(
         EDGEPROXY_DYNAMODB_ENDPOINT=endpoint_url, EDGEPROXY_TABLE=table, AWS_REGION=REGION
     )
@@ -197,7 +197,7 @@ def listen(port: int, what: str = "the gateway") -> socket.socket:
         raise PortBusy(
             f"port {port} ({what}) is already in use, perhaps by another `make run`: {hint}"
         ) from None
-    sock.listen(128)  # before the banner: whoever reads it may connect at once
+    sock.listen(BACKLOG)  # before the banner: whoever reads it may connect at once
     return sock
 
 

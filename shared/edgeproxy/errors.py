@@ -29,6 +29,7 @@
     ├── QuotaRefreshFailed              a refresh run had failed sources (its invocation fails)
     ├── ValueError
     │   └── ConfigError                 a configuration document is malformed or invalid
+    │       └── EntryRefused            it breaks the egress or credential rule (``.param``)
     └── UsageError                      a command line the CLI cannot carry out
 
 Each ``EdgeproxyError`` maps to the OpenAI error JSON (``body``). The other
@@ -269,6 +270,14 @@ class QuotaRefreshFailed(Exception):
 
 class ConfigError(ValueError):
     """A configuration document is malformed or invalid."""
+
+
+class EntryRefused(ConfigError):
+    """A document breaks an entry rule (``config.entry_rules``); ``param`` names the field."""
+
+    def __init__(self, message: str, param: str) -> None:
+        super().__init__(message)
+        self.param = param
 
 
 class UsageError(Exception):

@@ -88,7 +88,10 @@ def open_credentials(
     """A resolver for ``env:``, ``ssm:`` and ``secretsmanager:`` references (clients on first use)."""
     secrets = AwsSecrets(functools.partial(session.client, region_name=settings.region), stack)
     return CredentialResolver(
-        settings.environ, ssm=secrets.parameter, secretsmanager=secrets.secret
+        settings.environ,
+        ssm=secrets.parameter,
+        secretsmanager=secrets.secret,
+        bootstrap_ref=settings.admin_key_ref,
     )
 
 

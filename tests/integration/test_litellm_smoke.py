@@ -17,7 +17,7 @@ import httpx
 import pytest
 import yaml
 
-from edgeproxy.config.litellm_router import convert
+from edgeproxy.config.litellm_import.router import convert
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.configs import MOCK_KEY
 
@@ -39,7 +39,7 @@ def pointed_at(document: dict[str, Any], mock: MockUpstream) -> tuple[dict[str, 
     for dep in document["deployments"]:
         dep["base_url"] = mock.url if dep["provider"] in ("azure", "bedrock") else mock.base_url
         if dep["provider"] != "bedrock":
-            dep.setdefault("credential", "env:EDGEPROXY_MOCK_KEY")
+            dep.setdefault("credential", "env:EDGEPROXY_CRED_MOCK_KEY")
             variables.add(dep["credential"].removeprefix("env:"))
     return document, variables
 

@@ -24,7 +24,7 @@ from tests.fixtures.gateway import store
 from tests.fixtures.table import TableView
 from tests.handlers.expectations import handler_config
 
-HEALTHY = credential_key("env:EDGEPROXY_MOCK_KEY")
+HEALTHY = credential_key("env:EDGEPROXY_CRED_MOCK_KEY")
 BROKEN = credential_key("env:BROKEN_QUOTA_KEY")
 EVENT = json.loads((Path(__file__).parents[2] / "events" / "quota_refresh.json").read_text())
 
@@ -57,7 +57,7 @@ def quota_env(
     for name, value in {
         "EDGEPROXY_DYNAMODB_ENDPOINT": dynamo_endpoint,
         "EDGEPROXY_TABLE": gateway_table,
-        "EDGEPROXY_MOCK_KEY": "sk-mock",
+        "EDGEPROXY_CRED_MOCK_KEY": "sk-mock",
         "BROKEN_QUOTA_KEY": "sk-broken-quota",
         "AWS_REGION": "us-east-1",
         "AWS_ACCESS_KEY_ID": DUMMY_CREDENTIALS["aws_access_key_id"],

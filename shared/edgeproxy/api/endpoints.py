@@ -63,7 +63,9 @@ async def count_tokens(request: Request) -> Response:
     if not pool:
         raise ModelNotFound(f"The model `{model}` does not exist.", param="model")
     headers = MESSAGES.headers(request_id(request))
-    counted = await gateway.tokens.count(pool, body, who.role, limits.upstream_limits)
+    counted = await gateway.tokens.count(
+        pool, body, who.role, limits.upstream_limits, egress=limits.egress
+    )
     if counted is None:
         headers["x-edgeproxy-token-count"] = "estimate"
         return JSONResponse({"input_tokens": estimate(body)}, headers=headers)

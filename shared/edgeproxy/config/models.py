@@ -14,6 +14,7 @@ from pydantic import Field, PrivateAttr, model_validator
 
 from edgeproxy.config.base import Positive, Strict
 from edgeproxy.config.deployment import Deployment
+from edgeproxy.config.egress import EgressSettings
 from edgeproxy.config.policies import Deadline, Operation
 from edgeproxy.config.quota import QuotaSource
 from edgeproxy.config.roles import Role
@@ -86,6 +87,7 @@ class GatewaySettings(Strict):
     body_read_timeout_seconds: Annotated[float, Field(gt=0)] = 30.0
     upstream_limits: UpstreamLimits = UpstreamLimits()
     api_keys: list[ApiKey] = Field(default_factory=list)
+    egress: EgressSettings = EgressSettings()  # hosts and ranges upstreams may reach
 
 
 class GatewayConfig(Strict):

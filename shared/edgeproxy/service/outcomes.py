@@ -55,6 +55,12 @@ class Outcomes:
         self._rng = rng
         self._telemetry = telemetry
 
+    async def key_usage(
+        self, key_id: str, minute: int | None, tokens: int, spend_usd: float, expires_at: float
+    ) -> None:
+        """Count a key's usage on the path answers are counted on (a release: negative)."""
+        await self._store.record_key_usage(key_id, minute, tokens, spend_usd, expires_at)
+
     async def success(
         self,
         ctx: PoolContext,

@@ -19,7 +19,6 @@ from edgeproxy.errors import RequestError
 from edgeproxy.routing.access import ClientKey
 from edgeproxy.routing.ordering.strategies import reads_counters
 from edgeproxy.routing.snapshot import BindingKey, Capacity, Circuit, PoolSnapshot
-from edgeproxy.service.key_usage import enforce_key_usage
 from edgeproxy.state.store import PoolSource, SnapshotRequest
 
 if TYPE_CHECKING:  # a Run carries PoolContexts (service.run imports this module)
@@ -99,16 +98,13 @@ async def open_pool(store: PoolSource, run: Run, model: str, now: float) -> Pool
         if sticky.enabled and req.pin is None and not run.resume
         else None
     )
-    client_key = req.key if req.key is not None and req.key.tracks_usage else None
     # The strategies whose ordering reads the usage counters, with their parameters.
     tiers = {(d.priority, config.strategy_for(model, d.priority)) for d in deployments}
     strategies = {s for t, s in tiers if reads_counters(s, config.params_for(model, t, s))}
     snapshot = await store.read_pool(
-        SnapshotRequest.of(
-            model, deployments, now, key, client_key.id if client_key else None, strategies
-        )
+        SnapshotRequest.of(model, deployments, now, key, None, strategies)
     )
-    enforce_key_usage(client_key, snapshot.key_usage, now)
+    # A key's tpm limit and budget were reserved against before routing (service/key_reserve.py).
     limits = {d.id: config.policy_for(d, req.operation, req.stream) for d in deployments}
     return PoolContext(
         model, deployments, snapshot, key, sticky, config.router.circuit, req.key, limits

@@ -247,6 +247,7 @@ class Router:
                 response_timeout_s=timeouts.response,
                 idle_timeout_s=timeouts.idle,
                 limits=config.gateway.upstream_limits,
+                egress=config.gateway.egress,
             )
             answer = await caller(call, timeouts)
             answer.hide_usage = hide_usage

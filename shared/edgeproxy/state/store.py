@@ -214,5 +214,21 @@ class AdminStore(ConfigSource, UsageSource, Protocol):
         ...
 
 
-class Store(RequestStore, JobStore, AdminStore, Protocol):
+class KeyReserveStore(Protocol):
+    """A client key's token and spend reservations (``state/dynamo_key_reserve.py``)."""
+
+    async def reserve_key_tokens(
+        self, key_id: str, minute: int, tokens: int, tpm_limit: int, expires_at: float
+    ) -> bool:
+        """ADD ``tokens`` to the key's bucket ``minute`` if it stays within ``tpm_limit``."""
+        ...
+
+    async def reserve_key_spend(
+        self, key_id: str, tokens: int, spend_usd: float, budget_usd: float | None
+    ) -> bool:
+        """ADD ``spend_usd`` and ``tokens`` to the key's spend, within ``budget_usd`` if set."""
+        ...
+
+
+class Store(RequestStore, JobStore, AdminStore, KeyReserveStore, Protocol):
     """Everything a backend implements (``DynamoStore``); each caller asks for its part."""

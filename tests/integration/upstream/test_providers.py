@@ -15,6 +15,7 @@ from edgeproxy.routing.faults import FailureClass, FaultKind
 from edgeproxy.upstream.call import StreamEvent, UpstreamCall
 from edgeproxy.upstream.client import UpstreamClient, make_http_client
 from edgeproxy_dev.mock_upstream import MockUpstream
+from tests.fixtures.configs import LOOPBACK_EGRESS
 from tests.integration.upstream.helpers import MESSAGES, drain
 
 MODEL_ID = "us.anthropic.claude-3-5-haiku-20241022-v1:0"
@@ -59,7 +60,7 @@ def call(
         credential=kw.pop("credential", "az-key-0123456789" if dep.provider == "azure" else None),
         response_timeout_s=kw.pop("response_timeout_s", 5.0),
         idle_timeout_s=kw.pop("idle_timeout_s", 5.0),
-        **kw,
+        **{"egress": LOOPBACK_EGRESS, **kw},
     )
 
 

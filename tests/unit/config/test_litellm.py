@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from edgeproxy import cli
-from edgeproxy.config.litellm_router import convert
+from edgeproxy.config.litellm_import.router import convert
+from edgeproxy.config.litellm_import.rules import state_entry_rules
 from edgeproxy.config.loader import load_config_file, parse_config
 
 SOURCE = Path(__file__).resolve().parents[2] / "fixtures" / "litellm" / "config.yaml"
@@ -37,9 +38,16 @@ def test_the_command_writes_yaml_that_loads_and_warnings_to_stderr(
     assert "sk-in-the-file" not in out
     assert "sk-1234" not in out
     assert err.splitlines()[-1] == (
-        "converted 11 deployments (5 models), 4 fallback chains; 12 warnings, "
+        "converted 11 deployments (5 models), 4 fallback chains; 22 warnings, "
         "2 entries not converted"
     )
+    # The entry rules are stated in the output, each with a warning: the private
+    # self-hosted servers are allowed by address, env keys move under the prefix.
+    assert document["gateway"]["egress"]["allow"] == ["10.0.0.12", "10.0.0.13"]
+    assert "warning: deployment llama-6: base_url 10.0.0.12 is not public; " in err
+    creds = {d["id"]: d.get("credential") for d in document["deployments"]}
+    assert creds["openai-main"] == "env:EDGEPROXY_CRED_OPENAI_API_KEY"
+    assert "became env:EDGEPROXY_CRED_OPENAI_API_KEY" in err
     assert all(line.startswith(("warning: ", "error: ")) for line in err.splitlines()[:-1])
     # The whole output loads with the project's own loader, azure and bedrock included.
     path = tmp_path / "edgeproxy.yaml"
@@ -122,6 +130,7 @@ def test_router_settings_and_fallbacks() -> None:
         {"model": "gpt-4o", "reason": "context_window", "to": ["llama"]},
         {"model": "claude", "reason": "content_policy", "to": ["llama"]},
     ]
+    state_entry_rules(document, [])  # as the command does before it loads the output
     parse_config(document, "converted")
 
 
@@ -167,7 +176,7 @@ def test_an_api_base_that_cannot_be_read_skips_the_entry() -> None:
 
 
 def test_without_router_timeouts_the_default_matrix_holds() -> None:
-    params = {"model": "gpt-4o", "timeout": 9000, "api_key": "os.environ/K"}
+    params = {"model": "gpt-4o", "timeout": 9000, "api_key": "os.environ/EDGEPROXY_CRED_K"}
     result = convert({"model_list": [{"model_name": "m", "litellm_params": params}]}, {})
     assert "router" not in result.document
     assert result.warnings == [

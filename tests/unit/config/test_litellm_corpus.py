@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from edgeproxy import cli
-from edgeproxy.config.litellm_checks import name_entries
-from edgeproxy.config.litellm_router import convert
+from edgeproxy.config.litellm_import.checks import name_entries
+from edgeproxy.config.litellm_import.router import convert
 from edgeproxy.config.loader import parse_config
 from edgeproxy.errors import ConfigError
 
@@ -72,7 +72,12 @@ def test_strict_passes_a_file_that_maps_exactly(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "clean.yaml"
-    entry = {"model": "openai/gpt-4o", "api_key": "os.environ/OPENAI_API_KEY", "rpm": 10}
+    # A key variable under the credential prefix: nothing needs restating.
+    entry = {
+        "model": "openai/gpt-4o",
+        "api_key": "os.environ/EDGEPROXY_CRED_OPENAI_API_KEY",
+        "rpm": 10,
+    }
     path.write_text(yaml.safe_dump({"model_list": [{"model_name": "g", "litellm_params": entry}]}))
     status, out, err = run(capsys, path, "--strict")
     assert status == 0, err

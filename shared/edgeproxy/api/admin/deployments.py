@@ -18,12 +18,14 @@ from edgeproxy.config.deployment import Deployment
 from edgeproxy.errors import NotFound
 from edgeproxy.service.admin import config_changes as changes
 from edgeproxy.service.admin.config_edit import Versioned, checked
+from edgeproxy.service.admin.redaction import scrub
+from edgeproxy.service.admin.redirect import restating
 
 
 def _one(current: Versioned, deployment_id: str) -> dict[str, Any]:
     for dep in current.document["deployments"]:
         if dep["id"] == deployment_id:
-            return dict(dep)
+            return dict(scrub(dep))
     raise NotFound(f"No deployment `{deployment_id}`.", param="id")
 
 
@@ -34,7 +36,7 @@ def _id(call: AdminCall) -> str:
 async def list_deployments(call: AdminCall) -> Response:
     """Every deployment, as configured."""
     current = await editor(call).current()
-    return versioned({"deployments": current.document["deployments"]}, current.version)
+    return versioned({"deployments": scrub(current.document["deployments"])}, current.version)
 
 
 async def get_deployment(call: AdminCall) -> Response:
@@ -60,7 +62,7 @@ async def replace_deployment(call: AdminCall) -> Response:
     version = version_of(call, body)
     dep_id = _id(call)
     checked(Deployment, {"id": dep_id, **body})
-    change = changes.replace_deployment(dep_id, body, partial=False)
+    change = restating(changes.replace_deployment(dep_id, body, partial=False), dep_id, body)
     done = await edit(call, version, change, "deployment.replace", dep_id)
     return versioned(_one(done, dep_id), done.version)
 
@@ -70,7 +72,7 @@ async def patch_deployment(call: AdminCall) -> Response:
     body = await json_body(call)
     version = version_of(call, body)
     dep_id = _id(call)
-    change = changes.replace_deployment(dep_id, body, partial=True)
+    change = restating(changes.replace_deployment(dep_id, body, partial=True), dep_id, body)
     done = await edit(call, version, change, "deployment.update", dep_id)
     return versioned(_one(done, dep_id), done.version)
 

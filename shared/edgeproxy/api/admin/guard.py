@@ -67,12 +67,12 @@ class AdminRoute:
 
 
 def actor_of(who: Identity, config: GatewayConfig) -> str:
-    """The audit name of an admin caller: its key's name (and id), else a hash prefix."""
+    """The audit name of an admin caller: its key's name (and id); never a digest of the key."""
     if who.key is not None:
         return f"{who.key.name} ({who.key.id})"
     if who.name:
         return who.name
-    return f"key:{who.caller.removeprefix('key:')[:12]}"
+    return "unnamed admin key"
 
 
 async def admin_call(request: Request) -> AdminCall:

@@ -25,6 +25,7 @@ from edgeproxy.routing.affinity import caller_id, key_digest
 from edgeproxy.service.admin import audit, bindings, circuit_admin
 from edgeproxy.service.admin.config_edit import checked
 from edgeproxy.service.admin.deep_health import deep_health
+from edgeproxy.service.admin.redaction import redact_caller
 
 Text = Annotated[str, Field(min_length=1, max_length=500)]
 
@@ -158,7 +159,7 @@ async def unbind(call: AdminCall) -> Response:
         if found is not None:
             removed.append({"protocol": protocol, "deployment": found.deployment_id})
     changes: list[dict[str, Any]] = [
-        {"path": "caller", "new": caller},
+        {"path": "caller", "new": redact_caller(caller)},  # a key's digest stays out
         {"path": "removed", "new": removed},
     ]
     await _audit(call, "binding.unbind", order.pool, changes)

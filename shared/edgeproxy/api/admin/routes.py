@@ -73,7 +73,9 @@ def starlette_routes() -> list[Route]:
         handlers = {method: _serve(route) for method, route in methods.items()}
 
         async def dispatch(request: Request, handlers: dict[str, Any] = handlers) -> Response:
-            response: Response = await handlers[request.method](request)
+            # Starlette adds HEAD to every GET route: it is answered as the GET (no body).
+            method = "GET" if request.method == "HEAD" else request.method
+            response: Response = await handlers[method](request)
             return response
 
         out.append(Route(path, dispatch, methods=list(methods)))

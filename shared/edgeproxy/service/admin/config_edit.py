@@ -24,7 +24,9 @@ from edgeproxy.config.loader import from_document, location, parse_config, to_do
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import ConfigError, RequestError, VersionConflict
 from edgeproxy.service.admin import audit
+from edgeproxy.service.admin.redaction import redact_changes
 from edgeproxy.state.store import AdminStore
+from edgeproxy.upstream.egress import name_problems
 
 Document = dict[str, Any]
 Change = Callable[[Document], None]
@@ -64,7 +66,16 @@ def validated(document: Document) -> GatewayConfig:
     try:
         return parse_config(document, "configuration")
     except ConfigError as exc:
-        raise RequestError(str(exc).replace("\n", "; ")) from None
+        param = getattr(exc, "param", None)
+        raise RequestError(str(exc).replace("\n", "; "), param=param) from None
+
+
+async def resolvable(config: GatewayConfig) -> None:
+    """A 400 naming the field if a deployment's host name resolves to a refused address."""
+    problems = await name_problems(config)
+    if problems:
+        text = "; ".join(f"configuration: {problem}" for problem in problems)
+        raise RequestError(text, param=problems[0].field)
 
 
 def checked(model: type[BaseModel], body: dict[str, Any]) -> BaseModel:
@@ -107,10 +118,11 @@ class ConfigEditor:
         after = copy.deepcopy(before)
         change(after)
         config = validated(after)
+        await resolvable(config)
         changes = audit.diff(before, as_document(config))
         if not changes:
             return now
-        record = audit.entry(actor, action, target, changes, self._clock())
+        record = audit.entry(actor, action, target, redact_changes(changes), self._clock())
         version = await self._store.save_config(to_document(config), now.version, record)
         if version is None:
             latest = await self.current()
@@ -123,8 +135,9 @@ class ConfigEditor:
         Still a conditional write on the version just read, so a concurrent
         admin edit is never lost silently: the load fails with a conflict.
         """
+        await resolvable(config)
         now = await self.current()
-        changes = audit.diff(now.document, as_document(config))
+        changes = redact_changes(audit.diff(now.document, as_document(config)))
         record = audit.entry(actor, "config.load", source, changes, self._clock())
         version = await self._store.save_config(to_document(config), now.version, record)
         if version is None:

@@ -1,6 +1,6 @@
 """A whole LiteLLM proxy ``config.yaml`` as an edgeproxy configuration document.
 
-    model_list                       deployments (``config/litellm.py``)
+    model_list                       deployments (``config/litellm_import/entries.py``)
     litellm_params.order             priority (order 1 is tried first; no order: after them)
     router_settings.routing_strategy router.strategy
     router_settings.allowed_fails    router.circuit.allowed_fails
@@ -27,8 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from edgeproxy.config import litellm_checks as checks
-from edgeproxy.config.litellm import Warnings, deployment
+from edgeproxy.config.litellm_import import checks
+from edgeproxy.config.litellm_import.entries import Warnings, deployment
 from edgeproxy.config.policies import Operation, default_execution_policies
 
 STRATEGIES = {

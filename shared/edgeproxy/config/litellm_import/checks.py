@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from edgeproxy.config.deployment import Deployment
-from edgeproxy.config.litellm_warnings import Warnings
+from edgeproxy.config.litellm_import.report import Warnings
 from edgeproxy.config.loader import location
 
 # Provider kinds whose upstream refuses a request without a key.

@@ -17,8 +17,8 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
-from edgeproxy.config.litellm_keys import AZURE_BASE, AZURE_VERSION
-from edgeproxy.config.litellm_warnings import Warnings
+from edgeproxy.config.litellm_import.keys import AZURE_BASE, AZURE_VERSION
+from edgeproxy.config.litellm_import.report import Warnings
 
 OPENAI_URL = "https://api.openai.com/v1"
 ANTHROPIC_URL = "https://api.anthropic.com/v1"

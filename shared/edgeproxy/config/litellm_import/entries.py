@@ -6,11 +6,11 @@ as in the YAML) and a list of warnings out; ``environ`` resolves the
 ``api_version``, ``aws_region_name``). Key references become credential
 references (``os.environ/NAME`` -> ``env:NAME``); a literal key is never
 copied; an entry without ``api_key`` gets the variable LiteLLM would read
-(``config/litellm_keys.py``). Entries name themselves as the user wrote them
+(``config/litellm_import/keys.py``). Entries name themselves as the user wrote them
 (``model_list[3] (model_name: gpt-4, model: azure/chatgpt-v-2)``); one that
 cannot be converted is an error (``Warnings.skip``), the others go on.
-``config/litellm_router.py`` maps the router settings and fallbacks.
-The provider kinds and URLs: ``config/litellm_targets.py``.
+``config/litellm_import/router.py`` maps the router settings and fallbacks.
+The provider kinds and URLs: ``config/litellm_import/targets.py``.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from edgeproxy.config.litellm_keys import default_credential
-from edgeproxy.config.litellm_targets import ENV, split_model, target
-from edgeproxy.config.litellm_warnings import Warnings, describe
+from edgeproxy.config.litellm_import.keys import default_credential
+from edgeproxy.config.litellm_import.report import Warnings, describe
+from edgeproxy.config.litellm_import.targets import ENV, split_model, target
 
 __all__ = ["Warnings", "deployment", "describe"]
 
