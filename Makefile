@@ -18,7 +18,11 @@ LITELLM_VERSION := 1.108.7
 LITELLM_VENV    ?= $(HOME)/.cache/edgeproxy/litellm-$(LITELLM_VERSION)
 LITELLM_STAMP   := $(LITELLM_VENV)/.installed-$(LITELLM_VERSION)
 
-.PHONY: run test lint typecheck unit bench bench-smoke bench-compare build deploy validate clean
+# `make run PORT=8081` serves elsewhere; `make cli ARGS='status'` runs the CLI of .venv.
+PORT ?= 8080
+ARGS ?= --help
+
+.PHONY: run cli test lint typecheck unit bench bench-smoke bench-compare build deploy validate clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,9 +31,13 @@ $(STAMP): pyproject.toml
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
-## Start a working gateway on http://127.0.0.1:8080 (embedded DynamoDB + two mock upstreams).
+## Start a working gateway on http://127.0.0.1:$(PORT) (embedded DynamoDB + mock upstreams).
 run: $(STAMP)
-	$(BIN)/python infra/run_local.py --port 8080 --config infra/config.example.yaml
+	$(BIN)/python infra/run_local.py --port $(PORT) --config infra/config.example.yaml
+
+## The edgeproxy CLI of this checkout (.venv/bin/edgeproxy), e.g. make cli ARGS='status'.
+cli: $(STAMP)
+	@$(BIN)/edgeproxy $(ARGS)
 
 $(SAM_STAMP):
 	mkdir -p $(dir $(SAM_VENV))
@@ -84,9 +92,12 @@ build: $(SAM_STAMP)
 deploy: build
 	SAM_CLI_TELEMETRY=0 $(SAM) deploy --guided
 
-## cfn-lint through SAM on the template as shipped.
-validate: $(SAM_STAMP)
+## cfn-lint through SAM, cfn-lint's serverless rules, and CloudFormation's SAM
+## transform (run offline) on every parameter combination.
+validate: $(STAMP) $(SAM_STAMP)
 	SAM_CLI_TELEMETRY=0 $(SAM) validate --lint
+	$(BIN)/cfn-lint --append-rules cfn_lint_serverless.rules -- template.yaml
+	$(BIN)/python -m edgeproxy_dev.transform
 
 clean:
 	rm -rf $(VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache

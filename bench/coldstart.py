@@ -44,7 +44,7 @@ def lambda_env(store_url: str, table: str) -> dict[str, str]:
         **os.environ,
         "EDGEPROXY_DYNAMODB_ENDPOINT": store_url,
         "EDGEPROXY_TABLE": table,
-        "EDGEPROXY_MOCK_KEY": MOCK_KEY,
+        "EDGEPROXY_CRED_MOCK_KEY": MOCK_KEY,
         "AWS_REGION": "us-east-1",
         "AWS_ACCESS_KEY_ID": DUMMY_CREDENTIALS["aws_access_key_id"],
         "AWS_SECRET_ACCESS_KEY": DUMMY_CREDENTIALS["aws_secret_access_key"],

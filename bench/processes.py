@@ -199,7 +199,7 @@ class Stack:
                     *("--dynamo-endpoint", store_url, "--table", table, "--port", "0"),
                 ],
                 r"serving on (http://\S+)",
-                env={**os.environ, "EDGEPROXY_MOCK_KEY": MOCK_KEY},
+                env={**os.environ, "EDGEPROXY_CRED_MOCK_KEY": MOCK_KEY},
             )
         except BaseException:
             for proc in procs.values():

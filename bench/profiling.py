@@ -72,7 +72,7 @@ async def _one(app: Any, scope: dict[str, Any], body: bytes) -> int:
 
 async def profile(store_url: str, table: str, requests: int) -> dict[str, Any]:
     """Warm up, then profile ``requests`` sequential chat requests; the top functions."""
-    os.environ["EDGEPROXY_MOCK_KEY"] = MOCK_KEY
+    os.environ["EDGEPROXY_CRED_MOCK_KEY"] = MOCK_KEY
     settings = local_settings(store_url, table)
 
     async def factory() -> Gateway:

@@ -34,7 +34,7 @@ def gateway_config(ports: tuple[int, int]) -> dict[str, Any]:
             "provider": "openai_compat",
             "base_url": f"http://127.0.0.1:{port}/v1",
             "upstream_model": UPSTREAM_MODEL,
-            "credential": "env:EDGEPROXY_MOCK_KEY",
+            "credential": "env:EDGEPROXY_CRED_MOCK_KEY",
             **fields,
         }
 

@@ -11,11 +11,8 @@ table is named ``table``:
 
 from __future__ import annotations
 
-import json
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from edgeproxy_dev import iam_actions
@@ -57,27 +54,6 @@ def stack_values(template: Mapping[str, Any], overrides: Mapping[str, str], tabl
     return Stack(refs, attributes, template.get("Conditions", {}))
 
 
-def transformable(template: Mapping[str, Any], stack: Stack) -> dict[str, Any]:
-    """``template`` with an ``!If`` on an HTTP API's ``Auth`` decided for ``stack``.
-
-    The SAM transform rejects that ``!If`` (issue 20, fixed in the template
-    separately); the roles and environments the rehearsal reads do not depend
-    on it. A template without one comes back unchanged.
-    """
-    out: dict[str, Any] = json.loads(json.dumps(template))
-    for resource in out["Resources"].values():
-        properties = resource.get("Properties", {})
-        if resource["Type"] == "AWS::Serverless::HttpApi" and "Fn::If" in properties.get(
-            "Auth", {}
-        ):
-            auth = stack.resolve({"Auth": properties["Auth"]}).get("Auth")
-            if auth is None:
-                del properties["Auth"]
-            else:
-                properties["Auth"] = auth
-    return out
-
-
 def deployed_functions(
     table: str, overrides: Mapping[str, str] | None = None
 ) -> dict[str, Function]:
@@ -85,10 +61,7 @@ def deployed_functions(
     overrides = overrides or {}
     template = load_template(default_template_path())
     stack = stack_values(template, overrides, table)
-    with tempfile.TemporaryDirectory() as work:
-        path = Path(work) / "template.json"
-        path.write_text(json.dumps(transformable(template, stack)))
-        transformed = transform_template(overrides, path)
+    transformed = transform_template(overrides)
     resources = transformed["Resources"]
     out = {}
     for name, resource in resources.items():

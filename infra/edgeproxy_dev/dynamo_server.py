@@ -32,7 +32,7 @@ from types import TracebackType
 
 import boto3
 
-from edgeproxy.state.schema import TableSchema
+from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy_dev.aws import DUMMY_CREDENTIALS, REGION, client_kwargs
 from edgeproxy_dev.template import create_table_kwargs, table_schema
 

@@ -2,15 +2,21 @@
 
 uvicorn's defaults let a client hold a connection forever while it trickles
 its request head, accept any number of connections, and answer a malformed
-request with plain text. ``server_config`` sets:
+request with plain text. Its ``limit_concurrency`` counts open connections
+with requests, so about 600 idle connections (no key needed) had every
+request answered 503. ``server_config`` sets:
 
 | setting | value | effect |
 |---|---|---|
 | ``HEAD_TIMEOUT_S`` | 10 s | a request head (request line and headers) must arrive within this, on a new connection or between keep-alive requests; else the connection is closed |
 | ``timeout_keep_alive`` | 5 s | an idle keep-alive connection is closed |
-| ``limit_concurrency`` | 512 | connections or requests in progress beyond this are answered 503 |
+| ``MAX_REQUESTS`` | 512 | requests in progress beyond this are answered 503 (idle connections do not count) |
+| ``MAX_CONNECTIONS`` | 4096 (at most half the open-file limit) | beyond this, the connection idle longest (no request in progress) is closed to make room; a new one is refused only when every open connection is serving a request |
 | ``h11_max_incomplete_event_size`` | 64 KiB | a request head larger than this is a 400 |
 | ``backlog`` | 1024 | pending TCP connections |
+
+So idle and slow connections cost a slot for at most their head or
+keep-alive timeout, and cannot take the slots requests are served from.
 
 The request body's own deadline is ``gateway.body_read_timeout_seconds``
 (``api/parsing.py``: 408). A request uvicorn cannot parse is answered with
@@ -22,6 +28,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import resource
+import time
 from typing import Any
 
 import h11
@@ -30,7 +38,8 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 HEAD_TIMEOUT_S = 10.0
 KEEP_ALIVE_S = 5
-MAX_CONNECTIONS = 512
+MAX_REQUESTS = 512
+MAX_CONNECTIONS = 4096
 MAX_HEAD_BYTES = 64 * 1024
 BACKLOG = 1024
 
@@ -46,16 +55,43 @@ _BAD_REQUEST = json.dumps(
 ).encode()
 
 
+def connection_ceiling(wanted: int = MAX_CONNECTIONS) -> int:
+    """``wanted``, or half the process's open-file limit if that is lower."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return wanted if soft == resource.RLIM_INFINITY else max(16, min(wanted, soft // 2))
+
+
 class GuardedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with a request-head deadline and a JSON 400."""
+    """uvicorn's h11 protocol: a request-head deadline, a JSON 400, and connection limits.
+
+    ``max_requests`` bounds requests in progress (uvicorn's own limit is
+    set off: it also counted idle connections); ``max_connections`` bounds
+    open connections by closing the one idle longest.
+    """
 
     head_timeout_s = HEAD_TIMEOUT_S
+    max_requests = MAX_REQUESTS
+    max_connections = MAX_CONNECTIONS
     _head_timer: asyncio.TimerHandle | None = None
+    _idle_since = 0.0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        """Start the head deadline as soon as the connection exists."""
+        """Start the head deadline as soon as the connection exists; make room if full."""
         super().connection_made(transport)
+        self._idle_since = time.monotonic()
         self._arm_head_timer()
+        if len(self.connections) > self.max_connections:
+            self._make_room()
+
+    @property
+    def idle(self) -> bool:
+        """No request in progress on this connection."""
+        return self.cycle is None or self.cycle.response_complete
+
+    def _make_room(self) -> None:
+        idle = [c for c in self.connections if isinstance(c, GuardedH11Protocol) and c.idle]
+        victim = min(idle, key=lambda c: c._idle_since) if idle else self
+        victim.transport.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
         """Forget the head deadline with the connection."""
@@ -64,6 +100,8 @@ class GuardedH11Protocol(H11Protocol):
 
     def handle_events(self) -> None:
         """Parse what arrived; a complete head stops the deadline."""
+        # uvicorn answers 503 when its limit is reached: here, by requests in progress only.
+        self.limit_concurrency = 0 if len(self.tasks) >= self.max_requests else None
         try:
             super().handle_events()
         except UnicodeDecodeError:
@@ -72,10 +110,12 @@ class GuardedH11Protocol(H11Protocol):
             return
         if self.cycle is not None and not self.cycle.response_complete:
             self._cancel_head_timer()
+            self._idle_since = float("inf")  # serving: never the one closed to make room
 
     def on_response_complete(self) -> None:
         """The next request's head gets a deadline of its own."""
         super().on_response_complete()
+        self._idle_since = time.monotonic()
         if not self.transport.is_closing():
             self._arm_head_timer()
 
@@ -110,14 +150,24 @@ class GuardedH11Protocol(H11Protocol):
 
 
 def server_config(
-    app: Any, *, head_timeout_s: float = HEAD_TIMEOUT_S, **overrides: Any
+    app: Any,
+    *,
+    head_timeout_s: float = HEAD_TIMEOUT_S,
+    max_requests: int = MAX_REQUESTS,
+    max_connections: int = MAX_CONNECTIONS,
+    **overrides: Any,
 ) -> uvicorn.Config:
     """A ``uvicorn.Config`` for ``app`` with the limits above (``overrides`` win)."""
-    protocol = type("GuardedH11Protocol", (GuardedH11Protocol,), {"head_timeout_s": head_timeout_s})
+    limits = {
+        "head_timeout_s": head_timeout_s,
+        "max_requests": max_requests,
+        "max_connections": connection_ceiling(max_connections),
+    }
+    protocol = type("GuardedH11Protocol", (GuardedH11Protocol,), limits)
     settings: dict[str, Any] = {
         "http": protocol,
         "timeout_keep_alive": KEEP_ALIVE_S,
-        "limit_concurrency": MAX_CONNECTIONS,
+        "limit_concurrency": None,  # the protocol's max_requests instead (idle connections free)
         "h11_max_incomplete_event_size": MAX_HEAD_BYTES,
         "backlog": BACKLOG,
         **overrides,

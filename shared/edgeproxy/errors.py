@@ -26,8 +26,10 @@
     ├── UpstreamFault                   one attempt failed; ``.fault`` says how, as plain data
     ├── CredentialError                 a credential reference cannot be resolved
     ├── QuotaFetchError                 a quota source could not be read (the refresh job logs it)
+    ├── QuotaRefreshFailed              a refresh run had failed sources (its invocation fails)
     ├── ValueError
     │   └── ConfigError                 a configuration document is malformed or invalid
+    │       └── EntryRefused            it breaks the egress or credential rule (``.param``)
     └── UsageError                      a command line the CLI cannot carry out
 
 Each ``EdgeproxyError`` maps to the OpenAI error JSON (``body``). The other
@@ -35,12 +37,14 @@ roots stop inside the project: the service judges an ``UpstreamFault`` (in
 ``routing``) into an ``EdgeproxyError`` or an in-band stream error; the router
 turns a ``CredentialError`` into a configuration failure of that deployment;
 the CLI prints ``ConfigError`` and ``UsageError`` and exits with status 2;
-the quota refresh records a ``QuotaFetchError`` beside the last good snapshot.
+the quota refresh records a ``QuotaFetchError`` beside the last good snapshot,
+finishes the other sources, then raises ``QuotaRefreshFailed`` so the run fails
+where operators see it (Lambda's Errors metric, the on-failure destination).
 Anything else that reaches a handler is logged and answered as a generic 500.
 
 Foreign errors are translated into this tree where their client is, most
 specific first, with fixed texts: botocore's in ``state/`` (DynamoDB in
-``state/table.py``, SSM and Secrets Manager in ``state/secrets.py``) and
+``state/dynamodb/table.py``, SSM and Secrets Manager in ``state/secrets.py``) and
 httpx's in ``upstream/errors.py``. pydantic's and YAML's become
 ``ConfigError`` in ``config/loader.py``.
 """
@@ -60,6 +64,12 @@ class EdgeproxyError(Exception):
     type: str = "api_error"
     code: str | None = None
     public: bool = False  # whether ``message`` may be shown to the client
+    # Whether the same request, repeated by the client, could succeed; None: judged by
+    # status (``api/errors.py``). False where the gateway already spent what a retry would.
+    retryable: bool | None = None
+    # This request's own fact: the gateway already made the retries a client would
+    # (``x-should-retry: false`` whatever the class says).
+    retries_spent: bool = False
 
     def __init__(
         self,
@@ -163,6 +173,7 @@ class RateLimited(EdgeproxyError):
 class QuotaExceeded(RateLimited):
     type = "insufficient_quota"
     code = "insufficient_quota"
+    retryable = False  # a spent budget does not refill within an SDK's retries
 
 
 class ModelOverloaded(EdgeproxyError):
@@ -204,6 +215,9 @@ class DeadlineExceeded(EdgeproxyError):
     type = "api_error"
     code = "timeout"
     public = True
+    # The gateway's deadline already covered its own attempts and failovers: an SDK
+    # retry would spend the whole deadline again, once per retry.
+    retryable = False
 
 
 class GatewayFailure(EdgeproxyError):
@@ -242,8 +256,28 @@ class QuotaFetchError(Exception):
     """A quota source could not be read. The message names the source, never a credential."""
 
 
+class QuotaRefreshFailed(Exception):
+    """A quota refresh run stored what it could, but some sources failed.
+
+    ``result`` is what the run did (``refreshed``: how many sources, ``failed``:
+    their names); the message names the sources, never a credential.
+    """
+
+    def __init__(self, refreshed: int, failed: list[str]) -> None:
+        super().__init__(f"quota refresh failed for {len(failed)} source(s): {', '.join(failed)}")
+        self.result: dict[str, object] = {"refreshed": refreshed, "failed": failed}
+
+
 class ConfigError(ValueError):
     """A configuration document is malformed or invalid."""
+
+
+class EntryRefused(ConfigError):
+    """A document breaks an entry rule (``config.entry_rules``); ``param`` names the field."""
+
+    def __init__(self, message: str, param: str) -> None:
+        super().__init__(message)
+        self.param = param
 
 
 class UsageError(Exception):

@@ -26,7 +26,7 @@ def handler_config(upstream: MockUpstream) -> dict[str, Any]:
             {
                 "name": "mock",
                 "fetcher": "json",
-                "credential": "env:EDGEPROXY_MOCK_KEY",
+                "credential": "env:EDGEPROXY_CRED_MOCK_KEY",
                 "params": {"url": upstream.base_url + "/quota", "remaining": "data.remaining"},
             }
         ],

@@ -65,7 +65,7 @@ def environment(
     for name, value in {
         "EDGEPROXY_DYNAMODB_ENDPOINT": dynamo_endpoint,
         "EDGEPROXY_TABLE": gateway_table,
-        "EDGEPROXY_MOCK_KEY": "sk-mock",
+        "EDGEPROXY_CRED_MOCK_KEY": "sk-mock",
         "EDGEPROXY_ADMIN_KEY_REF": "env:EDGEPROXY_EVENTS_ADMIN_KEY",
         "EDGEPROXY_EVENTS_ADMIN_KEY": EVENT_ADMIN_KEY,
         "AWS_REGION": "us-east-1",

@@ -28,7 +28,7 @@ def job_env(
     for name, value in {
         "EDGEPROXY_DYNAMODB_ENDPOINT": dynamo_endpoint,
         "EDGEPROXY_TABLE": gateway_table,
-        "EDGEPROXY_MOCK_KEY": "sk-mock",
+        "EDGEPROXY_CRED_MOCK_KEY": "sk-mock",
         "AWS_REGION": "us-east-1",
         "AWS_ACCESS_KEY_ID": DUMMY_CREDENTIALS["aws_access_key_id"],
         "AWS_SECRET_ACCESS_KEY": DUMMY_CREDENTIALS["aws_secret_access_key"],
@@ -54,7 +54,7 @@ def test_make_runs_schedule_runs_both_jobs_in_the_background(
         # The first pass starts at once; wait for what it writes, not for time.
         wait_for(lambda: table.health_samples("a"), lambda s: s is not None, "a health item")
         wait_for(
-            lambda: table.quota_remaining(credential_key("env:EDGEPROXY_MOCK_KEY")),
+            lambda: table.quota_remaining(credential_key("env:EDGEPROXY_CRED_MOCK_KEY")),
             lambda remaining: remaining == 1000,
             "the mock's quota stored",
         )

@@ -42,7 +42,7 @@ def azure(dep_id: str, upstream: MockUpstream, model: str, **fields: Any) -> dic
         "base_url": upstream.url,
         "upstream_model": "gpt4o-prod",
         "api_version": "2024-10-21",
-        "credential": "env:EDGEPROXY_MOCK_KEY",
+        "credential": "env:EDGEPROXY_CRED_MOCK_KEY",
         **fields,
     }
 

@@ -14,7 +14,7 @@ from edgeproxy.config.loader import parse_config, to_document
 from edgeproxy.jobs.quota import QuotaJob, Refreshed
 from edgeproxy.routing.snapshot import QuotaStatus, credential_key
 from edgeproxy.service.credentials import CredentialResolver
-from edgeproxy.state.dynamo import DynamoStore
+from edgeproxy.state.dynamodb.dynamo import DynamoStore
 from edgeproxy_dev.aws import client_kwargs
 from edgeproxy_dev.mock_upstream import MockUpstream
 from edgeproxy_dev.template import default_template_path, table_schema
@@ -23,8 +23,8 @@ from tests.fixtures.configs import config, deployment
 from tests.fixtures.table import TableView, wait_for
 
 NOW = 1_800_000_000.0
-KEY = credential_key("env:ACME_KEY")
-ENV = {"ACME_KEY": "sk-acme-quota"}
+KEY = credential_key("env:EDGEPROXY_CRED_ACME_KEY")
+ENV = {"EDGEPROXY_CRED_ACME_KEY": "sk-acme-quota"}
 ADMIN_KEY = "sk-quota-admin"
 ADMIN_DIGEST = hashlib.sha256(ADMIN_KEY.encode()).hexdigest()
 
@@ -38,7 +38,7 @@ def source(upstream: MockUpstream, fetcher: str, **params: Any) -> dict[str, Any
     return {
         "name": f"acme-{fetcher}",
         "fetcher": fetcher,
-        "credential": "env:ACME_KEY",
+        "credential": "env:EDGEPROXY_CRED_ACME_KEY",
         "params": {**defaults[fetcher], **params},
         "timeout_seconds": 1,
     }
@@ -156,12 +156,12 @@ def test_routing_skips_a_spent_credential_and_returns_after_the_reset(
     upstream_a: MockUpstream,
     table: TableView,
 ) -> None:
-    monkeypatch.setenv("ACME_KEY", ENV["ACME_KEY"])
-    acme = make_upstream("acme", api_key=ENV["ACME_KEY"])
+    monkeypatch.setenv("EDGEPROXY_CRED_ACME_KEY", ENV["EDGEPROXY_CRED_ACME_KEY"])
+    acme = make_upstream("acme", api_key=ENV["EDGEPROXY_CRED_ACME_KEY"])
     gw = start_gateway(
         config(
             # The preferred tier runs on the ACME credential; "a" is the fallback tier.
-            deployment("acme", acme, credential="env:ACME_KEY", priority=1),
+            deployment("acme", acme, credential="env:EDGEPROXY_CRED_ACME_KEY", priority=1),
             deployment("a", upstream_a, priority=0),
             quota_sources=[source(acme, "json", reset="data.reset", reset_format="seconds")],
             router={"sticky": {"enabled": False}},

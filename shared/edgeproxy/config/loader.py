@@ -14,9 +14,10 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from edgeproxy.config.entry_rules import entry_problems
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.config.policies import default_execution_policies
-from edgeproxy.errors import ConfigError
+from edgeproxy.errors import ConfigError, EntryRefused
 
 
 def location(loc: tuple[int | str, ...]) -> str:
@@ -27,20 +28,29 @@ def location(loc: tuple[int | str, ...]) -> str:
     return out or "(top level)"
 
 
-def parse_config(data: Any, source: str) -> GatewayConfig:
-    """Validate a parsed document; ``source`` names it in error messages."""
+def parse_config(data: Any, source: str, *, entry: bool = True) -> GatewayConfig:
+    """Validate a parsed document; ``source`` names it in error messages.
+
+    ``entry``: also apply the egress and credential rules (every document
+    that comes in; not one read back from the table, ``from_document``).
+    """
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the top level must be a mapping")
     try:
-        return GatewayConfig.model_validate(data)
+        config = GatewayConfig.model_validate(data)
     except ValidationError as exc:
         lines = [
             f"{source}: {location(err['loc'])}: {err['msg'][0].lower()}{err['msg'][1:]}"
             for err in exc.errors(include_url=False, include_input=False)
         ]
         raise ConfigError("\n".join(lines)) from None
+    problems = entry_problems(config) if entry else []
+    if problems:
+        text = "\n".join(f"{source}: {problem}" for problem in problems)
+        raise EntryRefused(text, problems[0].field)
+    return config
 
 
 def load_config_file(path: str | Path) -> GatewayConfig:
@@ -72,7 +82,7 @@ def from_document(document: str, source: str = "stored configuration") -> Gatewa
         data = json.loads(document)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{source}: not valid JSON: {exc}") from None
-    return parse_config(with_new_operations(data), source)
+    return parse_config(with_new_operations(data), source, entry=False)
 
 
 def with_new_operations(data: Any) -> Any:

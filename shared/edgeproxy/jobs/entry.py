@@ -12,6 +12,7 @@ import aioboto3
 from aws_lambda_powertools import Logger
 
 from edgeproxy.entrypoint import Entrypoint
+from edgeproxy.errors import QuotaRefreshFailed
 from edgeproxy.jobs.health import HealthJob
 from edgeproxy.jobs.quota import QuotaJob
 from edgeproxy.runtime import open_credentials, open_store
@@ -56,7 +57,10 @@ def build_quota_handler(
     *,
     clock: Callable[[], float] = time.time,
 ) -> Entrypoint:
-    """The quota refresh's ``handler``; clients built once per execution environment."""
+    """The quota refresh's ``handler``; clients built once per execution environment.
+
+    A run with a failed source raises ``QuotaRefreshFailed`` after storing the others.
+    """
     settings = settings or Settings.from_env()
     logger = Logger(service="edgeproxy-quota", level=settings.log_level)
     loop = asyncio.new_event_loop()
@@ -71,10 +75,13 @@ def build_quota_handler(
             stack.push_async_callback(http.aclose)
             jobs.append(QuotaJob(store, http, open_credentials(settings, stack, aws), clock))
         results = await jobs[0].run()
-        return {
-            "refreshed": sum(r.error is None for r in results),
-            "failed": sorted(r.source for r in results if r.error),
-        }
+        refreshed = sum(r.error is None for r in results)
+        failed = sorted(r.source for r in results if r.error)
+        if failed:
+            # After every source was tried and recorded: the run fails loudly (Lambda's
+            # Errors metric, JobFailuresAlarm, the on-failure destination).
+            raise QuotaRefreshFailed(refreshed, failed)
+        return {"refreshed": refreshed, "failed": failed}
 
     def invoke(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return loop.run_until_complete(run())

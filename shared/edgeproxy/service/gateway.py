@@ -22,14 +22,15 @@ from edgeproxy.routing.refusal import final_error
 from edgeproxy.service.attempts import JsonCaller, StreamCaller
 from edgeproxy.service.config_cache import ConfigCache
 from edgeproxy.service.credentials import CredentialResolver
-from edgeproxy.service.events import StreamItem
+from edgeproxy.service.key_reserve import priced_pool, released, reserve
 from edgeproxy.service.keys import KeyRing
 from edgeproxy.service.outcomes import Outcomes, settle
-from edgeproxy.service.relay import Relay
 from edgeproxy.service.request import ProxyRequest
 from edgeproxy.service.router import Router
 from edgeproxy.service.run import Run, Served
-from edgeproxy.service.settlement import Deferred
+from edgeproxy.service.stream.events import StreamItem
+from edgeproxy.service.stream.relay import Relay
+from edgeproxy.service.stream.settlement import Deferred
 from edgeproxy.service.telemetry import Telemetry
 from edgeproxy.service.token_count import TokenCounter
 from edgeproxy.service.trace import Trace
@@ -142,10 +143,16 @@ class Gateway:
         """A JSON request: the serving upstream's answer, or an ``EdgeproxyError``."""
         run = self._run(req, config)
         self._telemetry.count("Requests")
-        result = await self._router.route(run, self._json)
-        self._log(run)
-        if not isinstance(result, Served):
-            raise final_error(result, now=self._clock())
+        held = await reserve(self._store, req, priced_pool(config, req.model), self._clock())
+        try:
+            result = await self._router.route(run, self._json)
+            self._log(run)
+            if not isinstance(result, Served):
+                raise final_error(result, now=self._clock())
+        except BaseException:
+            if held is not None:
+                await held.release(self._outcomes.key_usage)
+            raise
         response = result.answer.response
         assert response is not None
         body = response.body
@@ -163,6 +170,8 @@ class Gateway:
                     rate_limits=response.rate_limits,
                 )
             )
+            if held is not None:  # after the actual usage, on the same counter path
+                await held.release(self._outcomes.key_usage)
 
         headers = {**response.headers, "x-edgeproxy-deployment": result.attempt.deployment.id}
         return JsonAnswer(body, headers, after)
@@ -170,12 +179,13 @@ class Gateway:
     async def open_stream(self, req: ProxyRequest, config: GatewayConfig) -> StreamAnswer:
         """A streamed request; errors before the stream opens raise with their real status.
 
-        The answer's body is typed events (``service/events.py``) for the
+        The answer's body is typed events (``service/stream/events.py``) for the
         surface to serialise.
         """
         run = self._run(req, config)
         self._telemetry.count("Requests")
         hold = run.config.router.stream_header_hold_ms / 1000.0
+        held = await reserve(self._store, req, priced_pool(config, req.model), self._clock())
 
         async def route() -> Served:
             result = await self._router.route(run, self._stream)
@@ -185,8 +195,13 @@ class Gateway:
             return result
 
         after = Deferred()
-        stream = await self._relay.open(run, route(), hold, after)
-        return StreamAnswer(stream, stream.headers, after=after)
+        try:
+            stream = await self._relay.open(run, route(), hold, after)
+        except BaseException:
+            if held is not None:
+                await held.release(self._outcomes.key_usage)
+            raise
+        return StreamAnswer(stream, stream.headers, after=released(after, held, self._outcomes))
 
     async def deployment_status(self, model: str, config: GatewayConfig) -> dict[str, Any]:
         """Each deployment's availability (the admin view; reveals deployment ids only)."""

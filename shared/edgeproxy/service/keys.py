@@ -133,7 +133,7 @@ class KeyRing:
             return None
         if self._admin_digest is None and self._clock() - self._admin_failed_at >= self._ttl:
             try:
-                secret = await self._credentials.resolve(self._admin_ref)
+                secret = await self._credentials.resolve_bootstrap(self._admin_ref)
             except CredentialError as exc:
                 # Retried after the key TTL, not on every request.
                 logger.error("bootstrap admin key unavailable: %s", exc)

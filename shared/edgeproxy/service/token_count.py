@@ -6,7 +6,7 @@ refusal of the body is the client's answer, as on ``/v1/messages``); the request
 is not routed (a count is free upstream and costs no model capacity), so it
 touches neither circuits nor rate counters. ``None`` means no Anthropic
 deployment answered, and the edge then gives its estimate
-(``api/messages_tokens.py``).
+(``api/surfaces/messages_tokens.py``).
 
     counter = TokenCounter(upstream, credentials)
     counted = await counter.count(config.pool("fast-chat"), body, Role.FREE, limits)
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from edgeproxy.config.deployment import Deployment, ProviderKind
+from edgeproxy.config.egress import EgressSettings
 from edgeproxy.config.models import UpstreamLimits
 from edgeproxy.config.policies import Operation
 from edgeproxy.config.roles import Role
@@ -68,6 +69,7 @@ class TokenCounter:
         body: Mapping[str, Any],
         role: Role,
         limits: UpstreamLimits,
+        egress: EgressSettings | None = None,
     ) -> Counted | None:
         """The first answer of ``counters(pool, role)``, or ``None`` if none answered.
 
@@ -83,6 +85,7 @@ class TokenCounter:
                     credential=secret.get_secret_value() if secret else None,
                     response_timeout_s=COUNT_TIMEOUT_S,
                     limits=limits,
+                    egress=egress or EgressSettings(),
                 )
                 answer = await self._upstream.count_tokens(call)
             except CredentialError as exc:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from edgeproxy.config.deployment import Deployment
+from edgeproxy.config.egress import EgressSettings
 from edgeproxy.config.models import UpstreamLimits
 from edgeproxy.config.policies import Operation
 from edgeproxy.upstream.headers import RateLimitInfo
@@ -33,6 +34,7 @@ class UpstreamCall:
     idle_timeout_s: float | None = None
     extra_headers: Mapping[str, str] = field(default_factory=dict)
     limits: UpstreamLimits = field(default_factory=UpstreamLimits)  # gateway.upstream_limits
+    egress: EgressSettings = field(default_factory=EgressSettings)  # gateway.egress (at connect)
 
 
 @dataclass(frozen=True, slots=True)

@@ -231,8 +231,9 @@ class UpstreamClient:
         url = (call.deployment.base_url or "").rstrip("/") + prepared.path
         params = {**call.deployment.query, **prepared.query}
         return self._http.build_request(
-            "POST", url, params=params or None, json=prepared.body, headers=headers, timeout=timeout
-        )
+            "POST", url, params=params or None, json=prepared.body, headers=headers,
+            timeout=timeout, extensions={"egress": call.egress},
+        )  # fmt: skip
 
     def _error(
         self, call: UpstreamCall, response: httpx.Response, content: bytes, now: float

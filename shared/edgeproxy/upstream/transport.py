@@ -27,7 +27,12 @@ from contextlib import contextmanager
 import aiohttp
 import certifi
 import httpx
+from aiohttp.abc import AbstractResolver
+from aiohttp.resolver import DefaultResolver
 from yarl import URL
+
+from edgeproxy.config.egress import EgressSettings
+from edgeproxy.upstream.egress import EGRESS, REFUSED, GuardedResolver, literal_refusal
 
 
 @contextmanager
@@ -46,8 +51,8 @@ def _mapped() -> Iterator[None]:
         raise httpx.RemoteProtocolError("the upstream's answer is not valid HTTP") from exc
     except (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError) as exc:
         raise httpx.ReadError("the upstream connection dropped") from exc
-    except aiohttp.InvalidURL as exc:
-        raise httpx.InvalidURL("the upstream URL is not valid") from exc
+    except aiohttp.InvalidURL as exc:  # e.g. a non-standard address form (``127.1``)
+        raise httpx.ConnectError("the upstream URL is not valid") from exc
 
 
 def _buffered(content: aiohttp.StreamReader) -> bytes:
@@ -96,17 +101,34 @@ class _Body(httpx.AsyncByteStream):
 
 
 class AiohttpTransport(httpx.AsyncBaseTransport):
-    """One aiohttp session (created on the first request, in the running loop)."""
+    """One aiohttp session (created on the first request, in the running loop).
 
-    def __init__(self, *, max_connections: int = 100, keepalive_expiry_s: float = 20.0) -> None:
+    A request carrying an ``egress`` extension (``EgressSettings``) is held to
+    that rule when it connects: a literal address here, a name in
+    ``GuardedResolver`` (``resolver``: the system's by default; a test injects
+    its own), resolved anew for every connection.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_connections: int = 100,
+        keepalive_expiry_s: float = 20.0,
+        resolver: AbstractResolver | None = None,
+    ) -> None:
         self._limit = max_connections
         self._keepalive = keepalive_expiry_s
+        self._resolver = resolver
         self._session: aiohttp.ClientSession | None = None
 
     def _open(self) -> aiohttp.ClientSession:
         context = ssl.create_default_context(cafile=certifi.where())
         connector = aiohttp.TCPConnector(
-            limit=self._limit, keepalive_timeout=self._keepalive, ssl=context
+            limit=self._limit,
+            keepalive_timeout=self._keepalive,
+            ssl=context,
+            resolver=GuardedResolver(self._resolver or DefaultResolver()),
+            use_dns_cache=False,  # every new connection is resolved, and checked, again
         )
         return aiohttp.ClientSession(
             connector=connector,
@@ -120,22 +142,29 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         if self._session is None:
             self._session = self._open()
         timeout = request.extensions.get("timeout", {})
+        egress = request.extensions.get("egress")
+        if isinstance(egress, EgressSettings) and literal_refusal(str(request.url), egress):
+            raise httpx.ConnectError(REFUSED)
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
         body = await request.aread()
-        with _mapped():
-            response = await self._session.request(
-                request.method,
-                URL(str(request.url), encoded=True),
-                headers=headers,
-                data=body or None,
-                allow_redirects=False,
-                timeout=aiohttp.ClientTimeout(
-                    total=None,
-                    connect=timeout.get("pool"),
-                    sock_connect=timeout.get("connect"),
-                    sock_read=timeout.get("read"),
-                ),
-            )
+        token = EGRESS.set(egress if isinstance(egress, EgressSettings) else None)
+        try:
+            with _mapped():
+                response = await self._session.request(
+                    request.method,
+                    URL(str(request.url), encoded=True),
+                    headers=headers,
+                    data=body or None,
+                    allow_redirects=False,
+                    timeout=aiohttp.ClientTimeout(
+                        total=None,
+                        connect=timeout.get("pool"),
+                        sock_connect=timeout.get("connect"),
+                        sock_read=timeout.get("read"),
+                    ),
+                )
+        finally:
+            EGRESS.reset(token)
         return httpx.Response(
             status_code=response.status,
             headers=response.raw_headers,

@@ -21,6 +21,7 @@ from tests.fixtures.clock import FleetClock
 from tests.fixtures.gateway import GatewayServer, store
 from tests.fixtures.table import wait_for
 from tests.integration.hardening.helpers import CHAT, config, deployment, fast_router
+from tests.integration.keys.helpers import ADMIN_KEY, ENV, bearer, create_key
 
 BUDGET_S = 2.0  # EDGEPROXY_STORE_TIMEOUT_SECONDS's default
 # The documented bound: one store call's budget, plus the cache's short wait and slack.
@@ -83,5 +84,54 @@ def test_a_black_holed_store_gives_prompt_503s_and_the_gateway_recovers_alone(
                 "a request served again after the outage",
             )
             assert recovered == 200
+    finally:
+        gateway.stop()
+
+
+# The README's bound for one request: the store budget plus the configuration wait (0.25 s),
+# with 0.25 s of slack for a loaded test machine. Measured: 2.00 to 2.26 s for each kind below.
+ONE_REQUEST_S = BUDGET_S + 0.25 + 0.25
+KINDS = [
+    ("POST", "/v1/chat/completions", CHAT),
+    ("POST", "/v1/chat/completions", {**CHAT, "stream": True}),
+    ("POST", "/v1/messages", {"model": "fast-chat", "max_tokens": 8, "messages": CHAT["messages"]}),
+    ("POST", "/v1/embeddings", {"model": "fast-chat", "input": "hi"}),
+]
+
+
+def test_every_kind_of_request_gets_its_503_within_the_stated_bound(
+    dynamo_endpoint: str,
+    gateway_table: str,
+    relay: BlackHole,
+    upstream_a: MockUpstream,
+    clock: FleetClock,
+) -> None:
+    cfg = config(
+        deployment("a", upstream_a, operations=["chat", "embeddings"]), router=fast_router()
+    )
+    store(dynamo_endpoint, gateway_table, cfg)
+    env = {**ENV, "EDGEPROXY_STORE_TIMEOUT_SECONDS": str(BUDGET_S)}
+    gateway = GatewayServer(relay.endpoint, gateway_table, clock.now, env=env).start()
+    try:
+        with httpx.Client(base_url=gateway.base_url, timeout=30) as client:
+            cached = create_key(gateway.base_url, name="cached")["key"]
+            limited = create_key(gateway.base_url, name="limited", tpm_limit=10**6, budget_usd=10.0)
+            unseen = create_key(gateway.base_url, name="unseen")["key"]  # never looked up yet
+            for key in (cached, limited["key"]):
+                answer = client.post("/v1/chat/completions", json=CHAT, headers=bearer(key))
+                assert answer.status_code == 200
+            relay.swallow()
+            measured = []
+            for key in (cached, limited["key"], unseen):
+                for method, path, body in KINDS:
+                    elapsed, answer = timed(client, method, path, json=body, headers=bearer(key))
+                    assert answer.status_code == 503, (path, answer.text)
+                    measured.append((elapsed, path))
+            for path in ("/admin/deployments", "/admin/keys", "/admin/audit"):
+                elapsed, answer = timed(client, "GET", path, headers=bearer(ADMIN_KEY))
+                assert answer.status_code == 503, (path, answer.text)
+                measured.append((elapsed, path))
+            slowest = max(measured)
+            assert slowest[0] < ONE_REQUEST_S, slowest
     finally:
         gateway.stop()

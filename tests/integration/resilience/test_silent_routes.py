@@ -97,7 +97,7 @@ def test_a_deployment_with_max_attempts_1_is_called_once(
 def test_a_credential_fetch_failure_leaves_the_shared_circuit_closed(
     start_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream, table: TableView
 ) -> None:
-    missing = {"credential": "env:EDGEPROXY_TEST_NEVER_SET"}
+    missing = {"credential": "env:EDGEPROXY_CRED_TEST_NEVER_SET"}
     gw = start_gateway(
         config(
             deployment("a", upstream_a, priority=1, **missing),
@@ -123,7 +123,7 @@ def test_a_credential_fetch_failure_alone_says_the_gateway_failed(
 ) -> None:
     gw = start_gateway(
         config(
-            deployment("a", upstream_a, credential="env:EDGEPROXY_TEST_NEVER_SET"),
+            deployment("a", upstream_a, credential="env:EDGEPROXY_CRED_TEST_NEVER_SET"),
             router=router(),
             gateway=keys(),
         )
@@ -132,6 +132,7 @@ def test_a_credential_fetch_failure_alone_says_the_gateway_failed(
     assert answer.status_code == 500
     error = answer.json()["error"]
     assert error["code"] == "credential_unavailable"
+    assert answer.headers["x-should-retry"] == "false"
     assert "gateway" in error["message"]
     assert "EDGEPROXY_TEST_NEVER_SET" not in error["message"]  # names the deployment only
     assert answer.headers["x-request-id"]

@@ -10,6 +10,7 @@ from edgeproxy.config.policies import Operation
 from edgeproxy.upstream.call import StreamEvent, UpstreamCall
 from edgeproxy.upstream.stream import UpstreamStream
 from edgeproxy_dev.mock_upstream import MockUpstream
+from tests.fixtures.configs import LOOPBACK_EGRESS
 
 MESSAGES = [
     {"role": "system", "content": "You are terse."},
@@ -49,7 +50,7 @@ def chat(
         credential=credential,
         response_timeout_s=response_timeout_s,
         idle_timeout_s=idle_timeout_s,
-        **kwargs,
+        **{"egress": LOOPBACK_EGRESS, **kwargs},
     )
 
 

@@ -16,6 +16,7 @@ from edgeproxy.upstream.call import UpstreamCall
 from edgeproxy.upstream.client import UpstreamClient
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.clock import FleetClock
+from tests.fixtures.configs import LOOPBACK_EGRESS
 from tests.integration.upstream.helpers import MESSAGES, chat, closed_port_url, deployment
 
 
@@ -63,6 +64,7 @@ async def test_embeddings(upstream_a: MockUpstream, upstream_client: UpstreamCli
         Operation.EMBEDDINGS,
         {"model": "emb", "input": ["a", "b"]},
         response_timeout_s=2,
+        egress=LOOPBACK_EGRESS,
     )
     answer = await upstream_client.send(call)
     assert upstream_a.requests()[0]["path"] == "/v1/embeddings"

@@ -26,7 +26,9 @@ def problems(**fields: Any) -> str:
 
 
 def test_azure_defaults_its_api_version_and_key_header() -> None:
-    loaded = parse_config({"deployments": [dep("azure", credential="env:AZ")]}, "x").deployments[0]
+    loaded = parse_config(
+        {"deployments": [dep("azure", credential="env:EDGEPROXY_CRED_AZ")]}, "x"
+    ).deployments[0]
     assert loaded.provider is ProviderKind.AZURE
     assert loaded.azure_api_version == DEFAULT_AZURE_API_VERSION == "2024-10-21"
     assert loaded.auth is None  # api-key

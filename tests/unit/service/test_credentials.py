@@ -9,8 +9,8 @@ from edgeproxy.service.credentials import CredentialResolver
 
 
 async def test_env_references_resolve_and_hide_their_value() -> None:
-    resolver = CredentialResolver({"OPENAI_API_KEY": "sk-live-123"})
-    secret = await resolver.resolve("env:OPENAI_API_KEY")
+    resolver = CredentialResolver({"EDGEPROXY_CRED_OPENAI": "sk-live-123"})
+    secret = await resolver.resolve("env:EDGEPROXY_CRED_OPENAI")
     assert secret is not None
     assert secret.get_secret_value() == "sk-live-123"
     assert "sk-live-123" not in repr(secret)
@@ -35,9 +35,9 @@ async def test_each_reference_is_fetched_once() -> None:
 @pytest.mark.parametrize(
     ("reference", "message"),
     [
-        ("env:MISSING", "MISSING is not set"),
-        ("OPENAI_API_KEY", "has no scheme"),
-        ("vault:/x", "unknown credential scheme"),
+        ("env:EDGEPROXY_CRED_MISSING", "EDGEPROXY_CRED_MISSING is not set"),
+        ("OPENAI_API_KEY", "is not a credential reference"),
+        ("vault:/x", "is not a credential reference"),
         ("secretsmanager:edgeproxy/x", "not available"),
     ],
 )
@@ -72,3 +72,50 @@ async def test_a_failed_fetch_is_not_cached() -> None:
     secret = await resolver.resolve("secretsmanager:edgeproxy/x")
     assert secret is not None
     assert secret.get_secret_value() == "sk-second"
+
+
+GATEWAY_ENV = {
+    "EDGEPROXY_LOCAL_ADMIN_KEY": "ep-bootstrap-admin",
+    "AWS_SECRET_ACCESS_KEY": "aws-secret-of-the-function",
+    "AWS_REGION": "us-east-1",
+    "EDGEPROXY_CRED_COPY_OF_ADMIN": "ep-bootstrap-admin",
+    "EDGEPROXY_CRED_COPY_OF_AWS": "aws-secret-of-the-function",
+    "EDGEPROXY_CRED_FINE": "sk-upstream",
+}
+
+
+@pytest.mark.parametrize(
+    ("reference", "message"),
+    [
+        ("env:AWS_SECRET_ACCESS_KEY", "not an environment variable named EDGEPROXY_CRED_"),
+        ("env:EDGEPROXY_LOCAL_ADMIN_KEY", "not an environment variable named EDGEPROXY_CRED_"),
+        ("env:EDGEPROXY_CRED_", "not an environment variable named"),
+        ("ssm:/other/openai", "not an SSM parameter under /edgeproxy/"),
+        ("ssm:/edgeproxy/../other", "not an SSM parameter under /edgeproxy/"),
+        ("ssm:/edgeproxy/admin-key", "bootstrap admin key cannot be an upstream"),
+        ("secretsmanager:prod/openai", "not a Secrets Manager secret named edgeproxy/"),
+        ("env:EDGEPROXY_CRED_COPY_OF_AWS", "one of the gateway's own secrets"),
+        ("ssm:/edgeproxy/copy-of-admin", "one of the gateway's own secrets"),
+    ],
+)
+async def test_gateway_secrets_are_never_upstream_credentials(reference: str, message: str) -> None:
+    async def ssm(path: str) -> str:
+        return (
+            "ep-ssm-admin" if path in ("/edgeproxy/admin-key", "/edgeproxy/copy-of-admin") else "x"
+        )
+
+    resolver = CredentialResolver(GATEWAY_ENV, ssm=ssm, bootstrap_ref="ssm:/edgeproxy/admin-key")
+    with pytest.raises(CredentialError, match=message):
+        await resolver.resolve(reference)
+    fine = await resolver.resolve("env:EDGEPROXY_CRED_FINE")
+    assert fine is not None
+    assert fine.get_secret_value() == "sk-upstream"
+    admin = await resolver.resolve_bootstrap("ssm:/edgeproxy/admin-key")  # the key ring's read
+    assert admin is not None
+    assert admin.get_secret_value() == "ep-ssm-admin"
+
+
+async def test_a_local_bootstrap_key_by_env_is_protected_by_value() -> None:
+    resolver = CredentialResolver(GATEWAY_ENV, bootstrap_ref="env:EDGEPROXY_LOCAL_ADMIN_KEY")
+    with pytest.raises(CredentialError, match="own secrets"):
+        await resolver.resolve("env:EDGEPROXY_CRED_COPY_OF_ADMIN")

@@ -1,0 +1,1 @@
+"""LiteLLM proxy configurations converted to edgeproxy's (``edgeproxy config import-litellm``)."""

@@ -1,0 +1,114 @@
+"""Exact client-key ``tpm_limit`` and ``budget_usd``: reserve an estimate before the call.
+
+As the pool's tpm admission does (``routing/tokens.py``): before the
+request is routed, its token estimate is ADDed to the key's minute bucket
+and its cost estimate (the estimate at the highest price in the pool) to
+the key's spend, each conditionally (``state/dynamo_key_reserve.py``);
+when the answer has been counted, the estimate is taken back through the
+same counter path as the actual usage, so the actual never lands after the
+release. A refused reservation is the same 429 the read check gives.
+
+What remains (the README's bound): an admitted request whose actual usage
+exceeds its estimate overshoots by that excess (the estimate errs high:
+a request's ``max_tokens`` bounds its output); a request whose estimate
+alone exceeds the limit is admitted only into an empty minute or budget;
+a reservation whose request never finishes (the process dies, the client
+drops a stream mid-way) stays counted: the minute bucket expires, spend
+keeps it (an overcount, never an overshoot).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from edgeproxy.config.deployment import Deployment
+from edgeproxy.config.models import GatewayConfig
+from edgeproxy.errors import QuotaExceeded, RateLimited, StoreError
+from edgeproxy.routing.access import TOKENS_PER_PRICE_UNIT, ClientKey, seconds_to_next_minute
+from edgeproxy.routing.tokens import estimate_tokens
+from edgeproxy.service.key_usage import KEY_USAGE_RETENTION_S
+from edgeproxy.service.outcomes import Outcomes
+from edgeproxy.service.request import ProxyRequest
+from edgeproxy.state.store import KeyReserveStore
+
+logger = logging.getLogger(__name__)
+
+# Counts a key's usage the way answers are counted (``Outcomes.key_usage``; negative: a release).
+Counter = Callable[[str, int | None, int, float, float], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """What one request reserved; ``release`` takes it back (once)."""
+
+    key_id: str
+    minute: int | None  # the bucket reserved in (None: no tpm limit)
+    tokens: int
+    spend_usd: float
+    expires_at: float
+
+    async def release(self, count: Counter) -> None:
+        """Take the estimate back (after the actual usage was counted)."""
+        try:
+            await asyncio.shield(
+                count(self.key_id, self.minute, -self.tokens, -self.spend_usd, self.expires_at)
+            )
+        except StoreError as exc:  # an overcount until the minute ends; never an overshoot
+            logger.warning("could not release a key reservation: %s", type(exc).__name__)
+
+
+def price_bound(pool: Sequence[Deployment]) -> float:
+    """The highest price per token in ``pool`` (input or output), in USD."""
+    prices = [p for d in pool for p in (d.input_price_per_mtok, d.output_price_per_mtok) if p]
+    return max(prices, default=0.0) / TOKENS_PER_PRICE_UNIT
+
+
+async def reserve(
+    store: KeyReserveStore, req: ProxyRequest, pool: Sequence[Deployment], now: float
+) -> Reservation | None:
+    """Reserve ``req``'s estimate against its key's limits; 429 when it does not fit."""
+    key: ClientKey | None = req.key
+    if key is None or not key.tracks_usage:
+        return None
+    tokens = estimate_tokens(req.body, req.operation)
+    minute = int(now // 60)
+    expires = minute * 60.0 + KEY_USAGE_RETENTION_S
+    spend = tokens * price_bound(pool)
+    if key.tpm_limit is not None and not await store.reserve_key_tokens(
+        key.id, minute, tokens, key.tpm_limit, expires
+    ):
+        raise RateLimited(
+            "Rate limit reached for this API key (tokens per minute).",
+            retry_after=seconds_to_next_minute(now),
+        )
+    bucket = minute if key.tpm_limit is not None else None
+    if not await store.reserve_key_spend(key.id, tokens, spend, key.budget_usd):
+        if bucket is not None:  # undo the tokens part, at once (nothing else was counted)
+            await store.reserve_key_tokens(key.id, minute, -tokens, 2**62, expires)
+        raise QuotaExceeded("This API key has used its whole budget.")
+    return Reservation(key.id, bucket, tokens, spend, expires)
+
+
+def priced_pool(config: GatewayConfig, model: str) -> list[Deployment]:
+    """The deployments a request for ``model`` may be served by (its pool and fallbacks)."""
+    models = {model} | {m for chain in config.fallbacks if chain.model == model for m in chain.to}
+    return [d for m in sorted(models) for d in config.pool(m)]
+
+
+def released(
+    after: Callable[[], Awaitable[None]], held: Reservation | None, outcomes: Outcomes
+) -> Callable[[], Awaitable[None]]:
+    """``after`` (a stream's success write), then the release of ``held``."""
+    if held is None:
+        return after
+
+    async def run() -> None:
+        try:
+            await after()
+        finally:
+            await held.release(outcomes.key_usage)
+
+    return run

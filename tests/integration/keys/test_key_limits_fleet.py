@@ -1,0 +1,89 @@
+"""A key's tpm limit and budget hold under 64 concurrent callers on two gateway processes.
+
+Before reservations, each request checked the key's counters alone and
+all 64 passed: 1,024 tokens against a tpm limit of 100, $960 against a
+budget of $100. Now each reserves its estimate with a conditional write
+first. Every mock answer here uses fewer tokens than its estimate
+(``max_tokens`` bounds the output), so the limits hold exactly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from edgeproxy.state import keys
+from edgeproxy.state.items import get_float, get_int
+from edgeproxy_dev.mock_upstream import MockUpstream
+from tests.fixtures.clock import FleetClock
+from tests.fixtures.configs import config, deployment
+from tests.fixtures.table import TableView, wait_for
+from tests.integration.keys.helpers import ENV, HELLO, bearer, create_key
+
+CALLERS = 64
+BODY = {"model": "fast-chat", "messages": HELLO, "max_tokens": 20}  # estimate: 2 + 20 tokens
+PRICE = 1_000_000.0  # $1 a token, in and out: an answer of ~16 tokens costs ~$16
+
+
+def burst(urls: list[str], key: str) -> list[httpx.Response]:
+    async def run() -> list[httpx.Response]:
+        limits = httpx.Limits(max_connections=CALLERS)
+        async with httpx.AsyncClient(timeout=30, limits=limits) as http:
+            calls = (
+                http.post(urls[i % 2] + "/v1/chat/completions", json=BODY, headers=bearer(key))
+                for i in range(CALLERS)
+            )
+            return list(await asyncio.gather(*calls))
+
+    return asyncio.run(run())
+
+
+def served_tokens(upstream: MockUpstream, answers: list[httpx.Response]) -> int:
+    return sum(a.json()["usage"]["total_tokens"] for a in answers if a.status_code == 200)
+
+
+def test_tpm_limit_and_budget_hold_under_64_callers_on_two_processes(
+    spawn_gateway: Callable[..., Any],
+    start_gateway: Callable[..., Any],
+    clock: FleetClock,
+    upstream_a: MockUpstream,
+    table: TableView,
+) -> None:
+    cfg = config(
+        deployment("a", upstream_a, input_price_per_mtok=PRICE, output_price_per_mtok=PRICE)
+    )
+    remote = spawn_gateway(cfg, env=ENV)
+    local = start_gateway(cfg, env=ENV)
+    urls = [remote.base_url, local.base_url]
+    tpm = create_key(local.base_url, name="tpm", tpm_limit=100)
+    budget = create_key(local.base_url, name="budget", budget_usd=100)
+    into = clock.now() % 60
+    if into > 30:  # the burst stays inside one minute bucket
+        clock.advance(60 - into + 1)
+
+    answers = burst(urls, tpm["key"])
+    statuses = [a.status_code for a in answers]
+    assert set(statuses) <= {200, 429}
+    assert 1 <= statuses.count(200) <= 100 // 22  # each reservation takes 22 of the 100
+    assert served_tokens(upstream_a, answers) <= 100
+    # Once every answer was counted and every reservation released: the actual tokens, exactly.
+    minute = int(clock.now() // 60)
+    bucket = keys.key_usage_key(tpm["id"], minute)
+    total = served_tokens(upstream_a, answers)
+    wait_for(lambda: get_int(table.item(bucket), "tokens"), lambda t: t == total, "tokens settled")
+
+    spent_answers = burst(urls, budget["key"])
+    codes = {a.json()["error"]["code"] for a in spent_answers if a.status_code == 429}
+    assert codes <= {"insufficient_quota"}
+    served = [a for a in spent_answers if a.status_code == 200]
+    assert 1 <= len(served) <= 100 // 22
+    assert served_tokens(upstream_a, served) * 1.0 <= 100.0  # $1 a token
+    cost = float(served_tokens(upstream_a, served))
+    spend = keys.key_spend_key(budget["id"])
+    settled = wait_for(
+        lambda: get_float(table.item(spend), "spend_usd"), lambda s: abs(s - cost) < 1e-6, "spend"
+    )
+    assert settled <= 100.0
