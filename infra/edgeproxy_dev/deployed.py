@@ -51,6 +51,12 @@ def stack_values(template: Mapping[str, Any], overrides: Mapping[str, str], tabl
     for name, resource in template["Resources"].items():
         if resource["Type"] == "AWS::IAM::Role":
             attributes[f"{name}.Arn"] = f"arn:aws:iam::{ACCOUNT}:role/{name}"
+        elif resource["Type"] == "AWS::SQS::Queue":
+            # CloudFormation names a queue after the stack and its logical id.
+            queue = f"edgeproxy-{name}"
+            attributes[f"{name}.Arn"] = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{queue}"
+            attributes[f"{name}.QueueName"] = queue
+            refs[name] = f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{queue}"
     return Stack(refs, attributes, template.get("Conditions", {}))
 
 

@@ -24,6 +24,13 @@ def test_each_function_gets_its_roles_statements_with_the_stacks_values() -> Non
         "CredentialParameters": "arn:aws:ssm:us-east-1:123456789012:parameter/edgeproxy/*",
         "CredentialSecrets": "arn:aws:secretsmanager:us-east-1:123456789012:secret:edgeproxy/*",
     }  # no Bedrock statement without models
+    # Every statement of every role names concrete ARNs (no intrinsic left unresolved).
+    for function in functions.values():
+        for statement in function.statements:
+            named = statement["Resource"]
+            for arn in named if isinstance(named, list) else [named]:
+                assert isinstance(arn, str), (function.name, statement)
+                assert arn.startswith("arn:aws:"), (function.name, statement)
     # The environment is the function's own merged over the template's Globals.
     assert proxy.environment["EDGEPROXY_TABLE"] == "state"
     assert proxy.environment["EDGEPROXY_ADMIN_KEY_REF"] == "ssm:/edgeproxy/admin-key"
