@@ -187,7 +187,7 @@ async def test_a_routing_read_is_eventually_consistent_and_asks_only_what_routin
         )
         for name, limits in (("a", {}), ("b", {"rpm_limit": 5}))
     ]
-    shuffled = SnapshotRequest.of("gpt", pool, NOW, strategies={Strategy.SIMPLE_SHUFFLE})
+    shuffled = SnapshotRequest.of("gpt", pool, NOW, strategies={Strategy.WEIGHTED_RANDOM})
     sticky = SnapshotRequest.of("gpt", pool, NOW, BindingKey("c", "gpt", "chat"))
     client, store = await open_store(session, endpoint)
     try:
@@ -204,7 +204,7 @@ async def test_a_routing_read_is_eventually_consistent_and_asks_only_what_routin
     both = {"a", "b"}
     base = {keys.circuit_key(d) for d in both} | {keys.health_key(d) for d in both}
     base |= {keys.capacity_key(d.domain) for d in pool}
-    # No binding: the pool's generation decides nothing; simple-shuffle counts
+    # No binding: the pool's generation decides nothing; weighted_random counts
     # nothing, so only the rpm-limited deployment's current bucket is read.
     assert asked(endpoint.bodies[0]) == (False, base | {keys.usage_key("b", minute)})
     usage = {keys.usage_key(d, m) for d in both for m in (minute - 1, minute)}
