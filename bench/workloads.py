@@ -42,7 +42,8 @@ def gateway_config(ports: tuple[int, int]) -> dict[str, Any]:
         "gateway": {
             "api_keys": [
                 {"name": "bench", "sha256": hashlib.sha256(CLIENT_KEY.encode()).hexdigest()}
-            ]
+            ],
+            "egress": {"allow": ["127.0.0.0/8"]},  # the mocks listen on loopback
         },
         "deployments": [
             deployment("mock-a", ports[0], CHAT_MODEL),

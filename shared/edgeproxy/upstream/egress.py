@@ -102,19 +102,28 @@ async def system_resolve(host: str) -> list[Address]:
 async def name_problems(
     config: GatewayConfig, resolve: NameResolver = system_resolve
 ) -> list[Problem]:
-    """The deployments whose ``base_url`` names a host that resolves to a refused address."""
-    out: list[Problem] = []
+    """The deployments whose ``base_url`` names a host that resolves to a refused address.
+
+    Every name is resolved at once, all within ``RESOLVE_TIMEOUT_S``.
+    """
     egress = config.gateway.egress
+    named: list[tuple[int, str]] = []
     for index, dep in enumerate(config.deployments):
         host = url_host(dep.base_url) if dep.base_url else None
-        if host is None or literal_address(host) is not None or egress.allows_host(host):
-            continue
+        if host is not None and literal_address(host) is None and not egress.allows_host(host):
+            named.append((index, host))
+
+    async def lookup(host: str) -> list[Address] | None:
         try:
             async with asyncio.timeout(RESOLVE_TIMEOUT_S):
-                addresses = await resolve(host)
+                return await resolve(host)
         except (OSError, TimeoutError):
-            continue  # unresolvable now: the connect-time check still applies
-        reason = host_refusal(host, addresses, egress)
+            return None  # unresolvable now: the connect-time check still applies
+
+    found = await asyncio.gather(*(lookup(host) for _, host in named))
+    out: list[Problem] = []
+    for (index, host), addresses in zip(named, found, strict=True):
+        reason = host_refusal(host, addresses or [], egress)
         if reason is not None:
             out.append(
                 Problem(
