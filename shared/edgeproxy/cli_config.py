@@ -115,10 +115,9 @@ def report(action: str, path: str, result: dict[str, Any], out: TextIO) -> None:
         print("nothing stored", file=out)
 
 
-async def _carry_out(args: argparse.Namespace, admin: AdminClient, out: TextIO) -> int:
+async def _carry_out(args: argparse.Namespace, admin: AdminClient, source: str, out: TextIO) -> int:
     if args.action == "export":
         current = await admin.config()
-        source = cli_target.url_of(args) or f"table {args.table or 'EDGEPROXY_TABLE'}"
         out.write(export_text(current["document"], int(current["version"]), source))
         return 0
     document, base = _read(args.file)
@@ -138,9 +137,9 @@ async def run(args: argparse.Namespace) -> int:
     url = cli_target.url_of(args)
     if url:
         async with HttpAdmin(url, cli_target.admin_key(args)) as admin:
-            return await _carry_out(args, admin, sys.stdout)
+            return await _carry_out(args, admin, url, sys.stdout)
     settings = cli_target.table_settings(args)
     async with contextlib.AsyncExitStack() as stack:
         store = await open_store(settings, stack)
         table = TableAdmin(store, time.time, actor=f"cli:{getpass.getuser()}")
-        return await _carry_out(args, table, sys.stdout)
+        return await _carry_out(args, table, f"table {settings.table}", sys.stdout)

@@ -166,6 +166,7 @@ def test_the_same_round_trip_on_the_table(
     path = tmp_path / "live.yaml"
     text = export(capsys, path, *table)
     assert re.search(r"^# edgeproxy-base-version: 1$", text, re.M)
+    assert f"# edgeproxy configuration exported from table {gateway_table}\n" in text
     assert "<redacted>" in text
     admin_change(gateway, 10)
     status, _, err = run(capsys, "config", "load", str(path), *table)

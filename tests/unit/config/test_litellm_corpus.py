@@ -212,3 +212,25 @@ def test_a_whole_document_error_names_the_entries_behind_its_paths() -> None:
     named = name_entries(str(caught.value), origins)
     assert "deployments[1] (from model_list[3] (model_name: y, model: m3))" in named
     assert "deployments[0] (from model_list[0] (model_name: x, model: m0))" in named
+
+
+def test_odd_entries_are_named_never_a_traceback() -> None:
+    entries: list[Any] = [
+        "just a string",
+        {"model_name": "m", "litellm_params": {"model": "gpt-4o"}, "model_info": ["x"]},
+        {"model_name": 5, "litellm_params": {"model": "gpt-4o"}},
+        {"model_name": "b", "litellm_params": {"model": "bedrock/x.y", "api_key": "os.environ/K"}},
+    ]
+    result = convert({"model_list": entries}, {})
+    assert result.errors == [
+        "model_list[0]: not a mapping; not converted",
+        "model_list[2] (model: gpt-4o): needs model_name and litellm_params; not converted",
+    ]
+    assert "model_list[1] (model_name: m, model: gpt-4o): model_info is not a mapping; ignored" in (
+        result.warnings
+    )
+    assert any(
+        w.startswith("model_list[3] (model_name: b, model: bedrock/x.y): api_key dropped")
+        for w in result.warnings
+    )
+    parse_config(result.document, "converted")

@@ -79,6 +79,9 @@ def deployment(
         return None
     name, params = entry.get("model_name"), entry.get("litellm_params")
     info = entry.get("model_info") or {}
+    if not isinstance(info, Mapping):
+        warnings.add(where, "model_info is not a mapping; ignored")
+        info = {}
     if not isinstance(name, str) or not name or not isinstance(params, Mapping):
         warnings.skip(where, "needs model_name and litellm_params")
         return None
@@ -115,9 +118,11 @@ def _credential(
     where: str,
     w: Warnings,
 ) -> None:
-    if out["provider"] == "bedrock":
-        return
     key = params.get("api_key")
+    if out["provider"] == "bedrock":
+        if key:
+            w.add(where, "api_key dropped (Bedrock is called with the function's IAM role)")
+        return
     if isinstance(key, str) and key.startswith(ENV):
         out["credential"] = "env:" + key[len(ENV) :]
     elif key is None or key == "":
