@@ -7,7 +7,7 @@
 
 Each works through a running gateway (``--url`` / ``EDGEPROXY_URL``, admin
 key in ``$EDGEPROXY_ADMIN_KEY``) or on a state table (``--table`` /
-``EDGEPROXY_TABLE``); see ``cli_target``. ``<redacted>`` values in a loaded
+``EDGEPROXY_TABLE``); see ``cli_target``. ``[redacted]`` values in a loaded
 file keep the stored ones (``service/config_secrets``).
 """
 

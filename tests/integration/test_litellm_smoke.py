@@ -2,7 +2,7 @@
 
 Each file of tests/fixtures/litellm is converted as ``import-litellm`` does,
 its base URLs pointed at a mock of the same protocol (openai, anthropic,
-azure, bedrock: the only change made), a credential given where the importer
+azure, bedrock) on loopback, which the configuration then allows, a credential given where the importer
 warned there was none (what its warning tells the user to do), and loaded
 into a gateway; then each pool is called once on the operation it serves.
 """
@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from edgeproxy.config.litellm_import.router import convert
+from edgeproxy.config.litellm_import.rules import state_entry_rules
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.configs import MOCK_KEY
 
@@ -56,7 +57,11 @@ def call(http: httpx.Client, pool: str, operations: set[str]) -> httpx.Response:
 @pytest.mark.parametrize("name", FILES)
 def test_each_pool_answers(name: str, start_gateway, mock: MockUpstream) -> None:
     converted = convert(yaml.safe_load((CORPUS / name).read_text()), IMPORT_ENV)
+    # As import-litellm writes it: env: keys under the credential prefix.
+    state_entry_rules(converted.document, converted.warnings)
     document, variables = pointed_at(converted.document, mock)
+    # The mock is on loopback: allowed the way a local configuration allows it.
+    document.setdefault("gateway", {})["egress"] = {"allow": ["127.0.0.0/8"]}
     gateway = start_gateway(document, env=dict.fromkeys(variables, MOCK_KEY))
     pools: dict[str, set[str]] = {}
     for dep in document["deployments"]:

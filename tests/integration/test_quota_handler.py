@@ -25,7 +25,7 @@ from tests.fixtures.table import TableView
 from tests.handlers.expectations import handler_config
 
 HEALTHY = credential_key("env:EDGEPROXY_CRED_MOCK_KEY")
-BROKEN = credential_key("env:BROKEN_QUOTA_KEY")
+BROKEN = credential_key("env:EDGEPROXY_CRED_BROKEN_QUOTA_KEY")
 EVENT = json.loads((Path(__file__).parents[2] / "events" / "quota_refresh.json").read_text())
 
 
@@ -49,7 +49,7 @@ def quota_env(
         {
             "name": "broken",
             "fetcher": "json",
-            "credential": "env:BROKEN_QUOTA_KEY",
+            "credential": "env:EDGEPROXY_CRED_BROKEN_QUOTA_KEY",
             "params": {"url": upstream_a.base_url + "/quota", "remaining": "data.absent"},
         }
     )
@@ -58,7 +58,7 @@ def quota_env(
         "EDGEPROXY_DYNAMODB_ENDPOINT": dynamo_endpoint,
         "EDGEPROXY_TABLE": gateway_table,
         "EDGEPROXY_CRED_MOCK_KEY": "sk-mock",
-        "BROKEN_QUOTA_KEY": "sk-broken-quota",
+        "EDGEPROXY_CRED_BROKEN_QUOTA_KEY": "sk-broken-quota",
         "AWS_REGION": "us-east-1",
         "AWS_ACCESS_KEY_ID": DUMMY_CREDENTIALS["aws_access_key_id"],
         "AWS_SECRET_ACCESS_KEY": DUMMY_CREDENTIALS["aws_secret_access_key"],

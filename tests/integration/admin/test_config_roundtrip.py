@@ -73,7 +73,7 @@ def test_export_redacts_secrets_and_loads_back_unchanged(
     path = tmp_path / "live.yaml"
     text = export(capsys, path, "--url", gateway.base_url)
     assert "# edgeproxy-base-version: 1\n" in text
-    assert yaml.safe_load(text)["deployments"][0]["headers"] == {"x-tenant-key": "<redacted>"}
+    assert yaml.safe_load(text)["deployments"][0]["headers"] == {"x-tenant-key": "[redacted]"}
     assert load_config_file(path).deployments[0].weight == 2  # `config check` takes it
     status, out, _ = run(capsys, "config", "load", str(path), "--url", gateway.base_url)
     assert (status, out) == (
@@ -123,7 +123,8 @@ def test_an_edited_export_keeps_its_redacted_secrets(
     assert "  deployments[a].weight: 2.0 -> 3.0\n" in out
     stored = ok(admin(gateway.base_url, "GET", "/admin/deployments/a"))
     assert stored["weight"] == 3
-    assert stored["headers"] == {"x-tenant-key": SECRET}  # the stored value, kept
+    assert stored["headers"] == {"x-tenant-key": "[redacted]"}  # admin reads never show it
+    # The stored value was kept: the upstream still receives it.
     assert chat(gateway.base_url).status_code == 200
     assert upstream_a.requests()[-1]["headers"]["x-tenant-key"] == SECRET
 
@@ -134,11 +135,11 @@ def test_a_changed_secret_shows_in_a_diff_by_its_path_only(
     path = tmp_path / "live.yaml"
     new_secret = remember("cf-tenant-fedcba9876543210")
     path.write_text(
-        export(capsys, path, "--url", gateway.base_url).replace("<redacted>", new_secret)
+        export(capsys, path, "--url", gateway.base_url).replace("[redacted]", new_secret)
     )
     status, out, _ = run(capsys, "config", "diff", str(path), "--url", gateway.base_url)
     assert status == 0
-    assert '  deployments[a].headers.x-tenant-key: "<redacted>" -> "<redacted> (changed)"\n' in out
+    assert '  deployments[a].headers.x-tenant-key: "[redacted]" -> "[redacted] (changed)"\n' in out
     assert new_secret not in out
 
 
@@ -160,14 +161,18 @@ def test_a_file_without_a_base_is_refused_after_admin_changes_since_the_last_loa
 
 
 def test_the_same_round_trip_on_the_table(
-    gateway: Any, gateway_table: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    gateway: Any,
+    gateway_table: str,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    upstream_a: MockUpstream,
 ) -> None:
     table = ("--table", gateway_table)
     path = tmp_path / "live.yaml"
     text = export(capsys, path, *table)
     assert re.search(r"^# edgeproxy-base-version: 1$", text, re.M)
     assert f"# edgeproxy configuration exported from table {gateway_table}\n" in text
-    assert "<redacted>" in text
+    assert "[redacted]" in text
     admin_change(gateway, 10)
     status, _, err = run(capsys, "config", "load", str(path), *table)
     assert status == 1
@@ -176,7 +181,9 @@ def test_the_same_round_trip_on_the_table(
     assert (status, out.splitlines()[0]) == (0, "stored configuration version 3 (1 changes):")
     assert cooldown(gateway) == 5
     stored = ok(admin(gateway.base_url, "GET", "/admin/deployments/a"))
-    assert stored["headers"] == {"x-tenant-key": SECRET}
+    assert stored["headers"] == {"x-tenant-key": "[redacted]"}
+    assert chat(gateway.base_url).status_code == 200  # the stored value was kept
+    assert upstream_a.requests()[-1]["headers"]["x-tenant-key"] == SECRET
 
 
 def test_a_redacted_value_with_nothing_stored_to_keep_is_refused(
@@ -189,8 +196,8 @@ def test_a_redacted_value_with_nothing_stored_to_keep_is_refused(
     path.write_text(yaml.safe_dump(document))
     status, _, err = run(capsys, "config", "load", str(path), "--table", gateway_table, "--force")
     assert status == 2
-    assert "deployments[0].headers.x-tenant-key: says <redacted> but the stored" in err
+    assert "deployments[0].headers.x-tenant-key: says [redacted] but the stored" in err
     status, _, err = run(capsys, "config", "load", str(path), "--url", gateway.base_url, "--force")
     assert status == 1
     assert "400: " in err
-    assert "deployments[0].headers.x-tenant-key: says <redacted>" in err
+    assert "deployments[0].headers.x-tenant-key: says [redacted]" in err

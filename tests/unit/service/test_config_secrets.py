@@ -34,7 +34,7 @@ def test_restore_takes_the_stored_value_by_deployment_id() -> None:
     stored = doc(credential="sk-literal-key")
     back = restore(redact(stored), stored, "f.yaml")
     assert back == stored
-    with pytest.raises(ConfigError, match=r"deployments\[0\]\.headers\.x-k: says <redacted>"):
+    with pytest.raises(ConfigError, match=r"deployments\[0\]\.headers\.x-k: says \[redacted\]"):
         restore(redact(doc(id="b")), stored, "f.yaml")
 
 

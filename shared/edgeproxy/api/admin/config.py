@@ -1,8 +1,8 @@
 """``/admin/config``: the whole configuration, for ``edgeproxy config export|diff|load --url``.
 
 ``GET`` answers the configuration as a file states it, secrets redacted
-(``<redacted>``), with its version. ``PUT`` loads a whole document: values
-still ``<redacted>`` keep the stored ones; the load is refused (409) while
+(``[redacted]``), with its version. ``PUT`` loads a whole document: values
+still ``[redacted]`` keep the stored ones; the load is refused (409) while
 the stored configuration holds admin changes made since ``base_version``
 (or, without one, since the last load) unless ``force``; ``dry_run`` only
 answers what would change. The answer lists the changes (secrets hidden)

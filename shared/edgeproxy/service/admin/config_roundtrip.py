@@ -55,7 +55,7 @@ def export_text(document: Document, version: int, source: str) -> str:
     header = (
         f"# edgeproxy configuration exported from {source}\n"
         f"# {BASE_MARK} {version}\n"
-        "# Secrets are redacted as <redacted>: loading this file keeps the stored values.\n"
+        "# Secrets are redacted as [redacted]: loading this file keeps the stored values.\n"
     )
     return header + yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
 
@@ -143,7 +143,7 @@ async def load(
     actor: str,
     source: str,
 ) -> LoadResult:
-    """Store ``document`` (a file's, ``<redacted>`` values kept from the stored one)."""
+    """Store ``document`` (a file's, ``[redacted]`` values kept from the stored one)."""
     stored = await store.load_config()
     current = stored.version if stored is not None else 0
     before = as_document(from_document(stored.document)) if stored is not None else None

@@ -6,7 +6,7 @@ Header values (``deployments[].headers``) count as secrets, and so does a
 exported that way loads back as it is: ``restore`` puts the stored value back
 wherever the file still says ``REDACTED`` (matched by deployment id, header
 name or quota source name), so an export, an edit and a load never turn a
-header into the word ``<redacted>``.
+header into the word ``[redacted]``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ from typing import Any
 from edgeproxy.errors import ConfigError
 from edgeproxy.service.admin import audit
 
-REDACTED = "<redacted>"
+# One marker on every way out of the admin plane (admin reads and exports alike).
+from edgeproxy.service.admin.redaction import REDACTED as REDACTED
+
 REFERENCE_SCHEMES = ("env:", "ssm:", "secretsmanager:")
 Document = dict[str, Any]
 
@@ -90,7 +92,7 @@ def restore(doc: Document, stored: Document, source: str) -> Document:
 
 def changes(old: Document, new: Document) -> list[dict[str, Any]]:
     """``audit.diff`` of the two documents with no secret in it; a changed secret is listed
-    by its path alone (``deployments[a].headers.x-key``: ``<redacted>`` -> ``<redacted>``)."""
+    by its path alone (``deployments[a].headers.x-key``: ``[redacted]`` -> ``[redacted]``)."""
     out = audit.diff(redact(old), redact(new))
     before = {slot.path: slot.holder[slot.key] for slot in _slots(old) if _secret(slot)}
     for slot in _slots(new):
