@@ -27,7 +27,11 @@ LITELLM_VERSION := 1.108.7
 LITELLM_VENV    ?= $(HOME)/.cache/edgeproxy/litellm-$(LITELLM_VERSION)
 LITELLM_STAMP   := $(LITELLM_VENV)/.installed-$(LITELLM_VERSION)
 
-.PHONY: run test lint typecheck unit bench bench-smoke bench-compare build deploy validate lock clean
+# `make run PORT=8081` serves elsewhere; `make cli ARGS='status'` runs the CLI of .venv.
+PORT ?= 8080
+ARGS ?= --help
+
+.PHONY: run cli test lint typecheck unit bench bench-smoke bench-compare build deploy validate lock clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -36,9 +40,13 @@ $(STAMP): pyproject.toml
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
-## Start a working gateway on http://127.0.0.1:8080 (embedded DynamoDB + two mock upstreams).
+## Start a working gateway on http://127.0.0.1:$(PORT) (embedded DynamoDB + mock upstreams).
 run: $(STAMP)
-	$(BIN)/python infra/run_local.py --port 8080 --config infra/config.example.yaml
+	$(BIN)/python infra/run_local.py --port $(PORT) --config infra/config.example.yaml
+
+## The edgeproxy CLI of this checkout (.venv/bin/edgeproxy), e.g. make cli ARGS='status'.
+cli: $(STAMP)
+	@$(BIN)/edgeproxy $(ARGS)
 
 $(SAM_STAMP):
 	mkdir -p $(dir $(SAM_VENV))

@@ -30,9 +30,9 @@ import aiohttp
 import httpx
 from botocore.config import Config
 
-from edgeproxy.state.client import DynamoClient
-from edgeproxy.state.dynamo import DynamoStore
-from edgeproxy.state.schema import TableSchema
+from edgeproxy.state.dynamodb.client import DynamoClient
+from edgeproxy.state.dynamodb.dynamo import DynamoStore
+from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy.state.store import SnapshotRequest
 from edgeproxy.upstream.client import make_http_client
 

@@ -32,7 +32,7 @@ from types import TracebackType
 
 import boto3
 
-from edgeproxy.state.schema import TableSchema
+from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy_dev.aws import DUMMY_CREDENTIALS, REGION, client_kwargs
 from edgeproxy_dev.template import create_table_kwargs, table_schema
 
@@ -52,6 +52,10 @@ class EmbeddedDynamo:
     ``port=0`` (the default) picks a free port; read ``endpoint_url`` after
     ``start()``. ``pid`` is the child's process id (for CPU accounting).
     """
+
+    # The child's module and the line it prints once it listens (a subclass may serve more).
+    MODULE = "edgeproxy_dev.dynamo_process"
+    READY = _READY
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
         if host != "127.0.0.1":
@@ -80,7 +84,7 @@ class EmbeddedDynamo:
         if self._proc is not None:
             raise RuntimeError("EmbeddedDynamo is already running")
         proc = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-            [sys.executable, "-m", "edgeproxy_dev.dynamo_process", "--port", str(self._port)],
+            [sys.executable, "-m", self.MODULE, "--port", str(self._port)],
             cwd=_INFRA,  # edgeproxy_dev importable even when not installed
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -91,7 +95,7 @@ class EmbeddedDynamo:
         assert proc.stdout is not None
         deadline = time.monotonic() + START_TIMEOUT_S
         for line in proc.stdout:
-            found = _READY.search(line)
+            found = self.READY.search(line)
             if found:
                 self._proc, self._url = proc, found.group(1)
                 self._drain = threading.Thread(target=proc.stdout.read, daemon=True)

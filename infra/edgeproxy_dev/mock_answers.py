@@ -29,6 +29,15 @@ def pieces(content: str) -> list[str]:
     return _PIECE.findall(content)
 
 
+def limited(content: str, finish: str | None, body: Mapping[str, Any]) -> tuple[str, str | None]:
+    """``content`` cut at the request's output limit (a word a token), and its finish reason."""
+    limit = body.get("max_completion_tokens") or body.get("max_tokens")
+    parts = pieces(content)
+    if isinstance(limit, int) and len(parts) > limit:
+        return "".join(parts[:limit]), "length"
+    return content, finish
+
+
 def last_user_text(body: Mapping[str, Any]) -> str:
     """The text of the last user message (OpenAI or Anthropic body), or a completion's prompt."""
     prompt = body.get("prompt")

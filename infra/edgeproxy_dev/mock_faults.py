@@ -16,6 +16,9 @@ rejected (a typo in a test must not silently mean "no fault"):
     {"no_done": true}                                  omit [DONE] / message_stop
     {"finish_reason": null}                            no finish reason anywhere
     {"content": ""}                                    an empty answer
+    {"obey_max_tokens": true}                          cut the answer at the request's
+                                                       max_completion_tokens / max_tokens
+                                                       (one token a word; finish_reason length)
     {"reject_prefill": true}                           400 for a request ending in an assistant turn
     {"tool_call": {"name": "f", "arguments": "{}"}}    answer with a call of tool f (JSON and SSE,
                                                        every protocol; bedrock also takes an object)
@@ -60,6 +63,7 @@ class MockFault:
     keepalive_ms: int | None = None
     no_done: bool = False
     content: str | None = None
+    obey_max_tokens: bool = False
     finish_reason: str | None = "stop"
     reject_prefill: bool = False
     error_after_chunks: int | None = None

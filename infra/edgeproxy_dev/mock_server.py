@@ -237,7 +237,10 @@ class MockServer:
         said = (answers.last_user_text(body) or responses.input_text(body))[:200]
         content = fault.content if fault.content is not None else self._content(body, said)
         prompt = (responses.prompt_tokens if native else answers.prompt_tokens)(body)
-        args: answers.Args = (self.name, seq, model, content, fault.finish_reason, prompt)
+        finish = fault.finish_reason
+        if fault.obey_max_tokens:
+            content, finish = answers.limited(content, finish, body)
+        args: answers.Args = (self.name, seq, model, content, finish, prompt)
         call = fault.tool_call
         if native or call is not None:
             return await self._tools_or_native(route, args, call, body, fault, reader, writer)

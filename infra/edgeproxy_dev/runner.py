@@ -15,13 +15,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import os
 import secrets
 import socket
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import urlsplit
 
 import aioboto3
@@ -32,7 +34,7 @@ from edgeproxy.config.loader import load_config_file
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.config.roles import Role
 from edgeproxy.runtime import build_gateway, open_store
-from edgeproxy.service.config_edit import ConfigEditor
+from edgeproxy.service.admin.config_edit import ConfigEditor
 from edgeproxy.service.gateway import Gateway
 from edgeproxy.service.keys import mint_key
 from edgeproxy.settings import Settings
@@ -115,9 +117,29 @@ def mock_upstreams(config: GatewayConfig) -> Iterator[list[MockUpstream]]:
             mock.stop()
 
 
-def _banner(port: int, keys: tuple[str, str]) -> str:
+class Banner(NamedTuple):
+    """What ``make run`` prints: the keys it minted and where its table is."""
+
+    admin_key: str
+    client_key: str
+    table: str
+    endpoint: str
+
+
+def cli_path() -> str:
+    """How to run this environment's ``edgeproxy`` from here (``.venv/bin/edgeproxy``)."""
+    script = Path(sys.executable).with_name("edgeproxy")
+    if not script.exists():
+        return "edgeproxy"
+    with contextlib.suppress(ValueError):
+        return os.path.relpath(script)
+    return str(script)
+
+
+def _banner(port: int, banner: Banner) -> str:
     base = f"http://127.0.0.1:{port}"
-    admin_key, client_key = keys
+    admin_key, client_key = banner.admin_key, banner.client_key
+    cli = cli_path()
     auth = f'-H "Authorization: Bearer {client_key}"'
     body = '{"model": "fast-chat", "messages": [{"role": "user", "content": "Hello!"}]}'
     stream = body[:-1] + ', "stream": true}'
@@ -141,24 +163,55 @@ def _banner(port: int, keys: tuple[str, str]) -> str:
             f"  curl -s {base}/v1/models/demo-failover/deployments "
             f'-H "Authorization: Bearer {admin_key}"',
             "",
-            "Manage keys (the admin key from the environment, never an argument):",
-            f"  export EDGEPROXY_ADMIN_KEY={admin_key}",
-            f"  edgeproxy keys create --url {base} --name my-app --role pro --rpm 60",
-            f"  edgeproxy keys list --url {base}",
+            f"State table: {banner.table} on the embedded DynamoDB at {banner.endpoint}",
+            "",
+            f"The CLI is {cli} (or: make cli ARGS='...'). Point it at this gateway:",
+            f"  export EDGEPROXY_URL={base} EDGEPROXY_ADMIN_KEY={admin_key}",
+            f"  {cli} keys create --name my-app --role pro --rpm 60",
+            f"  {cli} status",
+            "or at the table itself (no gateway needed; any AWS credentials will do):",
+            f"  export EDGEPROXY_TABLE={banner.table} EDGEPROXY_DYNAMODB_ENDPOINT={banner.endpoint} "
+            "AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local",
             "",
         ]
     )
 
 
+class PortBusy(Exception):
+    """A port ``make run`` needs is taken (the message says which and what to do)."""
+
+
+def listen(port: int, what: str = "the gateway") -> socket.socket:
+    """A listening socket on 127.0.0.1:``port``; ``PortBusy`` if another process has it."""
+    # IPPROTO_TCP (not 0) so asyncio sets TCP_NODELAY on accepted connections:
+    # without it a response's body waits ~40 ms behind its headers (delayed ACK).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        hint = "make run PORT=8081, or --port" if what == "the gateway" else "stop what holds it"
+        raise PortBusy(
+            f"port {port} ({what}) is already in use, perhaps by another `make run`: {hint}"
+        ) from None
+    sock.listen(128)  # before the banner: whoever reads it may connect at once
+    return sock
+
+
 def serve(
     settings: Settings,
     port: int,
-    banner: tuple[str, str] | None = None,
+    banner: Banner | None = None,
     clock: Clock | None = None,
+    sock: socket.socket | None = None,
 ) -> None:
     """Serve the gateway on 127.0.0.1:``port`` (0: a free port) until interrupted.
 
-    ``banner``: the (admin, client) keys to print with the example commands.
+    ``banner``: the keys and table to print with the example commands.
+    ``sock``: a socket already listening (``listen``), used instead of ``port``.
     ``clock``: the gateway runs on it, and ``POST /_dev/clock`` moves it (for
     tests that move the time of several gateway processes at once).
     """
@@ -168,12 +221,7 @@ def serve(
             settings, session=local_session(), clock=clock.now if clock else time.time
         )
 
-    # IPPROTO_TCP (not 0) so asyncio sets TCP_NODELAY on accepted connections:
-    # without it a response's body waits ~40 ms behind its headers (delayed ACK).
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", port))
-    sock.listen(128)  # before the banner: whoever reads it may connect at once
+    sock = sock or listen(port)
     bound = sock.getsockname()[1]
     print(
         _banner(bound, banner) if banner else f"edgeproxy is serving on http://127.0.0.1:{bound}",
@@ -186,7 +234,23 @@ def serve(
     uvicorn.Server(config).run(sockets=[sock])
 
 
+def _mock_ports(config: GatewayConfig) -> set[int]:
+    return {
+        url.port
+        for url in (urlsplit(d.base_url) for d in config.deployments if d.base_url)
+        if url.hostname == "127.0.0.1" and url.port
+    }
+
+
 def main(argv: list[str] | None = None) -> None:
+    """``make run`` (and the tests' ``--serve-only`` gateways); a busy port is one line."""
+    try:
+        _main(argv)
+    except PortBusy as exc:
+        sys.exit(f"edgeproxy: {exc}")
+
+
+def _main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Run edgeproxy locally.")
     parser.add_argument("--port", type=int, default=8080)
     parser.add_argument("--config", type=Path, default=Path("infra/config.example.yaml"))
@@ -215,14 +279,22 @@ def main(argv: list[str] | None = None) -> None:
     from edgeproxy_dev.dynamo_server import EmbeddedDynamo, create_table  # local runs only
 
     config = load_config_file(args.config)
+    sock = listen(args.port)  # first: a busy port fails before anything starts
+    # Checked (and let go) before starting: each names its port if taken.
+    for port, what in [(args.dynamo_port, "the embedded DynamoDB")] + [
+        (p, "a mock upstream of the configuration") for p in sorted(_mock_ports(config))
+    ]:
+        if port:
+            listen(port, what).close()
     with EmbeddedDynamo(port=args.dynamo_port) as dynamo, mock_upstreams(config):
         create_table(dynamo.endpoint_url, TABLE, default_template_path())
         settings, admin_key = with_admin_key(local_settings(dynamo.endpoint_url))
         asyncio.run(store_config(settings, config))
         client_key = asyncio.run(mint_client_key(settings, "local-client"))
+        banner = Banner(admin_key, client_key, TABLE, dynamo.endpoint_url)
         # The health job and the quota refresh, every minute, as EventBridge runs them on AWS.
         with Schedule(settings, local_session()):
-            serve(settings, args.port, banner=(admin_key, client_key), clock=clock)
+            serve(settings, args.port, banner=banner, clock=clock, sock=sock)
 
 
 if __name__ == "__main__":

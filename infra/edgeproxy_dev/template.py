@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from edgeproxy.state.schema import TableSchema
+from edgeproxy.state.dynamodb.schema import TableSchema
 
 TABLE_TYPE = "AWS::DynamoDB::Table"
 

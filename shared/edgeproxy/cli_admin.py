@@ -2,9 +2,9 @@
 
 Each talks to a running gateway's admin API (``--url``, or ``EDGEPROXY_URL``;
 the admin key is read from the environment variable ``EDGEPROXY_ADMIN_KEY``,
-or the one named by ``--admin-key-env``, never from an argument) or, without
-a URL, to the state table directly (``EDGEPROXY_TABLE`` and the AWS
-environment, as the other commands). Registered on the main parser by
+or the one named by ``--admin-key-env``, never from an argument) or to a state
+table named explicitly (``--table`` or ``EDGEPROXY_TABLE``, and the AWS
+environment); see ``cli_target``. Registered on the main parser by
 ``add_commands``; ``run`` carries one out.
 """
 
@@ -14,23 +14,22 @@ import argparse
 import contextlib
 import getpass
 import json
-import os
 import sys
 import time
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from edgeproxy import cli_target
 from edgeproxy.cli_admin_client import AdminClient, HttpAdmin, TableAdmin
 from edgeproxy.errors import UsageError
 from edgeproxy.runtime import open_store
-from edgeproxy.settings import Settings
 
 COMMANDS = frozenset({"status", "settings", "audit"})
 KEY_ENV = "EDGEPROXY_ADMIN_KEY"
 
 STATUS_EXAMPLE = """example:
   EDGEPROXY_ADMIN_KEY=ep-... edgeproxy status --url http://127.0.0.1:8080
-  edgeproxy status            # no --url: read the table named by EDGEPROXY_TABLE"""
+  edgeproxy status --table edgeproxy-local   # or EDGEPROXY_TABLE: read the table itself"""
 SETTINGS_EXAMPLE = """examples:
   export EDGEPROXY_ADMIN_KEY=ep-... EDGEPROXY_URL=http://127.0.0.1:8080
   edgeproxy settings get
@@ -45,15 +44,7 @@ AUDIT_EXAMPLE = """example:
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--url", default=os.environ.get("EDGEPROXY_URL"), help="gateway base URL (or EDGEPROXY_URL)"
-    )
-    parser.add_argument(
-        "--admin-key-env",
-        default=KEY_ENV,
-        metavar="VAR",
-        help=f"environment variable holding the admin key (default {KEY_ENV})",
-    )
+    cli_target.add_options(parser)  # --url / EDGEPROXY_URL, --admin-key-env, --table
 
 
 def add_commands(commands: Any) -> None:
@@ -221,14 +212,13 @@ async def _carry_out(args: argparse.Namespace, admin: AdminClient, out: TextIO) 
 
 
 async def run(args: argparse.Namespace) -> int:
-    """Carry out one of ``COMMANDS`` over HTTP (``--url``) or on the table."""
-    if args.url:
-        key = os.environ.get(args.admin_key_env, "").strip()
-        if not key:
-            raise UsageError(f"environment variable {args.admin_key_env} (the admin key) is unset")
-        async with HttpAdmin(args.url, key) as admin:
+    """Carry out one of ``COMMANDS`` over HTTP (``--url``) or on the table (``--table``)."""
+    url = cli_target.url_of(args)
+    if url:
+        async with HttpAdmin(url, cli_target.admin_key(args)) as admin:
             return await _carry_out(args, admin, sys.stdout)
+    settings = cli_target.table_settings(args)
     async with contextlib.AsyncExitStack() as stack:
-        store = await open_store(Settings.from_env(), stack)
+        store = await open_store(settings, stack)
         table = TableAdmin(store, time.time, actor=f"cli:{getpass.getuser()}")
         return await _carry_out(args, table, sys.stdout)

@@ -15,9 +15,9 @@ from typing import Any, Protocol
 import httpx
 
 from edgeproxy.errors import EdgeproxyError, UpstreamError
-from edgeproxy.service import config_changes
-from edgeproxy.service.config_edit import ConfigEditor
-from edgeproxy.service.deep_health import deep_health
+from edgeproxy.service.admin import config_changes, config_roundtrip
+from edgeproxy.service.admin.config_edit import ConfigEditor
+from edgeproxy.service.admin.deep_health import deep_health
 from edgeproxy.state.store import AdminStore
 
 
@@ -31,6 +31,10 @@ class AdminClient(Protocol):
     async def put_router_settings(self, patch: dict[str, Any], version: int) -> dict[str, Any]: ...
 
     async def audit(self, limit: int) -> list[dict[str, Any]]: ...
+
+    async def config(self) -> dict[str, Any]: ...
+
+    async def load_config(self, body: dict[str, Any]) -> dict[str, Any]: ...
 
 
 class HttpAdmin:
@@ -81,6 +85,12 @@ class HttpAdmin:
         page = await self._call("GET", "/admin/audit", params={"limit": limit})
         return list(page["data"])
 
+    async def config(self) -> dict[str, Any]:
+        return dict(await self._call("GET", "/admin/config"))
+
+    async def load_config(self, body: dict[str, Any]) -> dict[str, Any]:
+        return dict(await self._call("PUT", "/admin/config", json=body))
+
 
 class TableAdmin:
     """The same operations straight on the state table (no gateway needed)."""
@@ -112,3 +122,21 @@ class TableAdmin:
     async def audit(self, limit: int) -> list[dict[str, Any]]:
         entries, _ = await self._store.read_audit(limit)
         return [e.as_json() for e in entries]
+
+    async def config(self) -> dict[str, Any]:
+        current = await self._editor.current()
+        document = config_roundtrip.export_document(current.config)
+        return {"document": document, "version": current.version}
+
+    async def load_config(self, body: dict[str, Any]) -> dict[str, Any]:
+        result = await config_roundtrip.load(
+            self._store,
+            self._clock,
+            body["document"],
+            base=body.get("base_version"),
+            force=bool(body.get("force")),
+            dry_run=bool(body.get("dry_run")),
+            actor=self._actor,
+            source=str(body.get("source", "cli")),
+        )
+        return result.as_json()

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from collections.abc import Callable
 from typing import Any
 
+from edgeproxy import cli_target
 from edgeproxy.entrypoint import Entrypoint
 from edgeproxy.errors import QuotaRefreshFailed
 from edgeproxy.jobs.entry import build_health_handler, build_quota_handler
@@ -23,7 +25,7 @@ JOBS: dict[str, Callable[[], Entrypoint]] = {
 
 EXAMPLE = """examples:
   EDGEPROXY_TABLE=<StateTableName> AWS_REGION=eu-west-1 edgeproxy job quota-refresh
-  edgeproxy job health"""
+  edgeproxy job health --table edgeproxy-local"""
 
 
 class _Context:
@@ -42,10 +44,13 @@ def add_commands(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     job.add_argument("name", choices=sorted(JOBS), help="which job")
+    cli_target.add_options(job, url=False)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the job once; print its result."""
+    """Run the job once on the table named by ``--table`` or ``EDGEPROXY_TABLE``."""
+    settings = cli_target.table_settings(args, url_form=False)
+    os.environ[cli_target.TABLE_ENV] = settings.table  # the handler reads its own settings
     handler = JOBS[args.name]()
     try:
         result: dict[str, Any] = handler({"source": "edgeproxy.cli"}, _Context())

@@ -7,10 +7,11 @@
     edgeproxy keys create --name batch --model gpt-4o --budget 25 --expires 2027-01-01T00:00:00Z
     edgeproxy keys import config.yaml      # copy the YAML's gateway.api_keys into the table
 
-With ``--url`` a command talks to a running gateway's admin API (the admin
-key is read from ``$EDGEPROXY_ADMIN_KEY``, or the variable ``--admin-key-env``
-names); without it, to the table directly (``EDGEPROXY_TABLE`` and AWS
-credentials, as every other command). A new key is printed once, on the line
+With ``--url`` (or ``EDGEPROXY_URL``) a command talks to a running gateway's
+admin API (the admin key is read from ``$EDGEPROXY_ADMIN_KEY``, or the
+variable ``--admin-key-env`` names); with ``--table`` (or ``EDGEPROXY_TABLE``)
+to that table directly; with neither it fails saying so (``cli_target``).
+``import`` works on a table only. A new key is printed once, on the line
 ``key: ep-...``; nothing can show it again.
 """
 
@@ -20,20 +21,19 @@ import argparse
 import asyncio
 import contextlib
 import json
-import os
 import time
 from typing import Any
 
 import httpx
 from pydantic import ValidationError
 
-from edgeproxy.api.admin_keys import CreateKey, epoch_seconds, key_view
+from edgeproxy import cli_target
+from edgeproxy.api.admin.keys import CreateKey, epoch_seconds, key_view
 from edgeproxy.config.loader import load_config_file
 from edgeproxy.errors import EdgeproxyError, UsageError
 from edgeproxy.routing.access import ClientKey
 from edgeproxy.runtime import open_store
 from edgeproxy.service.keys import mint_key
-from edgeproxy.settings import Settings
 
 ADMIN_KEY_ENV = "EDGEPROXY_ADMIN_KEY"
 EXAMPLE = __doc__.split("\n\n")[1] if __doc__ else ""
@@ -64,11 +64,11 @@ def register(commands: Any) -> None:
     )
     revoke.add_argument("id")
     for sub in (create, listing, show, revoke):
-        sub.add_argument("--url", help="a running gateway (default: the table directly)")
-        sub.add_argument("--admin-key-env", default=ADMIN_KEY_ENV, metavar="VAR")
+        cli_target.add_options(sub)
         sub.add_argument("--json", action="store_true", help="machine-readable output")
     imported = actions.add_parser("import", help="copy a YAML file's gateway.api_keys to the table")
     imported.add_argument("file")
+    cli_target.add_options(imported, url=False)
     for sub in (create, listing, show, revoke, imported):
         sub.epilog = "Examples:\n" + EXAMPLE
         sub.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -88,15 +88,15 @@ def _body(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _http(args: argparse.Namespace, method: str, path: str, body: Any = None) -> Any:
-    admin_key = os.environ.get(args.admin_key_env, "").strip()
-    if not admin_key:
-        raise UsageError(f"--url needs an admin key in ${args.admin_key_env}")
-    url = args.url.rstrip("/") + path
+    admin_key = cli_target.admin_key(args)
+    base = cli_target.url_of(args) or ""
     headers = {"authorization": f"Bearer {admin_key}"}
     try:
-        answer = httpx.request(method, url, json=body, headers=headers, timeout=30)
+        answer = httpx.request(
+            method, base.rstrip("/") + path, json=body, headers=headers, timeout=30
+        )
     except httpx.HTTPError as exc:
-        raise EdgeproxyError(f"cannot reach {args.url}: {type(exc).__name__}") from None
+        raise EdgeproxyError(f"cannot reach {base}: {type(exc).__name__}") from None
     if answer.status_code >= 400:
         try:
             message = answer.json()["error"]["message"]
@@ -108,7 +108,7 @@ def _http(args: argparse.Namespace, method: str, path: str, body: Any = None) ->
 
 async def _table(args: argparse.Namespace) -> Any:
     async with contextlib.AsyncExitStack() as stack:
-        store = await open_store(Settings.from_env(), stack)
+        store = await open_store(cli_target.table_settings(args), stack)
         now = time.time()
         if args.action == "create":
             body = CreateKey.model_validate(_body(args))
@@ -147,10 +147,11 @@ def _remote(args: argparse.Namespace) -> Any:
     return _http(args, "POST", f"/admin/keys/{args.id}/revoke")
 
 
-async def _import(path: str) -> int:
-    config = load_config_file(path)
+async def _import(args: argparse.Namespace) -> int:
+    config = load_config_file(args.file)
+    settings = cli_target.table_settings(args, url_form=False)
     async with contextlib.AsyncExitStack() as stack:
-        store = await open_store(Settings.from_env(), stack)
+        store = await open_store(settings, stack)
         for legacy in config.gateway.api_keys:
             key = ClientKey(
                 legacy.sha256,
@@ -182,9 +183,11 @@ def _print(action: str, result: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Carry out one ``keys`` action; returns the exit status."""
     if args.action == "import":
-        return asyncio.run(_import(args.file))
+        return asyncio.run(_import(args))
     try:
-        result = _remote(args) if args.url else asyncio.run(_table(args))
+        if args.action == "create":
+            CreateKey.model_validate(_body(args))  # a bad body is refused before any target
+        result = _remote(args) if cli_target.url_of(args) else asyncio.run(_table(args))
     except ValidationError as exc:
         first = exc.errors()[0]
         raise UsageError(f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None

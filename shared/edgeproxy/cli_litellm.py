@@ -1,16 +1,20 @@
 """``edgeproxy config import-litellm config.yaml > edgeproxy.yaml``: convert a LiteLLM config.
 
 The converted configuration goes to standard output as YAML; every setting
-that could not be mapped goes to standard error, one line each, followed by
-a summary. The output is checked with the configuration loader before it is
+that could not be mapped goes to standard error as a ``warning:`` line, every
+entry that could not be converted as an ``error:`` line (each naming the
+entry as written: ``model_list[3] (model_name: gpt-4, model: azure/x)``),
+followed by a summary. The output is checked with the configuration loader before it is
 written (deployments of provider kinds this release does not know yet are
 left out of that check, and named in a warning). ``os.environ/NAME`` values
 that are not secrets (``api_base``, ``api_version``, ``aws_region_name``)
 are read from this process's environment; keys stay references
 (``env:NAME``).
 
-Exit status: 0 converted (warnings or not), 2 the file is unreadable, not a
-LiteLLM config, or converts to a configuration that does not load.
+Exit status: 0 converted (the other entries too, when some could not be),
+1 ``--strict`` and there was a warning or an error (nothing is written to
+standard output then), 2 the file is unreadable, not a LiteLLM config, or
+converts to a configuration that does not load.
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ from typing import Any, TextIO
 
 import yaml
 
+from edgeproxy.config.litellm_checks import name_entries
 from edgeproxy.config.litellm_router import convert
 from edgeproxy.config.loader import parse_config
-from edgeproxy.errors import UsageError
+from edgeproxy.errors import ConfigError, UsageError
 
 HEADER = "# edgeproxy configuration converted from {source} by `edgeproxy config import-litellm`\n"
 
@@ -41,19 +46,29 @@ def read(path: str) -> Mapping[str, Any]:
     return data
 
 
-def import_litellm(path: str, out: TextIO, err: TextIO, environ: Mapping[str, str]) -> int:
-    """Convert ``path``; the YAML to ``out``, the warnings and a summary to ``err``."""
+def import_litellm(
+    path: str, out: TextIO, err: TextIO, environ: Mapping[str, str], *, strict: bool = False
+) -> int:
+    """Convert ``path``; the YAML to ``out``, the warnings, errors and a summary to ``err``."""
     converted = convert(read(path), environ)
     document = converted.document
-    warnings = list(converted.warnings)
-    parse_config(document, f"{path} (converted)")  # ConfigError: exit 2
-    out.write(HEADER.format(source=path))
-    out.write(yaml.safe_dump(document, sort_keys=False, allow_unicode=True))
-    for line in warnings:
+    try:
+        parse_config(document, f"{path} (converted)")
+    except ConfigError as exc:
+        raise ConfigError(name_entries(str(exc), converted.origins)) from None
+    for line in converted.warnings:
         err.write(f"warning: {line}\n")
+    for line in converted.errors:
+        err.write(f"error: {line}\n")
     models = len({d["model"] for d in document["deployments"]})
     err.write(
         f"converted {len(document['deployments'])} deployments ({models} models), "
-        f"{len(document.get('fallbacks', []))} fallback chains; {len(warnings)} warnings\n"
+        f"{len(document.get('fallbacks', []))} fallback chains; "
+        f"{len(converted.warnings)} warnings, {len(converted.errors)} entries not converted\n"
     )
+    if strict and (converted.warnings or converted.errors):
+        err.write("--strict: not written (every warning and error above must be resolved)\n")
+        return 1
+    out.write(HEADER.format(source=path))
+    out.write(yaml.safe_dump(document, sort_keys=False, allow_unicode=True))
     return 0

@@ -43,7 +43,7 @@ Anything else that reaches a handler is logged and answered as a generic 500.
 
 Foreign errors are translated into this tree where their client is, most
 specific first, with fixed texts: botocore's in ``state/`` (DynamoDB in
-``state/table.py``, SSM and Secrets Manager in ``state/secrets.py``) and
+``state/dynamodb/table.py``, SSM and Secrets Manager in ``state/secrets.py``) and
 httpx's in ``upstream/errors.py``. pydantic's and YAML's become
 ``ConfigError`` in ``config/loader.py``.
 """
@@ -63,6 +63,12 @@ class EdgeproxyError(Exception):
     type: str = "api_error"
     code: str | None = None
     public: bool = False  # whether ``message`` may be shown to the client
+    # Whether the same request, repeated by the client, could succeed; None: judged by
+    # status (``api/errors.py``). False where the gateway already spent what a retry would.
+    retryable: bool | None = None
+    # This request's own fact: the gateway already made the retries a client would
+    # (``x-should-retry: false`` whatever the class says).
+    retries_spent: bool = False
 
     def __init__(
         self,
@@ -166,6 +172,7 @@ class RateLimited(EdgeproxyError):
 class QuotaExceeded(RateLimited):
     type = "insufficient_quota"
     code = "insufficient_quota"
+    retryable = False  # a spent budget does not refill within an SDK's retries
 
 
 class ModelOverloaded(EdgeproxyError):
@@ -207,6 +214,9 @@ class DeadlineExceeded(EdgeproxyError):
     type = "api_error"
     code = "timeout"
     public = True
+    # The gateway's deadline already covered its own attempts and failovers: an SDK
+    # retry would spend the whole deadline again, once per retry.
+    retryable = False
 
 
 class GatewayFailure(EdgeproxyError):

@@ -16,21 +16,21 @@ from typing import Any
 
 import aioboto3
 
-from edgeproxy.service.coalescing import CoalescingStore
 from edgeproxy.service.config_cache import ConfigCache
 from edgeproxy.service.credentials import CredentialResolver
 from edgeproxy.service.gateway import Gateway
 from edgeproxy.service.keys import KeyRing
 from edgeproxy.service.outcomes import Outcomes
 from edgeproxy.service.router import Router
+from edgeproxy.service.sharing.coalescing import CoalescingStore
 from edgeproxy.service.telemetry import NoTelemetry, Telemetry
 from edgeproxy.service.token_count import TokenCounter
 from edgeproxy.settings import Settings
-from edgeproxy.state.client import DynamoClient
-from edgeproxy.state.dynamo import DynamoStore
-from edgeproxy.state.schema import TableSchema
+from edgeproxy.state.dynamodb.client import DynamoClient
+from edgeproxy.state.dynamodb.dynamo import DynamoStore
+from edgeproxy.state.dynamodb.schema import TableSchema
+from edgeproxy.state.dynamodb.table import BoundedClient
 from edgeproxy.state.secrets import AwsSecrets
-from edgeproxy.state.table import BoundedClient
 from edgeproxy.upstream.bedrock import BedrockClient
 from edgeproxy.upstream.client import UpstreamClient, make_http_client
 
@@ -123,7 +123,7 @@ async def build_gateway(
     stack.push_async_callback(bedrock.aclose)
     telemetry = telemetry or NoTelemetry()
     rng = rng or random.Random()  # load spreading, not security
-    outcomes = Outcomes(requests, clock, rng, telemetry)
+    outcomes = Outcomes(store, clock, rng, telemetry, counters=requests)
     warn_about_auth(settings)
     keys = KeyRing(
         store,

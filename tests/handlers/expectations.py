@@ -13,6 +13,8 @@ from tests.fixtures.configs import config, deployment
 
 # The key every sample event sends (Authorization: Bearer sk-event-client).
 EVENT_KEY_SHA256 = hashlib.sha256(b"sk-event-client").hexdigest()
+# The bootstrap admin key the admin_* events send (behind EDGEPROXY_ADMIN_KEY_REF).
+EVENT_ADMIN_KEY = "ep-admin-events-5f1c9a7e2b4d"
 
 
 def handler_config(upstream: MockUpstream) -> dict[str, Any]:
@@ -98,6 +100,44 @@ def check_admin_script(response: dict[str, Any]) -> None:
     assert "edgeproxy.adminKey" in body_of(response)
 
 
+def check_admin_deployments(response: dict[str, Any]) -> None:
+    assert response["statusCode"] == 200
+    deployments = json.loads(body_of(response))["deployments"]
+    assert sorted(d["id"] for d in deployments) == ["a", "emb"]
+
+
+def check_admin_key_create(response: dict[str, Any]) -> None:
+    # Shown once, in the answer to its creation.
+    assert response["statusCode"] == 201
+    created = json.loads(body_of(response))
+    assert (created["name"], created["role"]) == ("events", "free")
+    assert created["key"].startswith("ep-")
+
+
+def check_admin_keys(response: dict[str, Any]) -> None:
+    # After the key creation event: the key it made is listed, by prefix, never in full.
+    assert response["statusCode"] == 200
+    keys = json.loads(body_of(response))["data"]
+    assert [k["name"] for k in keys] == ["events"]
+    assert "key" not in keys[0]
+
+
+def check_admin_unbind(response: dict[str, Any]) -> None:
+    # The chat events before it bound the events' key to deployment a.
+    assert response["statusCode"] == 200
+    answer = json.loads(body_of(response))
+    assert answer["pool"] == "fast-chat"
+    assert answer["removed"] == [{"protocol": "openai.chat", "deployment": "a"}]
+
+
+def check_admin_deployment_patch(response: dict[str, Any]) -> None:
+    # Based on the stored configuration's first version (If-Match: "1"); the edit and its
+    # audit entry are one transaction.
+    assert response["statusCode"] == 200
+    answer = json.loads(body_of(response))
+    assert (answer["id"], answer["weight"], answer["version"]) == ("emb", 2, 2)
+
+
 EXPECTED: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
     "chat.json": ("proxy", check_chat),
     "chat_named_stage.json": ("proxy", check_chat),  # /dev/v1/...: the stage is stripped
@@ -108,6 +148,12 @@ EXPECTED: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
     "chat_unknown_model.json": ("proxy", check_unknown_model),
     "admin_page_named_stage.json": ("proxy", check_admin_page),  # /prod/admin/
     "admin_script_named_stage.json": ("proxy", check_admin_script),
+    # With the bootstrap admin key (EVENT_ADMIN_KEY); after the chats, which bind the key.
+    "admin_deployments_named_stage.json": ("proxy", check_admin_deployments),
+    "admin_key_create_named_stage.json": ("proxy", check_admin_key_create),
+    "admin_keys_named_stage.json": ("proxy", check_admin_keys),
+    "admin_unbind_named_stage.json": ("proxy", check_admin_unbind),
+    "admin_deployment_patch_named_stage.json": ("proxy", check_admin_deployment_patch),
     "health_job.json": ("health_job", check_health_job),
     "quota_refresh.json": ("quota_refresh", check_quota_refresh),
 }

@@ -1,14 +1,19 @@
-"""The artifact ``sam build`` produces, run the way Lambda runs it.
+"""The artifact ``sam build`` produces, run the way Lambda runs it: a deploy rehearsal.
 
 One build per module (about a minute): every event in ``events/`` against the
 built proxy and job functions with only the built function and layer on
 ``sys.path`` (a bare python3.12 that sees no project and no venv), and the
 streaming function's own ``run.sh`` (what the Lambda Web Adapter starts)
-serving a stream that must arrive chunk by chunk.
+serving a stream that must arrive chunk by chunk. Each function runs with
+the environment the transformed template gives it and under its own role,
+against moto enforcing IAM with exactly that role's statements
+(``rehearsal.py``): no call may be denied, and each role grants exactly the
+actions its functions were seen to call.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import socket
@@ -21,12 +26,12 @@ from typing import Any
 import httpx
 import pytest
 
-from edgeproxy_dev.dynamo_server import DUMMY_CREDENTIALS
 from edgeproxy_dev.mock_upstream import MockUpstream
-from tests.fixtures.gateway import store
-from tests.fixtures.table import TableView
+from edgeproxy_dev.template import default_template_path, load_template
+from tests.fixtures.secrets import PROCESS_OUTPUT, remember
 from tests.handlers import artifact
-from tests.handlers.expectations import EXPECTED, handler_config
+from tests.handlers.expectations import EVENT_ADMIN_KEY, EXPECTED
+from tests.handlers.rehearsal import Rehearsal, rehearse
 
 pytestmark = pytest.mark.slow
 
@@ -40,32 +45,14 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def lambda_env(
-    dynamo_endpoint: str, gateway_table: str, upstream_a: MockUpstream
-) -> dict[str, str]:
-    """A stored configuration and the environment a deployed function would have."""
-    store(
-        dynamo_endpoint,
-        gateway_table,
-        handler_config(upstream_a),
-    )
-    return {
-        "PATH": os.environ.get("PATH", ""),
-        "EDGEPROXY_DYNAMODB_ENDPOINT": dynamo_endpoint,
-        "EDGEPROXY_TABLE": gateway_table,
-        "EDGEPROXY_TABLE_SCHEMA": "pk,sk,expires_at",
-        "EDGEPROXY_MOCK_KEY": "sk-mock",
-        "AWS_REGION": "us-east-1",
-        "AWS_ACCESS_KEY_ID": DUMMY_CREDENTIALS["aws_access_key_id"],
-        "AWS_SECRET_ACCESS_KEY": DUMMY_CREDENTIALS["aws_secret_access_key"],
-        "POWERTOOLS_METRICS_NAMESPACE": "edgeproxy-test",
-        "POWERTOOLS_SERVICE_NAME": "edgeproxy",
-        # Every function has it on Lambda: the settings' Lambda defaults apply (no coalescing).
-        "AWS_LAMBDA_FUNCTION_NAME": "edgeproxy-test",
-    }
+def stack(upstream_a: MockUpstream) -> Iterator[Rehearsal]:
+    """The deploy rehearsal: the stack's state and roles in IAM-enforcing moto (rehearsal.py)."""
+    with rehearse(upstream_a) as rehearsal:
+        yield rehearsal
 
 
-def _invoke(built: Path, function: str, events: list[Path], env: dict[str, str]) -> dict[str, Any]:
+def _invoke(built: Path, stack: Rehearsal, function: str, events: list[Path]) -> dict[str, Any]:
+    """Run ``function``'s handler on each event under its role; its answers and modules."""
     result = subprocess.run(  # noqa: S603 - fixed arguments
         [
             str(artifact.lambda_python()),
@@ -76,14 +63,19 @@ def _invoke(built: Path, function: str, events: list[Path], env: dict[str, str])
             str(built / "SharedLayer" / "python"),
             *map(str, events),
         ],
-        env=env,
+        env=stack.environment(function),
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
+    # A denied call fails the function; the denial is the finding, not its traceback.
+    assert stack.denials(function) == [], result.stderr[-2000:]
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     (line,) = [line for line in result.stdout.splitlines() if line.startswith("ANSWERS ")]
+    # The function's own logs, scanned for secrets after the test (the answers hold a new key).
+    PROCESS_OUTPUT.extend(result.stdout.replace(line, "").splitlines(keepends=True))
+    PROCESS_OUTPUT.extend(result.stderr.splitlines(keepends=True))
     answers: dict[str, Any] = json.loads(line.removeprefix("ANSWERS "))
     return answers
 
@@ -95,23 +87,48 @@ FUNCTIONS = {
 }
 
 
-def test_every_event_answers_from_the_built_functions(
-    built: Path, lambda_env: dict[str, str]
+def check_both_quota_sources(response: dict[str, Any]) -> None:
+    # The rehearsal's configuration has two quota sources (one per credential scheme).
+    assert response == {"refreshed": 2, "failed": []}
+
+
+REHEARSAL_CHECKS = {"quota_refresh.json": check_both_quota_sources}
+
+
+def test_every_event_answers_from_the_built_functions_under_their_roles(
+    built: Path, stack: Rehearsal
 ) -> None:
+    remember(EVENT_ADMIN_KEY)
     by_function: dict[str, list[str]] = {}
     for name, (function, _) in EXPECTED.items():
         by_function.setdefault(function, []).append(name)
     assert sorted(p.name for p in EVENTS.glob("*.json")) == sorted(EXPECTED)
     for function, names in by_function.items():
-        out = _invoke(built, FUNCTIONS[function], [EVENTS / n for n in names], lambda_env)
+        logical = FUNCTIONS[function]
+        out = _invoke(built, stack, logical, [EVENTS / n for n in names])
         for name in names:
-            EXPECTED[name][1](out["answers"][name])
+            REHEARSAL_CHECKS.get(name, EXPECTED[name][1])(out["answers"][name])
         # What ran came from the build output and the standard library only.
         outside = [
             m for m in out["modules"] if not m.startswith((str(built), "/usr", "/root/.pyenv"))
         ]
         assert outside == []
         assert not any("edgeproxy_dev" in m or "/tests/" in m for m in out["modules"])
+    for logical in FUNCTIONS.values():
+        # The role grants what the function called, and nothing it never called
+        # besides what Lambda itself does with the role (its on-failure destination).
+        granted, called = stack.functions[logical].actions(), stack.actions(logical)
+        assert called - granted == set(), logical
+        assert granted - called == _lambda_service_actions(logical), logical
+
+
+def _lambda_service_actions(logical: str) -> set[str]:
+    """Actions Lambda performs with a function's role, not its code: an SQS on-failure
+    destination (EventInvokeConfig) is sent with the function's execution role."""
+    template = load_template(default_template_path())
+    config = template["Resources"][logical]["Properties"].get("EventInvokeConfig", {})
+    on_failure = config.get("DestinationConfig", {}).get("OnFailure", {})
+    return {"sqs:SendMessage"} if on_failure.get("Type") == "SQS" else set()
 
 
 def test_the_template_passes_sam_validate_lint() -> None:
@@ -126,31 +143,45 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def stream_server(built: Path, lambda_env: dict[str, str]) -> Iterator[str]:
-    """The built streaming function's run.sh, as the Web Adapter starts it."""
+def stream_server(built: Path, stack: Rehearsal) -> Iterator[str]:
+    """The built streaming function's run.sh, as the Web Adapter starts it, under ProxyRole.
+
+    The environment is the template's (the transformed StreamFunction's, resolved)
+    with what the adapter and the runtime add. Two differences: the port is a
+    free one (the template's 8080 may be taken here), and the adapter itself
+    (AWS_LAMBDA_EXEC_WRAPPER=/opt/bootstrap, a layer) is not run: this starts
+    what it starts, and polls what it polls.
+    """
+    env = stack.environment("StreamFunction")
+    assert env.pop("AWS_LAMBDA_EXEC_WRAPPER") == "/opt/bootstrap"
+    assert env["AWS_LWA_INVOKE_MODE"] == "response_stream"
+    assert env["AWS_LWA_PORT"]
     port = _free_port()
     function = built / "StreamFunction"
     python = artifact.lambda_python()
-    env = {
-        **lambda_env,
-        # run.sh calls `python`: the Lambda runtime's, here python3.12's directory.
-        "PATH": f"{python.parent}{os.pathsep}{lambda_env['PATH']}",
-        "LAMBDA_TASK_ROOT": str(function),
-        "PYTHONPATH": str(built / "SharedLayer" / "python"),
-        "PYTHONNOUSERSITE": "1",
-        "AWS_LWA_PORT": str(port),
-    }
+    env.update(
+        {
+            # run.sh calls `python`: the Lambda runtime's, here python3.12's directory.
+            "PATH": f"{python.parent}{os.pathsep}{env['PATH']}",
+            "LAMBDA_TASK_ROOT": str(function),
+            # The layer: /opt/python on Lambda (run.sh adds that path too).
+            "PYTHONPATH": str(built / "SharedLayer" / "python"),
+            "PYTHONNOUSERSITE": "1",
+            "AWS_LWA_PORT": str(port),
+        }
+    )
     process = subprocess.Popen(  # noqa: S603 - fixed arguments
         ["/bin/sh", str(function / "run.sh")], cwd=function, env=env
     )
     base = f"http://127.0.0.1:{port}"
+    ready = base + env["AWS_LWA_READINESS_CHECK_PATH"]
     try:
         deadline = time.monotonic() + 30
-        while True:  # the adapter's readiness check: GET /health answers 200
+        while True:  # the adapter's readiness check: the path answers 200
             assert process.poll() is None, "run.sh exited"
             assert time.monotonic() < deadline, "the streaming server never became ready"
             try:
-                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                if httpx.get(ready, timeout=1).status_code == 200:
                     break
             except httpx.TransportError:
                 time.sleep(0.05)
@@ -161,11 +192,7 @@ def stream_server(built: Path, lambda_env: dict[str, str]) -> Iterator[str]:
 
 
 def test_the_streaming_entry_streams_chunk_by_chunk_and_records_before_it_ends(
-    stream_server: str,
-    upstream_a: MockUpstream,
-    dynamo_endpoint: str,
-    gateway_table: str,
-    table: TableView,
+    stream_server: str, upstream_a: MockUpstream, stack: Rehearsal
 ) -> None:
     delay_ms = 150
     upstream_a.set_faults([{"chunk_delay_ms": delay_ms}])
@@ -184,10 +211,17 @@ def test_the_streaming_entry_streams_chunk_by_chunk_and_records_before_it_ends(
                 arrivals.append(time.monotonic())
     chunks = len(arrivals)
     assert chunks >= 3
-    # Relayed as they came: the spread between first and last chunk is the upstream's pacing.
+    # Relayed as they came: the spread between first and last chunk is the upstream's pacing,
+    # and most chunks came apart from the one before (a buffered answer's all come at once).
     assert arrivals[-1] - arrivals[0] >= 0.5 * (chunks - 2) * delay_ms / 1000
+    gaps = [later - earlier for earlier, later in itertools.pairwise(arrivals)]
+    spaced = [gap for gap in gaps if gap >= 0.5 * delay_ms / 1000]
+    assert len(spaced) >= len(gaps) / 2, gaps
     # The response ended only after the outcome write landed (no polling needed).
-    assert table.successes("a") == 1
+    assert stack.table().successes("a") == 1
+    # Under ProxyRole: nothing denied, nothing called that the role does not grant.
+    assert stack.denials("StreamFunction") == []
+    assert stack.actions("StreamFunction") - stack.functions["StreamFunction"].actions() == set()
 
 
 AUDIT = Path(__file__).with_name("audit_compiles.py")
@@ -198,7 +232,7 @@ def _pyc(source: Path) -> Path:
 
 
 def test_the_layer_and_the_stream_function_ship_bytecode_that_python_uses_as_is(
-    built: Path, lambda_env: dict[str, str]
+    built: Path, stack: Rehearsal
 ) -> None:
     magic = subprocess.run(  # noqa: S603 - fixed arguments
         [
@@ -236,7 +270,7 @@ def test_the_layer_and_the_stream_function_ship_bytecode_that_python_uses_as_is(
             str(EVENTS / "chat.json"),
             str(EVENTS / "models.json"),
         ],
-        env=lambda_env,
+        env=stack.environment("ProxyFunction"),
         capture_output=True,
         text=True,
         timeout=120,

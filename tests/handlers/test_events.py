@@ -24,7 +24,7 @@ from edgeproxy_dev.dynamo_server import DUMMY_CREDENTIALS
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.gateway import store
 from tests.fixtures.table import TableView
-from tests.handlers.expectations import EXPECTED, body_of, handler_config
+from tests.handlers.expectations import EVENT_ADMIN_KEY, EXPECTED, body_of, handler_config
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"
@@ -66,6 +66,8 @@ def environment(
         "EDGEPROXY_DYNAMODB_ENDPOINT": dynamo_endpoint,
         "EDGEPROXY_TABLE": gateway_table,
         "EDGEPROXY_MOCK_KEY": "sk-mock",
+        "EDGEPROXY_ADMIN_KEY_REF": "env:EDGEPROXY_EVENTS_ADMIN_KEY",
+        "EDGEPROXY_EVENTS_ADMIN_KEY": EVENT_ADMIN_KEY,
         "AWS_REGION": "us-east-1",
         "AWS_ACCESS_KEY_ID": DUMMY_CREDENTIALS["aws_access_key_id"],
         "AWS_SECRET_ACCESS_KEY": DUMMY_CREDENTIALS["aws_secret_access_key"],

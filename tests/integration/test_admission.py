@@ -167,3 +167,63 @@ def test_a_three_minute_stream_stays_counted_in_flight(
     table.wait_inflight_zero("a")
     assert table.counter_at("a", "inflight", start + 3) == 0
     assert table.counter_at("a", "inflight", start) == 0
+
+
+WORDS = 600  # the mock answers one token a word
+UNLIMITED = {"model": "fast-chat", "messages": [{"role": "user", "content": "Go"}]}
+SMALL_TPM = 3000
+
+
+def test_answers_to_requests_without_max_tokens_stay_within_the_tpm_limit_in_a_burst(
+    start_gateway: Callable[..., Any], clock: FleetClock, make_upstream: Any
+) -> None:
+    upstream = make_upstream("long", default_content="w " * WORDS)
+    upstream.set_faults([], persistent={"obey_max_tokens": True})
+    gw = start_gateway(config(deployment("a", upstream, tpm_limit=SMALL_TPM)))
+    _fresh_minute(clock)
+
+    async def burst() -> list[httpx.Response]:
+        async with httpx.AsyncClient(timeout=30) as http:
+            url = gw.base_url + "/v1/chat/completions"
+            return list(await asyncio.gather(*(http.post(url, json=UNLIMITED) for _ in range(12))))
+
+    answers = asyncio.run(burst())
+    assert {a.status_code for a in answers} <= {200, 429}
+    served = [a.json() for a in answers if a.status_code == 200]
+    assert served
+    # Each reserved 258 tokens and answered 609 before: 11 admitted, 6,699 tokens.
+    assert sum(s["usage"]["total_tokens"] for s in served) <= SMALL_TPM
+    calls = [r["body"] for r in upstream.requests() if r["path"] == "/v1/chat/completions"]
+    assert len(calls) == len(served)
+    assert all(isinstance(body.get("max_tokens"), int) for body in calls)
+
+
+def test_sequential_answers_without_max_tokens_end_at_the_limit_then_429(
+    start_gateway: Callable[..., Any], clock: FleetClock, make_upstream: Any, table: TableView
+) -> None:
+    upstream = make_upstream("long", default_content="w " * WORDS)
+    upstream.set_faults([], persistent={"obey_max_tokens": True})
+    gw = start_gateway(config(deployment("a", upstream, tpm_limit=SMALL_TPM)))
+    minute = _fresh_minute(clock)
+    used, completions, finishes = 0, [], []
+    for _ in range(12):
+        answer = httpx.post(gw.base_url + "/v1/chat/completions", json=UNLIMITED, timeout=30)
+        if answer.status_code != 200:
+            break
+        body = answer.json()
+        used += body["usage"]["total_tokens"]
+        completions.append(body["usage"]["completion_tokens"])
+        finishes.append(body["choices"][0]["finish_reason"])
+        # The next request plans on this one's real usage (the reservation reconciled).
+        wait_for(
+            lambda: table.counter_at("a", "reserved_tokens", minute),
+            lambda seen, expected=used: seen == expected,  # type: ignore[misc]
+            "the reservation reconciled",
+        )
+    assert answer.status_code == 429
+    assert used <= SMALL_TPM
+    assert completions[:3] == [WORDS] * 3  # room to spare: the whole answer
+    assert finishes[:3] == ["stop"] * 3
+    assert finishes[-1] == "length"  # the last ones were cut to what the minute had left
+    sent = [r["body"]["max_tokens"] for r in upstream.requests() if r["method"] == "POST"]
+    assert sent[0] == (SMALL_TPM - 2) // 2  # half the minute, after the 2-token prompt

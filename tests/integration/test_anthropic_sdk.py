@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from edgeproxy.routing.affinity import caller_id, key_digest
-from edgeproxy.state.schema import TableSchema
+from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy_dev.dynamo_server import client_kwargs, create_table
 from edgeproxy_dev.mock_upstream import MockUpstream
 from edgeproxy_dev.template import default_template_path

@@ -15,9 +15,9 @@ import pytest
 from edgeproxy.errors import StoreError, StoreUnavailable
 from edgeproxy.routing.snapshot import Binding, BindingKey, Circuit, CircuitState, Health
 from edgeproxy.state import keys
-from edgeproxy.state.client import DynamoClient
-from edgeproxy.state.dynamo import DynamoStore
-from edgeproxy.state.schema import TableSchema
+from edgeproxy.state.dynamodb.client import DynamoClient
+from edgeproxy.state.dynamodb.dynamo import DynamoStore
+from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy.state.store import SnapshotRequest, UsageDelta
 from edgeproxy_dev.dynamo_server import client_kwargs
 

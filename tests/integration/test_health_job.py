@@ -10,12 +10,13 @@ import httpx
 
 from edgeproxy.jobs.health import HealthJob
 from edgeproxy.routing.snapshot import Health
-from edgeproxy.state.dynamo import DynamoStore
+from edgeproxy.state.dynamodb.dynamo import DynamoStore
 from edgeproxy_dev.aws import client_kwargs
 from edgeproxy_dev.mock_upstream import MockUpstream
 from edgeproxy_dev.template import default_template_path, table_schema
 from tests.fixtures.clock import FleetClock
 from tests.fixtures.configs import config, deployment
+from tests.fixtures.table import TableView, wait_for
 
 REQUESTS = 400
 
@@ -65,3 +66,31 @@ def test_health_aware_without_traffic_splits_by_weight_after_a_job_run(
     # Weighted random, 3:1 (a neutral 0.5 for both used to send all of it to "a").
     share = served["a"] / REQUESTS
     assert 0.65 <= share <= 0.85, served
+
+
+def test_the_latency_ewma_replays_answers_in_the_order_they_finished(
+    start_gateway,
+    dynamo_endpoint: str,
+    gateway_table: str,
+    table: TableView,
+    clock: FleetClock,
+    upstream_a: MockUpstream,
+) -> None:
+    gw = start_gateway(config(deployment("a", upstream_a)))
+    into = clock.now() % 60
+    if into > 5:  # every answer below finishes in this one minute
+        clock.advance(60 - into + 1)
+    upstream_a.set_faults([], persistent={"latency_ms": 100})
+
+    body = {"model": "fast-chat", "messages": [{"role": "user", "content": "hi"}]}
+    with httpx.Client(base_url=gw.base_url, timeout=30) as client:
+        # One after another, so each answer's latency is the upstream's, not a queue's.
+        for _ in range(99):
+            assert client.post("/v1/chat/completions", json=body).status_code == 200
+        upstream_a.set_faults([{"latency_ms": 1000}])
+        assert client.post("/v1/chat/completions", json=body).status_code == 200
+    wait_for(lambda: table.successes("a"), lambda n: n == 100, "every answer counted")
+    [health] = run_job(dynamo_endpoint, gateway_table, clock.now())
+    # 000's per-request EWMA: 0.8 * ~100 + 0.2 * ~1000 = ~280 (the minute's mean read 109).
+    assert health.ewma_latency_ms is not None
+    assert 250 <= health.ewma_latency_ms <= 330, health

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from edgeproxy.api.admin_page import ASSETS
+from edgeproxy.api.admin.page import ASSETS
 from edgeproxy_dev.template import default_template_path, load_template
 
 ROOT = default_template_path().parent

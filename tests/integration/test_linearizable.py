@@ -12,7 +12,7 @@ import asyncio
 
 import pytest
 
-from edgeproxy.state.dynamo import DynamoStore
+from edgeproxy.state.dynamodb.dynamo import DynamoStore
 from edgeproxy.state.store import UsageDelta
 
 MINUTE = 28_333_333

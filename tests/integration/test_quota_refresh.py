@@ -14,7 +14,7 @@ from edgeproxy.config.loader import parse_config, to_document
 from edgeproxy.jobs.quota import QuotaJob, Refreshed
 from edgeproxy.routing.snapshot import QuotaStatus, credential_key
 from edgeproxy.service.credentials import CredentialResolver
-from edgeproxy.state.dynamo import DynamoStore
+from edgeproxy.state.dynamodb.dynamo import DynamoStore
 from edgeproxy_dev.aws import client_kwargs
 from edgeproxy_dev.mock_upstream import MockUpstream
 from edgeproxy_dev.template import default_template_path, table_schema

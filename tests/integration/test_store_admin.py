@@ -7,7 +7,7 @@ import asyncio
 from edgeproxy.routing import circuit
 from edgeproxy.routing.snapshot import Circuit, CircuitState, Health, OpenCause
 from edgeproxy.state.audit import AuditEntry
-from edgeproxy.state.dynamo import DynamoStore
+from edgeproxy.state.dynamodb.dynamo import DynamoStore
 from edgeproxy.state.store import SnapshotRequest
 
 NOW = 1_700_000_000.0

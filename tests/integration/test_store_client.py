@@ -23,11 +23,11 @@ from edgeproxy.config.router import Strategy
 from edgeproxy.errors import StoreError, StoreUnavailable
 from edgeproxy.routing.snapshot import BindingKey
 from edgeproxy.state import keys
-from edgeproxy.state.client import DynamoClient
-from edgeproxy.state.dynamo import DynamoStore
-from edgeproxy.state.schema import TableSchema
+from edgeproxy.state.dynamodb.client import DynamoClient
+from edgeproxy.state.dynamodb.dynamo import DynamoStore
+from edgeproxy.state.dynamodb.schema import TableSchema
+from edgeproxy.state.dynamodb.table import BoundedClient
 from edgeproxy.state.store import SnapshotRequest
-from edgeproxy.state.table import BoundedClient
 
 THROTTLED = (400, {"__type": "com.amazonaws.dynamodb.v20120810#ThrottlingException"})
 INVALID = (

@@ -10,7 +10,7 @@ import aioboto3
 import httpx
 
 from edgeproxy.routing.snapshot import Usage
-from edgeproxy.state.dynamo import DynamoStore
+from edgeproxy.state.dynamodb.dynamo import DynamoStore
 from edgeproxy_dev.aws import client_kwargs
 from edgeproxy_dev.mock_upstream import MockUpstream
 from edgeproxy_dev.template import default_template_path, table_schema

@@ -12,7 +12,8 @@ import logging
 import pytest
 
 from edgeproxy.errors import StoreUnavailable
-from edgeproxy.service.counter_buffer import CounterBuffer, KeySpend
+from edgeproxy.routing.snapshot import Second
+from edgeproxy.service.sharing.counter_buffer import CounterBuffer, KeySpend, merged
 from edgeproxy.state.store import UsageDelta
 
 
@@ -130,3 +131,12 @@ async def test_a_keys_tokens_and_spend_are_summed_per_minute() -> None:
         KeySpend("k1", 10, 20, 1.0),
     ]
     assert store.adds == [UsageDelta("a", 10, successes=4)]
+
+
+def test_per_second_sums_merge_second_by_second() -> None:
+    a = UsageDelta("d", 1, successes=1, seconds={4: Second(1, 100, 1, 10.0)})
+    b = UsageDelta("d", 1, successes=2, seconds={4: Second(1, 300), 9: Second(1, 50)})
+    both = merged(a, b)
+    assert isinstance(both, UsageDelta)
+    assert both.successes == 3
+    assert both.seconds == {4: Second(2, 400, 1, 10.0), 9: Second(1, 50)}

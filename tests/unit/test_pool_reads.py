@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from edgeproxy.routing.snapshot import BindingKey, PoolSnapshot
-from edgeproxy.service.pool_reads import PoolReads
+from edgeproxy.service.sharing.pool_reads import PoolReads
 from edgeproxy.state.store import SnapshotRequest
 
 

@@ -15,9 +15,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from edgeproxy.api import admin_page, admin_routes, endpoints
+from edgeproxy.api import aliases, endpoints
+from edgeproxy.api.admin import page as admin_page
+from edgeproxy.api.admin import routes as admin_routes
 from edgeproxy.api.errors import exception_handlers, guarded
-from edgeproxy.api.messages import MESSAGES
+from edgeproxy.api.surfaces.messages import MESSAGES
 from edgeproxy.service.gateway import Gateway
 
 RuntimeFactory = Callable[[], Awaitable[Gateway]]
@@ -76,6 +78,7 @@ def create_app(runtime: RuntimeFactory) -> Starlette:
         *admin_page.routes(),  # /admin/: the status page (static; its data needs the key)
         *admin_routes.starlette_routes(),  # /admin/* and /health/deep, admin keys only
     ]
+    routes += aliases.unversioned(routes)  # /chat/completions ... as LiteLLM serves them
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -85,7 +88,7 @@ def create_app(runtime: RuntimeFactory) -> Starlette:
         finally:
             await lazy.aclose()
 
-    handlers = exception_handlers({"/v1/messages": MESSAGES.error})
+    handlers = exception_handlers({"/v1/messages": MESSAGES.error, "/messages": MESSAGES.error})
     app = Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan)
     # Endpoints reach the gateway here; hosts without lifespan (Lambda) close it here too.
     app.state.gateway = lazy

@@ -5,8 +5,8 @@
     stream   the relay's typed events    -> the client's SSE bytes
     error    an ``EdgeproxyError``       -> the client's error response
 
-The OpenAI surface (``api/openai.py``), the Anthropic Messages surface
-(``api/messages.py``) and the Responses API (``api/responses.py``) implement it; ``api/pipeline.py`` runs every request
+The OpenAI surface (``api/surfaces/openai.py``), the Anthropic Messages surface
+(``api/surfaces/messages.py``) and the Responses API (``api/surfaces/responses.py``) implement it; ``api/pipeline.py`` runs every request
 through one of them. A new surface is one more codec and one more route.
 """
 
@@ -22,8 +22,8 @@ from starlette.responses import Response
 
 from edgeproxy.config.policies import Operation
 from edgeproxy.errors import EdgeproxyError
-from edgeproxy.service.events import StreamItem
 from edgeproxy.service.request import Translated
+from edgeproxy.service.stream.events import StreamItem
 
 
 @dataclass(frozen=True, slots=True)

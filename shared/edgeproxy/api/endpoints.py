@@ -15,12 +15,12 @@ from starlette.responses import JSONResponse, Response
 
 from edgeproxy.api.codec import request_id
 from edgeproxy.api.identity import admit, may_use
-from edgeproxy.api.messages import MESSAGES
-from edgeproxy.api.messages_tokens import check_count_request, estimate
-from edgeproxy.api.openai import CHAT, COMPLETIONS, EMBEDDINGS
 from edgeproxy.api.parsing import read_json_object
 from edgeproxy.api.pipeline import identified, serve
-from edgeproxy.api.responses import RESPONSES
+from edgeproxy.api.surfaces.messages import MESSAGES
+from edgeproxy.api.surfaces.messages_tokens import check_count_request, estimate
+from edgeproxy.api.surfaces.openai import CHAT, COMPLETIONS, EMBEDDINGS
+from edgeproxy.api.surfaces.responses import RESPONSES
 from edgeproxy.errors import ModelNotFound, PermissionDenied
 
 

@@ -12,7 +12,8 @@ under ``/v1/messages``, OpenAI's elsewhere).
 Every answer names its request (``x-request-id``), errors included. Errors
 that a retry cannot fix carry ``x-should-retry: false``, the header the
 OpenAI and Anthropic SDKs obey before their own status rules, so they do not
-retry a misconfigured model or a rejected request pointlessly.
+retry a misconfigured model or a rejected request pointlessly, nor repeat
+what the gateway already did: a 504 after its own attempts, a spent budget.
 """
 
 from __future__ import annotations
@@ -38,12 +39,17 @@ ErrorHandler = Callable[[EdgeproxyError, Request], Response]
 
 # 4xx a retry may fix: timeout, conflict, throttle. Everything else 4xx needs a changed request.
 _RETRYABLE_4XX = frozenset({408, 409, 429})
-# 5xx codes whose cause is configuration: retrying the same request meets the same wall.
-_PERMANENT_CODES = frozenset({"model_unavailable"})
+# 5xx codes whose cause is configuration: retrying the same request meets the same wall
+# (an upstream credential the gateway cannot fetch was already skipped over every deployment).
+_PERMANENT_CODES = frozenset({"model_unavailable", "credential_unavailable"})
 
 
 def should_retry(exc: EdgeproxyError) -> bool:
-    """Whether retrying the same request could succeed."""
+    """Whether retrying the same request could succeed (and is not one the gateway made)."""
+    if exc.retries_spent:
+        return False
+    if exc.retryable is not None:
+        return exc.retryable
     if 400 <= exc.status < 500:
         return exc.status in _RETRYABLE_4XX
     return exc.code not in _PERMANENT_CODES

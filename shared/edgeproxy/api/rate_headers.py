@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
-from edgeproxy.upstream.headers import parse_duration, seconds_until
+from edgeproxy.header_values import parse_duration, seconds_until
 
 _KINDS = ("requests", "tokens")
 _COUNTS = ("limit", "remaining")

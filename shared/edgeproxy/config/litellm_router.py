@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from edgeproxy.config import litellm_checks as checks
 from edgeproxy.config.litellm import Warnings, deployment
 from edgeproxy.config.policies import Operation, default_execution_policies
 
@@ -45,15 +46,24 @@ FALLBACKS = {
 }
 _TIMED = (Operation.CHAT, Operation.COMPLETIONS, Operation.EMBEDDINGS)
 _POLICY_KEYS = ("timeout", "stream_timeout", "num_retries")
-_ROUTER_KEYS = frozenset({"routing_strategy", "allowed_fails", "cooldown_time", "retry_after"})
+_CIRCUIT = (
+    ("allowed_fails", "allowed_fails"),
+    ("cooldown_time", "cooldown_seconds"),
+    ("retry_after", "retry_after_seconds"),
+)
+_ROUTER_KEYS = frozenset({"routing_strategy", *(theirs for theirs, _ in _CIRCUIT)})
 _LITELLM_ALIASES = {"request_timeout": "timeout", "num_retries": "num_retries"}
 _TOP = frozenset({"model_list", "router_settings", "litellm_settings"})
 
 
 @dataclass(frozen=True, slots=True)
 class Converted:
+    """``errors``: the entries not converted; ``origins``: the entry of each deployment."""
+
     document: dict[str, Any]
     warnings: list[str]
+    errors: list[str] = field(default_factory=list)
+    origins: list[str] = field(default_factory=list)
 
 
 def convert(litellm: Mapping[str, Any], environ: Mapping[str, str]) -> Converted:
@@ -77,13 +87,17 @@ def convert(litellm: Mapping[str, Any], environ: Mapping[str, str]) -> Converted
     limits = policies or _default_matrix()
     for dep in deployments:
         _overrides(dep, limits, warnings)
+    deployments = checks.valid(deployments, warnings)
+    checks.cannot_authenticate(deployments, warnings)
+    origins = [dep.pop("_entry") for dep in deployments]
     out["deployments"] = deployments
     pools = {d["model"] for d in deployments}
     chains = _fallbacks(router, pools, "router_settings", warnings)
     chains += _fallbacks(settings, pools, "litellm_settings", warnings)
     if chains:
         out["fallbacks"] = chains
-    for name in sorted(set(settings) - set(FALLBACKS) - set(_LITELLM_ALIASES)):
+    mapped = set(FALLBACKS) | set(_LITELLM_ALIASES) | {theirs for theirs, _ in _CIRCUIT}
+    for name in sorted(set(settings) - mapped):
         warnings.add("litellm_settings", f"{name} has no equivalent; dropped")
     general = litellm.get("general_settings") or {}
     for name in general if isinstance(general, Mapping) else ["(the section)"]:
@@ -91,7 +105,7 @@ def convert(litellm: Mapping[str, Any], environ: Mapping[str, str]) -> Converted
         warnings.add("general_settings", f"{name} has no equivalent; dropped{hint}")
     for name in sorted(set(litellm) - _TOP - {"general_settings"}):
         warnings.add(name, "has no equivalent (credentials are references); dropped")
-    return Converted(out, list(warnings))
+    return Converted(out, list(warnings), list(warnings.errors), origins)
 
 
 def _default_matrix() -> dict[str, Any]:
@@ -132,18 +146,16 @@ def _router(router: Mapping[str, Any], settings: Mapping[str, Any], w: Warnings)
         else:
             w.add("router_settings", f"routing_strategy {strategy!r} has no equivalent; dropped")
     circuit: dict[str, int] = {}
-    for theirs, ours in (
-        ("allowed_fails", "allowed_fails"),
-        ("cooldown_time", "cooldown_seconds"),
-        ("retry_after", "retry_after_seconds"),
-    ):
-        value = router.get(theirs)
+    for theirs, ours in _CIRCUIT:
+        # LiteLLM takes these in litellm_settings too (its reliability docs put them there).
+        place = "router_settings" if router.get(theirs) is not None else "litellm_settings"
+        value = router.get(theirs, settings.get(theirs))
         if value is None:
             continue
         if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
             circuit[ours] = math.ceil(value)
         else:
-            w.add("router_settings", f"{theirs}: {value!r} is not a number >= 0; dropped")
+            w.add(place, f"{theirs}: {value!r} is not a number >= 0; dropped")
     if circuit:
         out["circuit"] = circuit
     known = _ROUTER_KEYS | set(_POLICY_KEYS) | set(FALLBACKS)
@@ -165,8 +177,15 @@ def _policies(
     """The whole matrix, when the router sets a timeout or retries (else the defaults hold)."""
     given = {k: router[k] for k in _POLICY_KEYS if router.get(k) is not None}
     for theirs, ours in _LITELLM_ALIASES.items():
-        if settings.get(theirs) is not None and ours not in given:
+        if settings.get(theirs) is None:
+            continue
+        if ours not in given:
             given[ours] = settings[theirs]
+        elif given[ours] != settings[theirs]:
+            w.add(
+                f"litellm_settings.{theirs}",
+                f"{settings[theirs]!r} is overridden by router_settings.{ours} {given[ours]!r}",
+            )
     if not given:
         return None
     matrix = _default_matrix()
@@ -193,7 +212,7 @@ def _overrides(dep: dict[str, Any], matrix: Mapping[str, Any], w: Warnings) -> N
     given = dep.pop("_policy", None)
     if not given:
         return
-    where = f"deployment {dep['id']}"
+    where = dep.get("_entry") or f"deployment {dep['id']}"
     wanted: dict[str, dict[str, int]] = {"json": {}, "stream": {}}
     for name, mode in (("timeout", "json"), ("stream_timeout", "stream")):
         if name in given and (seconds := _seconds(given[name], f"{where}: {name}", w)):

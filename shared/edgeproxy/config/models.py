@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
 from edgeproxy.config.base import Positive, Strict
 from edgeproxy.config.deployment import Deployment
@@ -24,6 +24,7 @@ from edgeproxy.config.router import (
     StickySettings,
     Strategy,
 )
+from edgeproxy.config.strategies import StrategyParams, merged
 
 
 class FallbackReason(StrEnum):
@@ -36,7 +37,8 @@ class FallbackChain(Strict):
     model: str
     reason: FallbackReason = FallbackReason.GENERAL
     to: Annotated[list[str], Field(min_length=1)]
-    continuation: Continuation = Continuation.OFF  # may a cut stream continue on ``to``?
+    # May a cut stream continue on ``to``? None: ``router.continuation``.
+    continuation: Continuation | None = None
 
 
 class ApiKey(Strict):
@@ -97,6 +99,7 @@ class GatewayConfig(Strict):
     quota_sources: list[QuotaSource] = Field(default_factory=list)
     # A quota snapshot older than this is ignored by routing (the refresh runs every minute).
     quota_max_age_seconds: Positive = 600
+    _params: dict[tuple[str, int, Strategy], StrategyParams] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
@@ -152,6 +155,21 @@ class GatewayConfig(Strict):
         pool = self.pool_settings(pool_key)
         return pool.tier_strategies.get(tier) or pool.strategy or self.router.strategy
 
+    def params_for(self, pool_key: str, tier: int, strategy: Strategy) -> StrategyParams:
+        """``strategy``'s parameters in ``tier`` of ``pool_key``: defaults, global, pool, tier."""
+        key = (pool_key, tier, strategy)
+        found = self._params.get(key)
+        if found is None:
+            pool = self.pool_settings(pool_key)
+            found = merged(
+                strategy,
+                self.router.strategy_params,
+                pool.strategy_params,
+                pool.tier_strategy_params.get(tier, {}),
+            )
+            self._params[key] = found  # the config is immutable: computed once per key
+        return found
+
     def sticky_for(self, pool_key: str) -> StickySettings:
         base = self.router.sticky
         over = self.pool_settings(pool_key).sticky
@@ -172,16 +190,22 @@ class GatewayConfig(Strict):
         """The pools a stream served by ``model`` and cut after its commit may continue on.
 
         ``model`` itself when its pool opted in (``pools.<model>.continuation``),
-        then the targets of its ``general`` chain when that chain opted in.
+        then the targets of its ``general`` chain when that chain opted in. A
+        pool or chain that sets nothing follows ``router.continuation``, and
+        then only to pools with a ``supports_prefill`` deployment.
         """
-        out = [model] if self.pool_settings(model).continuation is Continuation.PREFILL else []
+
+        def opted(setting: Continuation | None, pool: str) -> bool:
+            if setting is not None:
+                return setting is Continuation.PREFILL
+            return self.router.continuation is Continuation.PREFILL and any(
+                d.supports_prefill for d in self.pool(pool)
+            )
+
+        out = [model] if opted(self.pool_settings(model).continuation, model) else []
         for chain in self.fallbacks:
-            if (
-                chain.model == model
-                and chain.reason is FallbackReason.GENERAL
-                and chain.continuation is Continuation.PREFILL
-            ):
-                out.extend(m for m in chain.to if m not in out)
+            if chain.model == model and chain.reason is FallbackReason.GENERAL:
+                out.extend(m for m in chain.to if m not in out and opted(chain.continuation, m))
         return out
 
     def fallback_chain(self, model: str, reason: FallbackReason) -> list[str]:

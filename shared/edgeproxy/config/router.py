@@ -3,29 +3,24 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Self
+from typing import Any, Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from edgeproxy.config.base import NonNegative, Positive, Strict
 from edgeproxy.config.policies import Operation, OperationPolicy, default_execution_policies
+from edgeproxy.config.presets import Preset, with_preset
+from edgeproxy.config.strategies import RawParams, Strategy, check_levels
 
-
-class Strategy(StrEnum):
-    """Ordering strategies: the eight of the primary spec and the four of 003."""
-
-    SIMPLE_SHUFFLE = "simple-shuffle"
-    LEAST_BUSY = "least-busy"
-    USAGE_BASED_RPM = "usage-based-rpm"
-    USAGE_BASED_TPM = "usage-based-tpm"
-    LATENCY_BASED = "latency-based"
-    THROUGHPUT_BASED = "throughput-based"
-    PRICE_BASED = "price-based"
-    HEALTH_AWARE = "health-aware"
-    HASH_AFFINITY = "hash_affinity"
-    WEIGHTED_RANDOM = "weighted_random"
-    WEIGHT_PRIORITY = "weight_priority"
-    WEIGHTED_ROUND_ROBIN = "weighted_round_robin"
+__all__ = [
+    "CircuitSettings",
+    "Continuation",
+    "PoolSettings",
+    "RouterSettings",
+    "StickyOverride",
+    "StickySettings",
+    "Strategy",
+]
 
 
 class Continuation(StrEnum):
@@ -64,9 +59,17 @@ class CircuitSettings(Strict):
 
 
 class RouterSettings(Strict):
-    """Gateway-wide router settings; pools and priority tiers may override the strategy."""
+    """Gateway-wide router settings; pools and priority tiers may override the strategy.
 
+    ``preset`` supplies the defaults of the settings left out (``config/presets.py``).
+    ``continuation``: what pools and ``general`` fallback chains that set none do
+    (with ``prefill``, only those with a ``supports_prefill`` deployment continue).
+    """
+
+    preset: Preset = Preset.PATIENT
     strategy: Strategy = Strategy.SIMPLE_SHUFFLE
+    # Per strategy name, for every pool (config.strategies: levels merge field by field).
+    strategy_params: dict[Strategy, RawParams] = Field(default_factory=dict)
     circuit: CircuitSettings = CircuitSettings()
     execution_policies: dict[Operation, OperationPolicy] = Field(
         default_factory=default_execution_policies
@@ -74,6 +77,18 @@ class RouterSettings(Strict):
     sticky: StickySettings = StickySettings()
     stream_header_hold_ms: NonNegative = 10_000
     max_fallback_depth: Positive = 3
+    continuation: Continuation = Continuation.OFF
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset_defaults(cls, data: Any) -> Any:
+        return with_preset(data)
+
+    @field_validator("strategy_params")
+    @classmethod
+    def _params_are_known(cls, levels: dict[Strategy, RawParams]) -> dict[Strategy, RawParams]:
+        check_levels(levels)
+        return levels
 
     @model_validator(mode="after")
     def _matrix_is_exhaustive(self) -> Self:
@@ -90,5 +105,22 @@ class PoolSettings(Strict):
 
     strategy: Strategy | None = None
     tier_strategies: dict[int, Strategy] = Field(default_factory=dict)
+    strategy_params: dict[Strategy, RawParams] = Field(default_factory=dict)
+    tier_strategy_params: dict[int, dict[Strategy, RawParams]] = Field(default_factory=dict)
     sticky: StickyOverride = StickyOverride()
-    continuation: Continuation = Continuation.OFF
+    continuation: Continuation | None = None  # None: ``router.continuation``
+
+    @field_validator("strategy_params")
+    @classmethod
+    def _params_are_known(cls, levels: dict[Strategy, RawParams]) -> dict[Strategy, RawParams]:
+        check_levels(levels)
+        return levels
+
+    @field_validator("tier_strategy_params")
+    @classmethod
+    def _tier_params_are_known(
+        cls, tiers: dict[int, dict[Strategy, RawParams]]
+    ) -> dict[int, dict[Strategy, RawParams]]:
+        for tier, levels in tiers.items():
+            check_levels(levels, f"tier {tier}: ")
+        return tiers

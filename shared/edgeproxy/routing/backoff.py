@@ -2,9 +2,10 @@
 
 A deployment nobody has tried yet in this request is used at once. Asking the
 same one again waits 0.5 s, doubling per reuse up to 8 s, never less than the
-configured ``retry_after_seconds`` nor the provider's Retry-After (honoured up
-to 60 s), plus up to 25% jitter so that a fleet of retries does not arrive in
-lockstep.
+configured ``retry_after_seconds``, plus up to 25% jitter so that a fleet of
+retries does not arrive in lockstep; and never less than the provider's
+Retry-After (honoured up to 60 s), which is not jittered: the provider named
+the moment, and waiting past it only keeps the caller waiting.
 """
 
 from __future__ import annotations
@@ -57,7 +58,6 @@ def retry_delay(
     """
     if tries <= 0:
         return 0.0
-    floor = float(settings.retry_after_seconds)
-    if provider_retry_after is not None:
-        floor = max(floor, capped_retry_after(provider_retry_after))
-    return jittered(max(base_delay(tries), floor), rng)
+    own = jittered(max(base_delay(tries), float(settings.retry_after_seconds)), rng)
+    # The provider's wait is exact, not jittered: asking later than it said is waiting for nothing.
+    return max(own, capped_retry_after(provider_retry_after))

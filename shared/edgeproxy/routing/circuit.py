@@ -248,7 +248,14 @@ def on_success(
 def throttle_until(now: float, retry_after: float | None, settings: CircuitSettings) -> float:
     """When a failure domain's capacity circuit closes after a provider 429.
 
-    At least ``throttle_cooldown_seconds``; the provider's Retry-After is
-    honoured up to ``MAX_RETRY_AFTER_SECONDS``.
+    The provider's Retry-After when it sent one (honoured up to
+    ``MAX_RETRY_AFTER_SECONDS``): the deployment is asked again no sooner and
+    no later than that. ``throttle_cooldown_seconds`` is the floor for a 429
+    that names no wait, not a wait added to the provider's.
+
+    >>> throttle_until(100.0, 2.0, CircuitSettings()), throttle_until(100.0, None, CircuitSettings())
+    (102.0, 105.0)
     """
-    return now + max(float(settings.throttle_cooldown_seconds), capped_retry_after(retry_after))
+    if retry_after is None or retry_after < 0:  # none sent, or not a wait at all
+        return now + float(settings.throttle_cooldown_seconds)
+    return now + capped_retry_after(retry_after)

@@ -60,14 +60,21 @@ class Eligibility:
         return not self.eligible and self.status in (Status.COOLDOWN, Status.HALF_OPEN)
 
 
-def supports(dep: Deployment, operation: Operation | None, modalities: Set[str]) -> bool:
+def supports(
+    dep: Deployment, operation: Operation | None, modalities: Set[str], *, native: bool = False
+) -> bool:
     """Whether ``dep`` can serve ``operation`` with inputs of ``modalities``.
 
     A Responses request is served natively (``responses`` listed) or, translated,
-    by any chat deployment; one that cannot be translated is refused per attempt.
+    by any chat deployment; ``native``: the request has no translation (it uses
+    a feature only the native API has), so only deployments listing the
+    operation itself serve it, and the others are filtered out before any
+    attempt or rpm count is spent on them.
     """
-    if operation is not None and not (_SERVED_BY.get(operation, {operation}) & dep.operations):
-        return False
+    if operation is not None:
+        served_by = {operation} if native else _SERVED_BY.get(operation, {operation})
+        if not served_by & dep.operations:
+            return False
     return modalities <= dep.modalities
 
 
@@ -80,12 +87,14 @@ def assess(
     operation: Operation | None = None,
     modalities: Set[str] = frozenset(),
     quota_max_age: float = DEFAULT_QUOTA_MAX_AGE,
+    native: bool = False,
 ) -> Eligibility:
     """The eligibility of ``dep`` at ``now`` (``minute``: the current usage bucket).
 
     ``quota_max_age``: seconds after which a quota reading is ignored.
+    ``native``: the request can be served only natively (see ``supports``).
     """
-    if not supports(dep, operation, modalities):
+    if not supports(dep, operation, modalities, native=native):
         return Eligibility(dep.id, Status.INCOMPATIBLE, eligible=False)
     circuit = snapshot.circuit(dep.id)
     gate = admission(circuit, now)
@@ -129,8 +138,12 @@ def pool_status(
     deployments: list[Deployment],
     snapshot: PoolSnapshot,
     now: float,
-    quota_max_age: float = DEFAULT_QUOTA_MAX_AGE,
+    quota_max_age: float,
 ) -> list[Eligibility]:
-    """Every deployment's status for the deployments view, regardless of request shape."""
+    """Every deployment's status for the deployments view, regardless of request shape.
+
+    ``quota_max_age``: the configuration's ``quota_max_age_seconds`` (no default,
+    so no view can silently judge quota readings by another age).
+    """
     minute = int(now // 60)
     return [assess(dep, snapshot, now, minute, quota_max_age=quota_max_age) for dep in deployments]

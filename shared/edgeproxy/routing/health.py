@@ -6,11 +6,16 @@ Measured as the primary spec defines them ("How each metric is measured"):
   (10 minutes); with no recorded attempts a neutral 0.5, so a deployment that
   was failing minutes ago is not handed full traffic the moment its counters
   age out.
-- **latency** and **throughput**: the per-request EWMA with alpha 0.2. The hot
-  path only ``ADD``s per-minute sums, so the job replays them: a minute with
-  ``n`` samples of mean ``m`` moves the average as ``n`` requests of ``m``
-  would, ``e <- 0.8**n * e + (1 - 0.8**n) * m``, oldest minute first. Order
-  inside one minute is lost; its mean stands for all of them.
+- **latency** and **throughput**: the per-request EWMA with alpha 0.2, in the
+  order the answers finished. The hot path only ``ADD``s sums, per second
+  of the minute an answer finished in (``Usage.seconds``: at most 60 per
+  bucket), so the job replays them oldest second first: a second with ``n``
+  answers of mean ``m`` moves the average as ``n`` requests of ``m`` would,
+  ``e <- 0.8**n * e + (1 - 0.8**n) * m``. Only the order of answers that
+  finished within the same second is lost (99 answers of 100 ms and then
+  one of 1000 ms read 280 ms, as 000's formula gives; the per-minute mean
+  read 109). Buckets written before the per-second sums existed (no bucket
+  of the window has any) are replayed per minute, as before.
   Throughput counts only the successes that reported output tokens.
 
 A deployment with no attempts in the window gets an explicit "no data" item
@@ -47,6 +52,33 @@ def _replay(samples: Iterable[tuple[int, float]]) -> float | None:
     return average
 
 
+Groups = list[tuple[int, float]]
+
+
+def _groups(ordered: list[Usage]) -> tuple[Groups, Groups]:
+    """(count, mean) groups of latency and of throughput, oldest first."""
+    seconds = [
+        sums
+        for u in ordered
+        for _, sums in sorted(u.seconds.items())
+        if sums.successes or sums.rated
+    ]
+    if seconds:
+        return (
+            [(s.successes, s.latency_ms / s.successes) for s in seconds if s.successes],
+            [(s.rated, s.tokens_per_s / s.rated) for s in seconds if s.rated],
+        )
+    # Only buckets of a release without per-second sums: one group per minute.
+    return (
+        [(u.successes, u.latency_ms_sum / u.successes) for u in ordered if u.successes],
+        [
+            (u.throughput_samples, u.output_tokens_per_s_sum / u.throughput_samples)
+            for u in ordered
+            if u.throughput_samples
+        ],
+    )
+
+
 def health_from_usage(
     deployment_id: str, buckets: Iterable[Usage], now: float, minute: int | None = None
 ) -> Health:
@@ -59,17 +91,12 @@ def health_from_usage(
     successes = sum(u.successes for u in ordered)
     failures = sum(u.failures for u in ordered)
     samples = successes + failures
+    latency, throughput = _groups(ordered)
     return Health(
         deployment_id=deployment_id,
         score=successes / samples if samples else NEUTRAL,
-        ewma_latency_ms=_replay(
-            (u.successes, u.latency_ms_sum / u.successes) for u in ordered if u.successes
-        ),
-        ewma_tokens_per_s=_replay(
-            (u.throughput_samples, u.output_tokens_per_s_sum / u.throughput_samples)
-            for u in ordered
-            if u.throughput_samples
-        ),
+        ewma_latency_ms=_replay(latency),
+        ewma_tokens_per_s=_replay(throughput),
         updated_at=now,
         samples=samples,
         minute=int(now // 60) if minute is None else minute,

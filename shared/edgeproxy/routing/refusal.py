@@ -5,6 +5,12 @@ one, what blocked the pool decides: every circuit open is 503
 ``model_overloaded`` with Retry-After, misconfiguration everywhere is 503
 ``model_unavailable``, capacity or rpm/tpm limits (or capacity reserved for
 higher roles) are 429 ``rate_limit_exceeded``.
+
+A request that ended on a provider's 429 answers at once with the wait that
+is left (until the capacity circuit closes) as its Retry-After; once the
+gateway has itself retried (two or more upstream calls), it also tells the
+client not to repeat those retries (``retries_spent``: ``x-should-retry:
+false``).
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from edgeproxy.errors import (
     RateLimited,
     UpstreamError,
 )
-from edgeproxy.routing.faults import Fault, FaultKind
+from edgeproxy.routing.faults import FailureClass, Fault, FaultKind
 from edgeproxy.routing.selection import BlockReason
 from edgeproxy.routing.step import PoolFailure
 
@@ -116,7 +122,7 @@ def final_error(failure: RouteFailure, *, now: float) -> EdgeproxyError:
     minute bucket, so the honest wait is the time to the next bucket.
     """
     if failure.last_fault is not None:
-        return fault_error(failure.last_fault, failure.last_deployment)
+        return _throttled(fault_error(failure.last_fault, failure.last_deployment), failure, now)
     blocked = failure.primary.blocked
     if failure.primary.rate_limited and (
         blocked is None or blocked.reason is BlockReason.EXHAUSTED
@@ -145,3 +151,16 @@ def final_error(failure: RouteFailure, *, now: float) -> EdgeproxyError:
             "No deployment of this model accepts this kind of request.", code="model_unavailable"
         )
     return ModelUnavailable("This model is unavailable because of its configuration.")
+
+
+def _throttled(error: EdgeproxyError, failure: RouteFailure, now: float) -> EdgeproxyError:
+    """``error`` for a last fault that was a provider's 429: the wait left, and whether the
+    gateway already spent the retries a client would make."""
+    pools = failure.failures or [failure.primary]
+    source = next((f for f in reversed(pools) if f.fault is failure.last_fault), failure.primary)
+    if source.verdict is None or source.verdict.cls is not FailureClass.THROTTLE:
+        return error
+    if source.retry_at is not None:
+        error.retry_after = max(0.0, source.retry_at - now)
+    error.retries_spent = sum(f.attempts for f in pools) >= 2
+    return error

@@ -28,21 +28,23 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Collection, Mapping, Sequence, Set
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.policies import Operation
 from edgeproxy.config.roles import Role
-from edgeproxy.config.router import Strategy
+from edgeproxy.config.strategies import Strategy, StrategyParams
 from edgeproxy.routing.access import reachable
 from edgeproxy.routing.affinity import binding_valid
 from edgeproxy.routing.eligibility import DEFAULT_QUOTA_MAX_AGE, Eligibility, Status, assess
 from edgeproxy.routing.health import with_usable_health
+from edgeproxy.routing.ordering.strategies import StrategyInputs, order
 from edgeproxy.routing.snapshot import OpenCause, PoolSnapshot
-from edgeproxy.routing.strategies import StrategyInputs, order
 
 StrategyChoice = Strategy | Mapping[int, Strategy] | Callable[[int], Strategy]
+# (tier, strategy) -> its parameters; pass ``functools.partial(config.params_for, pool_key)``.
+ParamsChoice = Callable[[int, Strategy], StrategyParams]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +54,10 @@ class RouteRequest:
     Pass ``functools.partial(config.strategy_for, pool_key)`` to honour the
     tier -> pool -> global inheritance chain. ``role``: the caller's role;
     deployments reserved above it (``min_role``) are invisible to it (the
-    default, ``admin``, sees every deployment).
+    default, ``admin``, sees every deployment). ``native``: the request has
+    no translation to another operation (a Responses request with
+    ``previous_response_id``, say): deployments that would need one are
+    incompatible, so no attempt is spent on them.
     """
 
     operation: Operation = Operation.CHAT
@@ -62,6 +67,8 @@ class RouteRequest:
     sticky: bool = True
     quota_max_age: float = DEFAULT_QUOTA_MAX_AGE  # seconds a quota reading counts
     role: Role = Role.ADMIN
+    native: bool = False
+    params: ParamsChoice | None = None  # None: every strategy's defaults
 
     def strategy_for(self, tier: int) -> Strategy:
         """The strategy of priority tier ``tier``."""
@@ -70,6 +77,10 @@ class RouteRequest:
         if isinstance(self.strategy, Mapping):
             return self.strategy.get(tier, Strategy.SIMPLE_SHUFFLE)
         return self.strategy(tier)
+
+    def params_for(self, tier: int, strategy: Strategy) -> StrategyParams | None:
+        """The parameters ``strategy`` runs with in ``tier`` (None: its defaults)."""
+        return None if self.params is None else self.params(tier, strategy)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +154,7 @@ def next_deployment(
             operation=request.operation,
             modalities=request.modalities,
             quota_max_age=request.quota_max_age,
+            native=request.native,
         )
         for d in deployments
     }
@@ -184,7 +196,8 @@ def _pick_in_tiers(
     for tier, reserved in sorted({(d.priority, d.min_role.rank) for d in candidates}, reverse=True):
         strategy = request.strategy_for(tier)
         group = [d for d in candidates if (d.priority, d.min_role.rank) == (tier, reserved)]
-        ordered = order(strategy, group, inputs, rng)
+        params = request.params_for(tier, strategy)
+        ordered = order(strategy, group, replace(inputs, params=params), rng)
         if ordered:
             return Pick(ordered[0], tier, strategy, ranked=tuple(d.id for d in ordered))
     return None

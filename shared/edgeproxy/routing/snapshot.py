@@ -65,13 +65,51 @@ class Capacity:
     version: int = 0
 
 
+SECONDS_PER_BUCKET = 60
+
+
+@dataclass(frozen=True, slots=True)
+class Second:
+    """The answers one deployment finished in one second: what the EWMA replays, in order.
+
+    ``successes`` answers with ``latency_ms`` in total; ``rated`` of them
+    reported output tokens, at ``tokens_per_s`` in total. Summed with ``+``
+    (ADD in the store), so any number of instances may add to one second.
+    """
+
+    successes: int = 0
+    latency_ms: int = 0
+    rated: int = 0
+    tokens_per_s: float = 0.0
+
+    def __add__(self, other: Second) -> Second:
+        return Second(
+            self.successes + other.successes,
+            self.latency_ms + other.latency_ms,
+            self.rated + other.rated,
+            self.tokens_per_s + other.tokens_per_s,
+        )
+
+
+def added_seconds(a: Mapping[int, Second], b: Mapping[int, Second]) -> dict[int, Second]:
+    """Two buckets' ``seconds`` summed second by second."""
+    out = dict(a)
+    for second, sums in b.items():
+        out[second] = out[second] + sums if second in out else sums
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class Usage:
     """Counters of one deployment in one minute bucket (``minute`` = epoch // 60).
 
-    The one definition of the usage counters: every field after ``minute`` is a
-    counter, stored under its own name, and a ``Usage`` of increments is what
-    the store adds to a bucket. A new counter is one new field here.
+    The one definition of the usage counters: every field after ``minute``
+    but ``seconds`` is a counter, stored under its own name, and a ``Usage``
+    of increments is what the store adds to a bucket. A new counter is one
+    new field here. ``seconds``: the answers finished in this minute, by
+    second (0-59; at most 60 entries, however busy the minute), so the health
+    job replays the per-request EWMA in order to the second; the per-minute
+    sums (``latency_ms_sum``...) count in the attempt's start bucket instead.
     """
 
     deployment_id: str
@@ -104,6 +142,7 @@ class Usage:
     latency_le_10000: int = 0
     latency_le_30000: int = 0
     latency_over_30000: int = 0
+    seconds: Mapping[int, Second] = field(default_factory=dict)
 
     @property
     def tokens(self) -> int:

@@ -19,6 +19,8 @@ routing rule of a pool hop is decided here, from plain values:
   failure (time already spent counts toward the wait);
 - a capacity circuit this request's own 429 opened is waited out (its
   Retry-After, capped) when the budget allows, then selection runs again;
+  a pool that stops on a 429 says when that circuit closes (``retry_at``),
+  the wait its client is told;
 - an admin pin bypasses selection and circuits, and stops once its
   deployment is ruled out.
 
@@ -56,6 +58,8 @@ class PoolFailure:
     rate_limited: bool = False  # admission refused by rpm limits
     verdict: Verdict | None = None  # the last fault's verdict
     deployment: str | None = None  # the deployment of the last fault
+    attempts: int = 0  # upstream calls the request made in this pool
+    retry_at: float | None = None  # a throttled last fault: when its capacity circuit closes
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,10 +115,20 @@ class AttemptLog:
             last_deployment=deployment_id,
         )
 
-    def failure(self, blocked: Blocked | None = None) -> PoolFailure:
-        """The pool's failure as it stands."""
+    def failure(
+        self, blocked: Blocked | None = None, *, retry_at: float | None = None
+    ) -> PoolFailure:
+        """The pool's failure as it stands (``retry_at``: see ``PoolFailure``)."""
         fault = self.last.fault if self.last is not None else None
-        return PoolFailure(fault, blocked, self.rate_limited, self.last, self.last_deployment)
+        return PoolFailure(
+            fault,
+            blocked,
+            self.rate_limited,
+            self.last,
+            self.last_deployment,
+            attempts=self.attempts,
+            retry_at=retry_at,
+        )
 
     def spent(
         self,
@@ -181,9 +195,9 @@ def next_step(
     ``limits``: each deployment's effective policy (its overrides applied).
     """
     if log.last is not None and not log.last.tries_another:
-        return Stop(log.failure())  # another deployment would reject it the same way
+        return _stop(log, deployments, snapshot)  # another deployment would reject it the same way
     if budget.expired(now) or log.attempts >= budget.max_attempts:
-        return Stop(log.failure())
+        return _stop(log, deployments, snapshot)
     skip = log.skip | log.spent(deployments, limits or {}, budget, now)
     pick = (
         _pinned(deployments[0], log, skip)
@@ -194,14 +208,29 @@ def next_step(
         hold = _throttle_wait(pick, log)
         if hold is not None and budget.allows_attempt(now, log.attempts, hold):
             return Wait(hold)
-        return Stop(log.failure(pick))
+        return _stop(log, deployments, snapshot, pick)
     dep = pick.deployment
     wait = retry_delay(pick.tries, settings, rng, provider_retry_after=log.retry_after.get(dep.id))
     # The backoff runs from the failure: time already spent waiting counts toward it.
     wait = max(0.0, wait - (now - log.failed_at.get(dep.id, now)))
     if not budget.allows_attempt(now, log.attempts, wait):
-        return Stop(log.failure())
+        return _stop(log, deployments, snapshot)
     return Try(pick, wait)
+
+
+def _stop(
+    log: AttemptLog,
+    deployments: Sequence[Deployment],
+    snapshot: PoolSnapshot,
+    blocked: Blocked | None = None,
+) -> Stop:
+    """The pool is done; a throttled last fault carries when its capacity circuit closes."""
+    retry_at = None
+    if log.last is not None and log.last.cls is FailureClass.THROTTLE:
+        dep = next((d for d in deployments if d.id == log.last_deployment), None)
+        if dep is not None:
+            retry_at = snapshot.capacity(dep.domain).throttled_until
+    return Stop(log.failure(blocked, retry_at=retry_at))
 
 
 def _pinned(dep: Deployment, log: AttemptLog, skip: frozenset[str]) -> Pick | Blocked:

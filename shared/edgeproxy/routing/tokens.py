@@ -12,46 +12,126 @@ reports afterwards. The estimate is deliberately simple and errs high:
 
 "Text" is every string under the request's input fields (messages, input,
 prompt, instructions, system, tools), keys excluded, image data excluded.
+
+A request without an output limit could answer with any number of tokens
+while reserving only the default, so on a tpm-limited deployment it is sent
+with one (``reservation``) and reserves exactly that: half of what the
+minute bucket has left after its prompt, per choice,
+
+    output = clamp((tpm_limit - used - prompt) // (2 * n), 256, 4096)
+
+Half, so a concurrent request (or one read before this one's reservation
+was reconciled) still finds room; at most ``OUTPUT_CEILING`` (a limit every
+current chat model accepts: a larger one may be refused as too large); at
+least the default, so whether it fits is decided as before. Tokens then stay
+within the limit, up to what the prompt estimate misses: every attempt
+reserves at least what it may answer, and admission keeps the reservations
+within the limit.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from edgeproxy.config.deployment import Deployment, ProviderKind
 from edgeproxy.config.policies import Operation
 
 CHARS_PER_TOKEN = 4
 IMAGE_TOKENS = 765
 DEFAULT_OUTPUT_TOKENS = 256
+OUTPUT_CEILING = 4096  # the most the gateway itself asks an upstream for
 _INPUT_FIELDS = ("messages", "input", "prompt", "instructions", "system", "tools", "functions")
 _OUTPUT_LIMITS = ("max_completion_tokens", "max_tokens", "max_output_tokens")
 _IMAGE_PARTS = frozenset({"image_url", "image", "input_image"})
 
 
+# The field a wire body's output limit goes in: OpenAI's current name for its
+# own chat API (its reasoning models refuse max_tokens), the classic one for
+# compatible servers and for the adapters (anthropic, bedrock read both).
+_CURRENT_NAME = frozenset({ProviderKind.OPENAI, ProviderKind.AZURE})
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """What one attempt reserves against a ``tpm_limit``, and the output limit it is sent with.
+
+    ``output_limit``: per choice, set by the gateway (None: the request's own stands).
+    """
+
+    tokens: int
+    output_limit: int | None = None
+
+
 def estimate_tokens(body: Mapping[str, Any], operation: Operation) -> int:
     """The tokens one request is expected to use (prompt plus output), at least 1."""
+    prompt = _prompt(body)
+    if operation is Operation.EMBEDDINGS:
+        return max(1, prompt)
+    limit = _limit(body)
+    return max(1, prompt + (DEFAULT_OUTPUT_TOKENS if limit is None else limit) * _choices(body))
+
+
+def reservation(
+    body: Mapping[str, Any], operation: Operation, tpm_limit: int | None, used: int
+) -> Reservation:
+    """The reservation of an attempt on a deployment with ``tpm_limit`` (``used`` this minute).
+
+    Without a tpm limit nothing is reserved and the request goes as it is.
+
+    >>> reservation({"messages": [{"content": "x" * 40}]}, Operation.CHAT, 3000, 600)
+    Reservation(tokens=1205, output_limit=1195)
+    """
+    if tpm_limit is None:
+        return Reservation(0)
+    if operation is Operation.EMBEDDINGS or _limit(body) is not None:
+        return Reservation(min(estimate_tokens(body, operation), tpm_limit))
+    prompt, n = _prompt(body), _choices(body)
+    share = (tpm_limit - used - prompt) // (2 * n)
+    output = min(OUTPUT_CEILING, max(DEFAULT_OUTPUT_TOKENS, share))
+    return Reservation(min(prompt + output * n, tpm_limit), output)
+
+
+def with_output_limit(
+    body: Mapping[str, Any], operation: Operation, deployment: Deployment, limit: int | None
+) -> Mapping[str, Any]:
+    """``body`` as sent for ``operation`` on ``deployment``, carrying ``limit`` if one is set."""
+    if limit is None or operation is Operation.EMBEDDINGS:
+        return body
+    if operation is Operation.RESPONSES:
+        name = "max_output_tokens"
+    elif operation is Operation.CHAT and deployment.provider in _CURRENT_NAME:
+        name = "max_completion_tokens"
+    else:
+        name = "max_tokens"
+    return {**body, name: limit}
+
+
+def _prompt(body: Mapping[str, Any]) -> int:
     chars, images = 0, 0
     for name in _INPUT_FIELDS:
         if name in body:
             more_chars, more_images = _walk(body[name])
             chars += more_chars
             images += more_images
-    prompt = math.ceil(chars / CHARS_PER_TOKEN) + images * IMAGE_TOKENS
-    if operation is Operation.EMBEDDINGS:
-        return max(1, prompt)
-    return max(1, prompt + _output(body))
+    return math.ceil(chars / CHARS_PER_TOKEN) + images * IMAGE_TOKENS
 
 
-def _output(body: Mapping[str, Any]) -> int:
+def _choices(body: Mapping[str, Any]) -> int:
     choices = body.get("n")
-    n = choices if isinstance(choices, int) and not isinstance(choices, bool) and choices > 0 else 1
+    return (
+        choices if isinstance(choices, int) and not isinstance(choices, bool) and choices > 0 else 1
+    )
+
+
+def _limit(body: Mapping[str, Any]) -> int | None:
     for name in _OUTPUT_LIMITS:
         limit = body.get(name)
         if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
-            return limit * n
-    return DEFAULT_OUTPUT_TOKENS * n
+            return limit
+    return None
 
 
 def _walk(value: Any) -> tuple[int, int]:

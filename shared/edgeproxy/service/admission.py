@@ -16,12 +16,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.errors import StoreError
-from edgeproxy.state.store import RequestStore, UsageDelta
+from edgeproxy.routing.snapshot import Second
+from edgeproxy.state.store import CounterSink, UsageDelta
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ class InFlight:
 
     def __init__(
         self,
-        store: RequestStore,
+        store: CounterSink,
         deployment_id: str,
         minute: int,
         clock: Callable[[], float],
@@ -111,6 +112,7 @@ class Attempt:
     admission: asyncio.Future[bool] | None = field(default=None, compare=False)
     reserved: int = 0  # tokens reserved against the deployment's tpm limit at start
     inflight: InFlight | None = field(default=None, compare=False)
+    output_limit: int | None = None  # set by the gateway from the tpm budget (routing.tokens)
 
     async def admitted(self) -> None:
         """Wait for the start count to land (it may run alongside the upstream call).
@@ -125,20 +127,30 @@ class Attempt:
         except StoreError:
             logger.warning("could not count the start of an attempt on %s", self.deployment.id)
 
-    async def ended(self, reconcile: int, **counters: Any) -> list[UsageDelta]:
+    async def ended(
+        self, reconcile: int, finished: tuple[float, Second] | None = None, /, **counters: Any
+    ) -> list[UsageDelta]:
         """The usage writes that close the attempt: ``counters`` in its start bucket,
         the in-flight release where the count is held, ``reconcile`` added to the
-        reservation (actual usage minus the estimate, or minus the estimate).
+        reservation (actual usage minus the estimate, or minus the estimate), and
+        ``finished`` (when it finished, and its sample) in the second it finished.
         """
         held = await self.inflight.stop() if self.inflight is not None else self.minute
         dep = self.deployment.id
-        main = UsageDelta(
-            dep,
-            self.minute,
-            inflight=-1 if held == self.minute else 0,
-            reserved_tokens=reconcile if self.reserved else 0,
-            **counters,
-        )
-        if held == self.minute:
-            return [main]
-        return [main, UsageDelta(dep, held, inflight=-1)]
+        deltas = {
+            self.minute: UsageDelta(
+                dep,
+                self.minute,
+                inflight=-1 if held == self.minute else 0,
+                reserved_tokens=reconcile if self.reserved else 0,
+                **counters,
+            )
+        }
+        if held != self.minute:
+            deltas[held] = UsageDelta(dep, held, inflight=-1)
+        if finished is not None:
+            at, sample = finished
+            minute, second = int(at // 60), int(at % 60)
+            delta = deltas.get(minute) or UsageDelta(dep, minute)
+            deltas[minute] = replace(delta, seconds={second: sample})
+        return list(deltas.values())

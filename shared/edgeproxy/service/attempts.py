@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.policies import Operation
 from edgeproxy.routing.deadlines import AttemptTimeouts
-from edgeproxy.routing.faults import FaultKind
+from edgeproxy.routing.faults import Fault, FaultKind
+from edgeproxy.routing.selection import BlockReason
+from edgeproxy.routing.step import PoolFailure
 from edgeproxy.service.request import ProxyRequest
 from edgeproxy.upstream.call import UpstreamCall, UpstreamResponse
 from edgeproxy.upstream.client import UpstreamClient
@@ -53,20 +55,48 @@ def wire(req: ProxyRequest, deployment: Deployment) -> tuple[Operation, Mapping[
 
     A Responses request goes as it is to a deployment that lists ``responses``
     and as its chat translation to the others; one that has none is
-    INCOMPATIBLE there (neutral: routing tries a native deployment next).
+    INCOMPATIBLE there (routing never picks such a deployment for it).
     """
     operation, body = req.operation, req.body
     if operation is Operation.RESPONSES and operation not in deployment.operations:
         chat = req.chat
         if chat is None or chat.body is None:
-            param = chat.param if chat else None
-            reason = chat.reason if chat else "it needs a deployment serving the Responses API"
-            raise fault(FaultKind.INCOMPATIBLE, f"{param}: {reason}", param=param)
+            # Routing filters these deployments out first (RouteRequest.native): a guard.
+            refusal = untranslatable(req) or Fault(FaultKind.INCOMPATIBLE, "untranslatable")
+            raise fault(refusal.kind, refusal.message, param=refusal.param)
         operation, body = Operation.CHAT, chat.body
     if operation is Operation.RESPONSES:
         return operation, body, False  # its streams always end with their usage
     sent, hide_usage = with_stream_usage(body, deployment, req.stream)
     return operation, sent, hide_usage
+
+
+def untranslatable(req: ProxyRequest) -> Fault | None:
+    """Why ``req`` can be served only by deployments speaking its operation natively.
+
+    A Responses request whose chat translation failed (``previous_response_id``,
+    ``store``, a built-in tool...): routing filters the other deployments out
+    before admission, and this fault is the client's 400 when no native one exists.
+    """
+    if req.operation is not Operation.RESPONSES:
+        return None
+    chat = req.chat
+    if chat is not None and chat.body is not None:
+        return None
+    param = chat.param if chat else None
+    reason = chat.reason if chat else "it needs a deployment serving the Responses API"
+    return Fault(FaultKind.INCOMPATIBLE, f"{param}: {reason}", param=param)
+
+
+def native_refusal(req: ProxyRequest, failure: PoolFailure) -> PoolFailure:
+    """``failure`` with the untranslatable request's 400 when no compatible deployment exists."""
+    blocked = failure.blocked
+    refusal = untranslatable(req)
+    if refusal is None or failure.fault is not None or blocked is None:
+        return failure
+    if blocked.reason is not BlockReason.INCOMPATIBLE:
+        return failure
+    return replace(failure, fault=refusal)
 
 
 def usage_only(chunk: Mapping[str, Any]) -> bool:

@@ -22,14 +22,14 @@ from edgeproxy.routing.refusal import final_error
 from edgeproxy.service.attempts import JsonCaller, StreamCaller
 from edgeproxy.service.config_cache import ConfigCache
 from edgeproxy.service.credentials import CredentialResolver
-from edgeproxy.service.events import StreamItem
 from edgeproxy.service.keys import KeyRing
 from edgeproxy.service.outcomes import Outcomes, settle
-from edgeproxy.service.relay import Relay
 from edgeproxy.service.request import ProxyRequest
 from edgeproxy.service.router import Router
 from edgeproxy.service.run import Run, Served
-from edgeproxy.service.settlement import Deferred
+from edgeproxy.service.stream.events import StreamItem
+from edgeproxy.service.stream.relay import Relay
+from edgeproxy.service.stream.settlement import Deferred
 from edgeproxy.service.telemetry import Telemetry
 from edgeproxy.service.token_count import TokenCounter
 from edgeproxy.service.trace import Trace
@@ -170,7 +170,7 @@ class Gateway:
     async def open_stream(self, req: ProxyRequest, config: GatewayConfig) -> StreamAnswer:
         """A streamed request; errors before the stream opens raise with their real status.
 
-        The answer's body is typed events (``service/events.py``) for the
+        The answer's body is typed events (``service/stream/events.py``) for the
         surface to serialise.
         """
         run = self._run(req, config)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.errors import QuotaExceeded, RateLimited
 from edgeproxy.routing.access import ClientKey, KeyUsage, UsageBlock, cost_usd, usage_block
-from edgeproxy.state.store import KeyStore
+from edgeproxy.state.store import SpendSink
 
 KEY_USAGE_RETENTION_S = 3600
 
@@ -30,7 +30,7 @@ def enforce_key_usage(key: ClientKey | None, usage: KeyUsage | None, now: float)
 
 
 async def record_key_usage(
-    store: KeyStore,
+    store: SpendSink,
     key: ClientKey,
     dep: Deployment,
     minute: int,

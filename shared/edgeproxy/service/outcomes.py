@@ -17,22 +17,22 @@ from typing import Any
 
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.errors import StoreError
-from edgeproxy.routing import affinity, circuit, counters
-from edgeproxy.routing.faults import FailureClass
-from edgeproxy.routing.snapshot import Capacity, Circuit
+from edgeproxy.routing import circuit
+from edgeproxy.routing import effects as effects_of
+from edgeproxy.routing.effects import AttemptFacts, CircuitWrite, Effects, PoolFacts
+from edgeproxy.routing.snapshot import Capacity
 from edgeproxy.routing.verdict import Verdict
 from edgeproxy.service.admission import Attempt, bucket_expiry
 from edgeproxy.service.headers_quota import quota_writes
 from edgeproxy.service.key_usage import record_key_usage
 from edgeproxy.service.pool import NOTHING, PoolContext, Standing
 from edgeproxy.service.telemetry import Telemetry
-from edgeproxy.state.store import RequestStore, UsageDelta
+from edgeproxy.state.store import CounterStore, OutcomeStore, UsageDelta
 from edgeproxy.upstream.headers import RateLimitInfo
 
 logger = logging.getLogger(__name__)
 
 MAX_CIRCUIT_RACES = 3
-CREDENTIAL_REJECTIONS = frozenset({401, 403})  # counted for /health/deep until a success
 
 
 class Outcomes:
@@ -40,12 +40,17 @@ class Outcomes:
 
     def __init__(
         self,
-        store: RequestStore,
+        store: OutcomeStore,
         clock: Callable[[], float],
         rng: random.Random,
         telemetry: Telemetry,
+        *,
+        counters: CounterStore | None = None,
     ) -> None:
+        """``counters``: where counters and key spend go, when not to ``store``
+        (a long-lived process's coalescing buffer)."""
         self._store = store
+        self._counters: CounterStore = store if counters is None else counters
         self._clock = clock
         self._rng = rng
         self._telemetry = telemetry
@@ -71,51 +76,25 @@ class Outcomes:
         await attempt.admitted()
         now = self._clock()
         dep = attempt.deployment
-        rated = completion_tokens > 0 and latency_s > 0
-        used = prompt_tokens + completion_tokens
-        deltas = await attempt.ended(
-            used - attempt.reserved if used else 0,  # no usage reported: the estimate stands
-            successes=1,
+        effects = effects_of.on_success(
+            _facts(attempt),
+            _pool(ctx),
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
-            latency_ms_sum=int(latency_s * 1000),
-            # Throughput averages only the successes that reported tokens.
-            output_tokens_per_s_sum=completion_tokens / latency_s if rated else 0.0,
-            throughput_samples=int(rated),
-            sticky_hits=1 if attempt.sticky else 0,
-            **counters.latency_counter(latency_s * 1000),
+            latency_s=latency_s,
+            now=now,
         )
-        writes: list[Coroutine[Any, Any, Standing]] = self._usage(deltas)
+        writes = self._usage(
+            await attempt.ended(effects.reconcile, effects.finished, **effects.counters)
+        )
         writes += [_nothing(w) for w in quota_writes(self._store, ctx, dep, rate_limits, now)]
         if ctx.key is not None:
             # The key's tokens and spend (at this deployment's prices), alongside.
             spent = record_key_usage(
-                self._store, ctx.key, dep, attempt.minute, prompt_tokens, completion_tokens
+                self._counters, ctx.key, dep, attempt.minute, prompt_tokens, completion_tokens
             )
             writes.append(_nothing(spent))
-
-        def close(c: Circuit) -> Circuit | None:
-            return circuit.on_success(c, now, was_probe=attempt.probe, owner=attempt.owner)
-
-        current = ctx.snapshot.circuit(dep.id)
-        closed = close(current)
-        if closed is not None:
-            writes.append(self._write_circuit(current, closed, close))
-        if ctx.binding_key is not None:
-            renewed = affinity.after_success(
-                ctx.binding_key,
-                ctx.snapshot.binding,
-                dep.id,
-                now,
-                ctx.sticky.idle_ttl_seconds,
-                ctx.snapshot.pool_generation,
-            )
-            if renewed is not None:
-                writes.append(_nothing(self._store.put_binding(renewed, ctx.snapshot.binding)))
-        if ctx.snapshot.health_of(dep.id).credential_rejections > 0:
-            # Written only when the read showed rejections: a healthy success stays write-free.
-            writes.append(_nothing(self._store.clear_rejections(dep.id)))
-        return await _all(writes)
+        return await _all(writes + self._standing_writes(ctx, dep, effects))
 
     async def failure(
         self, ctx: PoolContext, attempt: Attempt, verdict: Verdict, *, first: bool
@@ -125,61 +104,43 @@ class Outcomes:
         ``first``: the first failure of this deployment in this request (only
         that one counts toward the circuit, unless the attempt was the probe).
         """
-        now = self._clock()
         dep = attempt.deployment
-        # Throttles and request errors are health-neutral; a failed call used no reservation.
-        deltas = await attempt.ended(
-            -attempt.reserved,
-            failures=int(verdict.lowers_health),
-            **counters.failure_counter(verdict.cls),
+        effects = effects_of.on_failure(
+            _facts(attempt), _pool(ctx), verdict, now=self._clock(), rng=self._rng, first=first
         )
-        writes: list[Coroutine[Any, Any, Standing]] = self._usage(deltas)
+        writes = self._usage(await attempt.ended(effects.reconcile, **effects.counters))
         self._telemetry.count("Attempts", outcome="failure", deployment=dep.id, model=ctx.model)
         await attempt.admitted()
         self._telemetry.count(
             "AttemptFailures", deployment=dep.id, model=ctx.model, **{"class": verdict.cls.value}
         )
-
-        def fail(c: Circuit) -> Circuit | None:
-            changed = circuit.on_failure(
-                c,
-                verdict.cls,
-                now,
-                ctx.circuit,
-                self._rng,
-                was_probe=attempt.probe,
-                attempt_started_at=attempt.started_at,
-                owner=attempt.owner,
-            )
-            if changed is None and attempt.probe:
-                # A health-neutral answer proves nothing: hand the probe to the next request.
-                changed = circuit.release_probe(c, attempt.owner)
-            return changed
-
-        current = ctx.snapshot.circuit(dep.id)
-        changed = fail(current) if first or attempt.probe else None
-        if changed is not None:
-            writes.append(self._write_circuit(current, changed, fail))
-        if (
-            verdict.cls is FailureClass.CONFIGURATION
-            and verdict.fault.status in CREDENTIAL_REJECTIONS
-        ):
-            writes.append(_nothing(self._store.count_rejection(dep.id)))
         standing = NOTHING
-        if verdict.cls is FailureClass.THROTTLE:
-            until = circuit.throttle_until(now, verdict.fault.retry_after, ctx.circuit)
-            standing += Standing(capacities=(Capacity(dep.domain, until),))
-            writes.append(_nothing(self._store.extend_capacity(dep.domain, until)))
-        binding = ctx.snapshot.binding
-        if (
-            ctx.binding_key is not None
-            and binding is not None
-            and binding.deployment_id == dep.id
-            and verdict.clears_binding
-        ):
+        if effects.throttled_until is not None:
+            standing += Standing(capacities=(Capacity(dep.domain, effects.throttled_until),))
+        if effects.drop_binding:
             standing += Standing(binding_dropped=True)
+        return standing + await _all(writes + self._standing_writes(ctx, dep, effects))
+
+    def _standing_writes(
+        self, ctx: PoolContext, dep: Deployment, effects: Effects
+    ) -> list[Coroutine[Any, Any, Standing]]:
+        """The writes of ``effects`` beyond the counters, in the order they are decided."""
+        writes: list[Coroutine[Any, Any, Standing]] = []
+        if effects.circuit is not None:
+            writes.append(self._write_circuit(effects.circuit))
+        if effects.count_rejection:
+            writes.append(_nothing(self._store.count_rejection(dep.id)))
+        if effects.throttled_until is not None:
+            writes.append(
+                _nothing(self._store.extend_capacity(dep.domain, effects.throttled_until))
+            )
+        if effects.renewed is not None:
+            writes.append(_nothing(self._store.put_binding(effects.renewed, ctx.snapshot.binding)))
+        if effects.drop_binding and ctx.binding_key is not None:
             writes.append(_nothing(self._store.delete_binding(ctx.binding_key, dep.id)))
-        return standing + await _all(writes)
+        if effects.clear_rejections:
+            writes.append(_nothing(self._store.clear_rejections(dep.id)))
+        return writes
 
     async def take_probe(
         self, ctx: PoolContext, attempt_owner: str, dep: Deployment
@@ -210,10 +171,9 @@ class Outcomes:
         # What an abandoned call used is unknown: its reservation stands.
         await _all(self._usage(await attempt.ended(0)))
 
-    async def _write_circuit(
-        self, current: Circuit, new: Circuit, decide: Callable[[Circuit], Circuit | None]
-    ) -> Standing:
-        """Write ``new``; on a lost race, re-apply ``decide`` to the winner (bounded)."""
+    async def _write_circuit(self, write: CircuitWrite) -> Standing:
+        """Write ``write.new``; on a lost race, re-apply its ``decide`` to the winner (bounded)."""
+        current, new, decide = write.current, write.new, write.decide
         for _ in range(MAX_CIRCUIT_RACES):
             winner = await self._store.write_circuit(new, current.version)
             if winner is None:
@@ -236,7 +196,22 @@ class Outcomes:
         return Standing(circuits=(current,))
 
     def _usage(self, deltas: list[UsageDelta]) -> list[Coroutine[Any, Any, Standing]]:
-        return [_nothing(self._store.record(d, bucket_expiry(d.minute))) for d in deltas]
+        return [_nothing(self._counters.record(d, bucket_expiry(d.minute))) for d in deltas]
+
+
+def _facts(attempt: Attempt) -> AttemptFacts:
+    return AttemptFacts(
+        deployment_id=attempt.deployment.id,
+        started_at=attempt.started_at,
+        probe=attempt.probe,
+        sticky=attempt.sticky,
+        owner=attempt.owner,
+        reserved=attempt.reserved,
+    )
+
+
+def _pool(ctx: PoolContext) -> PoolFacts:
+    return PoolFacts(ctx.snapshot, ctx.binding_key, ctx.sticky.idle_ttl_seconds, ctx.circuit)
 
 
 async def settle(write: Awaitable[object]) -> None:

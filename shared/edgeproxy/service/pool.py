@@ -17,9 +17,10 @@ from edgeproxy.config.policies import Deadline
 from edgeproxy.config.router import CircuitSettings, StickySettings
 from edgeproxy.errors import RequestError
 from edgeproxy.routing.access import ClientKey
+from edgeproxy.routing.ordering.strategies import reads_counters
 from edgeproxy.routing.snapshot import BindingKey, Capacity, Circuit, PoolSnapshot
 from edgeproxy.service.key_usage import enforce_key_usage
-from edgeproxy.state.store import RequestStore, SnapshotRequest
+from edgeproxy.state.store import PoolSource, SnapshotRequest
 
 if TYPE_CHECKING:  # a Run carries PoolContexts (service.run imports this module)
     from edgeproxy.service.run import Run
@@ -76,7 +77,7 @@ class PoolContext:
         return replace(self, snapshot=snapshot)
 
 
-async def open_pool(store: RequestStore, run: Run, model: str, now: float) -> PoolContext:
+async def open_pool(store: PoolSource, run: Run, model: str, now: float) -> PoolContext:
     """The pool's state for one hop of ``run``, read once (one BatchGetItem)."""
     req, config = run.req, run.config
     deployments = config.pool(model)
@@ -99,7 +100,9 @@ async def open_pool(store: RequestStore, run: Run, model: str, now: float) -> Po
         else None
     )
     client_key = req.key if req.key is not None and req.key.tracks_usage else None
-    strategies = {config.strategy_for(model, d.priority) for d in deployments}
+    # The strategies whose ordering reads the usage counters, with their parameters.
+    tiers = {(d.priority, config.strategy_for(model, d.priority)) for d in deployments}
+    strategies = {s for t, s in tiers if reads_counters(s, config.params_for(model, t, s))}
     snapshot = await store.read_pool(
         SnapshotRequest.of(
             model, deployments, now, key, client_key.id if client_key else None, strategies

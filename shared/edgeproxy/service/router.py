@@ -24,16 +24,16 @@ from edgeproxy.errors import CredentialError, ModelNotFound, UpstreamFault
 from edgeproxy.routing.refusal import RouteFailure
 from edgeproxy.routing.selection import RouteRequest
 from edgeproxy.routing.step import AttemptLog, PoolFailure, Stop, Try, Wait, chain_reason, next_step
-from edgeproxy.routing.tokens import estimate_tokens
+from edgeproxy.routing.tokens import reservation, with_output_limit
 from edgeproxy.routing.verdict import CREDENTIAL_UNAVAILABLE, Verdict, judge
 from edgeproxy.service.admission import Attempt, InFlight, bucket_expiry
-from edgeproxy.service.attempts import Caller, wire
+from edgeproxy.service.attempts import Caller, native_refusal, untranslatable, wire
 from edgeproxy.service.credentials import CredentialResolver
 from edgeproxy.service.outcomes import Outcomes
 from edgeproxy.service.pool import PoolContext, Standing, open_pool
 from edgeproxy.service.run import Run, Served
 from edgeproxy.service.trace import AttemptRecord
-from edgeproxy.state.store import RequestStore
+from edgeproxy.state.store import RouterStore
 from edgeproxy.upstream.call import UpstreamCall
 
 logger = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ class Router:
 
     def __init__(
         self,
-        store: RequestStore,
+        store: RouterStore,
         outcomes: Outcomes,
         credentials: CredentialResolver,
         clock: Callable[[], float],
@@ -123,9 +123,11 @@ class Router:
             modalities=run.req.modalities,
             caller=run.req.caller,
             strategy=functools.partial(run.config.strategy_for, model),
+            params=functools.partial(run.config.params_for, model),
             sticky=ctx.binding_key is not None,
             quota_max_age=run.config.quota_max_age_seconds,
             role=run.req.role,
+            native=untranslatable(run.req) is not None,
         )
         log = AttemptLog(skip=skip)
         while True:
@@ -144,7 +146,7 @@ class Router:
             if isinstance(step, Stop):
                 if step.failure.blocked is not None:
                     run.trace.blocked.append(f"{model}:{step.failure.blocked.reason.value}")
-                return step.failure
+                return native_refusal(run.req, step.failure)
             if isinstance(step, Wait):
                 # Our own 429 closed the domain's capacity: honour its Retry-After, then retry.
                 await asyncio.sleep(step.seconds)
@@ -176,9 +178,9 @@ class Router:
         # upstream call and the critical path keeps one store round trip (the
         # outcome write awaits it).
         limited = dep.rpm_limit is not None or dep.tpm_limit is not None
-        reserve = 0
-        if dep.tpm_limit is not None:
-            reserve = min(estimate_tokens(run.req.body, run.req.operation), dep.tpm_limit)
+        # Under a tpm limit, a request without an output limit gets one from the minute's rest.
+        used = ctx.snapshot.usage_of(dep.id, minute).tpm_used
+        planned = reservation(run.req.body, run.req.operation, dep.tpm_limit, used)
         admission = asyncio.ensure_future(
             self._store.admit(
                 dep.id,
@@ -186,7 +188,7 @@ class Router:
                 dep.rpm_limit,
                 bucket_expiry(minute),
                 tpm_limit=dep.tpm_limit,
-                reserve=reserve,
+                reserve=planned.tokens,
             )
         )
         if limited and not await admission:
@@ -206,8 +208,9 @@ class Router:
             pick.sticky,
             run.owner,
             admission,
-            reserved=reserve,
+            reserved=planned.tokens,
             inflight=inflight,
+            output_limit=planned.output_limit,
         )
         result = await self._attempt(run, ctx, attempt, caller, log)
         if isinstance(result, Served):
@@ -234,6 +237,7 @@ class Router:
         try:
             credential = await self._credentials.resolve(dep.credential)
             operation, body, hide_usage = wire(run.req, dep)
+            body = with_output_limit(body, operation, dep, attempt.output_limit)
             call = UpstreamCall(
                 deployment=dep,
                 operation=operation,

@@ -6,7 +6,7 @@ refusal of the body is the client's answer, as on ``/v1/messages``); the request
 is not routed (a count is free upstream and costs no model capacity), so it
 touches neither circuits nor rate counters. ``None`` means no Anthropic
 deployment answered, and the edge then gives its estimate
-(``api/messages_tokens.py``).
+(``api/surfaces/messages_tokens.py``).
 
     counter = TokenCounter(upstream, credentials)
     counted = await counter.count(config.pool("fast-chat"), body, Role.FREE, limits)

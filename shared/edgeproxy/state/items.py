@@ -14,6 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from edgeproxy.routing.snapshot import (
+    SECONDS_PER_BUCKET,
     Binding,
     BindingKey,
     Capacity,
@@ -23,6 +24,7 @@ from edgeproxy.routing.snapshot import (
     OpenCause,
     Quota,
     QuotaStatus,
+    Second,
     Usage,
 )
 
@@ -31,9 +33,12 @@ Item = dict[str, AttributeValue]
 
 # Derived from ``Usage`` (its fields after the bucket's key), so a new counter is one edit there.
 _USAGE_FIELDS = tuple(
-    f for f in dataclasses.fields(Usage) if f.name not in ("deployment_id", "minute")
+    f for f in dataclasses.fields(Usage) if f.name not in ("deployment_id", "minute", "seconds")
 )
 USAGE_COUNTERS: tuple[str, ...] = tuple(f.name for f in _USAGE_FIELDS)
+# ``Usage.seconds``: four counters per second of the minute, ``s<ss><part>`` (short: a
+# busy bucket holds all 60 seconds), e.g. ``s07n`` answers finished in second 7.
+_SECOND_PARTS = (("n", "successes"), ("l", "latency_ms"), ("r", "rated"), ("t", "tokens_per_s"))
 
 
 def text(value: str) -> AttributeValue:
@@ -116,7 +121,14 @@ def circuit_from(deployment_id: str, item: Item) -> Circuit:
 
 def usage_counters(delta: Usage) -> dict[str, float]:
     """The non-zero counters of ``delta`` by attribute name: what an ``ADD`` applies."""
-    return {name: value for name in USAGE_COUNTERS if (value := getattr(delta, name))}
+    counters: dict[str, float] = {
+        name: value for name in USAGE_COUNTERS if (value := getattr(delta, name))
+    }
+    for second, sums in delta.seconds.items():
+        for part, name in _SECOND_PARTS:
+            if value := getattr(sums, name):
+                counters[f"s{second:02d}{part}"] = value
+    return counters
 
 
 def usage_from(deployment_id: str, minute: int, item: Item) -> Usage:
@@ -125,7 +137,17 @@ def usage_from(deployment_id: str, minute: int, item: Item) -> Usage:
         f.name: get_float(item, f.name) if isinstance(f.default, float) else get_int(item, f.name)
         for f in _USAGE_FIELDS
     }
-    return Usage(deployment_id, minute, **counters)
+    seconds = {
+        second: Second(
+            get_int(item, f"s{second:02d}n"),
+            get_int(item, f"s{second:02d}l"),
+            get_int(item, f"s{second:02d}r"),
+            get_float(item, f"s{second:02d}t"),
+        )
+        for second in range(SECONDS_PER_BUCKET)
+        if f"s{second:02d}n" in item or f"s{second:02d}r" in item
+    }
+    return Usage(deployment_id, minute, **counters, seconds=seconds)
 
 
 def health_item(health: Health) -> Item:

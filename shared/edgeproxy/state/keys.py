@@ -29,6 +29,10 @@ usage bucket        ``dep#<id>``                 ``usage#<minute>``   requests, 
                                                                       throttles, request_errors,
                                                                       latency_le_<ms> ...
                                                                       latency_over_30000,
+                                                                      s<ss>n, s<ss>l, s<ss>r,
+                                                                      s<ss>t (per second of
+                                                                      the minute: answers,
+                                                                      latency, rated, tokens/s),
                                                                       expires_at
 health              ``dep#<id>``                 ``health``           score, ewma_latency_ms,
                                                                       ewma_tokens_per_s,

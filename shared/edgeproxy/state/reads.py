@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.router import Strategy
+from edgeproxy.routing.ordering.strategies import reads_counters
 from edgeproxy.routing.snapshot import BindingKey, credential_key
-from edgeproxy.routing.strategies import reads_counters
 
 
 @dataclass(frozen=True, slots=True)

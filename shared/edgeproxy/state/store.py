@@ -7,10 +7,12 @@ split by audience, so each caller depends on what it uses only:
     ConfigSource   load_config                       every audience
     KeyStore       get_client_key, admit_key,        the request path's key check
                    record_key_usage, touch_client_key
-    RequestStore   read_pool(s), admit, record,      the request path (router, outcomes)
-                   write_circuit, extend_capacity,
-                   put_binding, delete_binding,
-                   count_rejection, clear_rejections, KeyStore
+    RequestStore   the request path's calls          the request path as a whole
+                   (``request_store``: PoolBatches, Admitter, CounterSink,
+                   StandingWrites), KeyStore, QuotaSink
+    RouterStore    PoolSource, Admitter, CounterSink the router
+    OutcomeStore   CounterSink, SpendSink,           the outcome writer
+                   QuotaSink, StandingWrites
     JobStore       read_usage, put_health            the scheduled jobs
     AdminStore     read_pool, read_usage,            the CLI and the admin API
                    delete_binding, bump_pool_generation,
@@ -28,11 +30,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeAlias
+from typing import Protocol
 
 from edgeproxy.routing.access import ClientKey, KeyUsage
 from edgeproxy.routing.snapshot import (
-    Binding,
     BindingKey,
     Circuit,
     Health,
@@ -44,8 +45,14 @@ from edgeproxy.routing.snapshot import (
 from edgeproxy.state.audit import AuditEntry
 from edgeproxy.state.reads import SnapshotRequest as SnapshotRequest
 
-UsageDelta: TypeAlias = Usage
-"""Counter increments for one attempt's outcome, applied with ``ADD`` only."""
+# Re-exported: each caller imports the protocols it names from here.
+from edgeproxy.state.request_store import Admitter as Admitter
+from edgeproxy.state.request_store import CounterSink as CounterSink
+from edgeproxy.state.request_store import PoolBatches as PoolBatches
+from edgeproxy.state.request_store import PoolSource as PoolSource
+from edgeproxy.state.request_store import SpendSink as SpendSink
+from edgeproxy.state.request_store import StandingWrites as StandingWrites
+from edgeproxy.state.request_store import UsageDelta as UsageDelta
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,76 +99,22 @@ class KeyStore(Protocol):
         ...
 
 
-class RequestStore(ConfigSource, KeyStore, QuotaSink, Protocol):
+class RequestStore(
+    ConfigSource, KeyStore, QuotaSink, PoolBatches, Admitter, CounterSink, StandingWrites, Protocol
+):
     """What the request path needs: one read, then counters and conditional writes."""
 
-    async def read_pool(self, request: SnapshotRequest) -> PoolSnapshot:
-        """Read every item one routing decision needs, in one round trip.
 
-        Items whose lease or TTL has passed are still returned as stored; the
-        pure core ignores what has expired (TTL deletion is lazy).
-        """
-        ...
+class RouterStore(PoolSource, Admitter, CounterSink, Protocol):
+    """The router's calls: the pool read, admission and the in-flight counts."""
 
-    async def read_pools(self, requests: Sequence[SnapshotRequest]) -> list[PoolSnapshot]:
-        """``read_pool`` of several requests from one read of the union of their items."""
-        ...
 
-    async def admit(
-        self,
-        deployment_id: str,
-        minute: int,
-        rpm_limit: int | None,
-        expires_at: float,
-        *,
-        tpm_limit: int | None = None,
-        reserve: int = 0,
-    ) -> bool:
-        """Count one attempt start (requests +1, inflight +1) in bucket ``minute``.
+class CounterStore(CounterSink, SpendSink, Protocol):
+    """The commutative counters: what a counter buffer sums and flushes."""
 
-        With ``rpm_limit`` the increment is conditional on the bucket being under
-        it. ``reserve`` tokens are added to ``reserved_tokens``; with
-        ``tpm_limit`` only if the bucket's reservations then stay within it.
-        Returns False (and changes nothing) when a limit has no room.
-        """
-        ...
 
-    async def record(self, delta: UsageDelta, expires_at: float) -> None:
-        """Apply ``delta`` to its bucket with ADD (commutative; no lost updates)."""
-        ...
-
-    async def write_circuit(self, new: Circuit, expected_version: int) -> Circuit | None:
-        """Store ``new`` if the stored version is still ``expected_version`` (0: absent).
-
-        Returns None on success, else the circuit as currently stored (the
-        winner of the race), so the caller can re-decide without another read.
-        ``new.version`` must be ``expected_version + 1``.
-        """
-        ...
-
-    async def extend_capacity(self, domain: str, until: float) -> None:
-        """Mark ``domain`` throttled until ``until``; never shortens a longer throttle."""
-        ...
-
-    async def put_binding(self, binding: Binding, expected: Binding | None) -> Binding:
-        """Create or renew a binding if the stored one is still ``expected``.
-
-        Returns the binding now stored: ``binding`` itself, or the winner when
-        another instance changed it first.
-        """
-        ...
-
-    async def delete_binding(self, key: BindingKey, deployment_id: str | None = None) -> None:
-        """Drop a binding (only if it still names ``deployment_id``, when given)."""
-        ...
-
-    async def count_rejection(self, deployment_id: str) -> None:
-        """Add one consecutive upstream credential rejection (401/403) to the deployment."""
-        ...
-
-    async def clear_rejections(self, deployment_id: str) -> None:
-        """Reset the deployment's consecutive credential rejections (after a success)."""
-        ...
+class OutcomeStore(CounterSink, SpendSink, QuotaSink, StandingWrites, Protocol):
+    """What an attempt's outcome writes: counters, a key's spend, quota, circuits, bindings."""
 
 
 class UsageSource(Protocol):

@@ -10,16 +10,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from email.utils import parsedate_to_datetime
+
+from edgeproxy.header_values import number as _number
+from edgeproxy.header_values import parse_duration as parse_duration
+from edgeproxy.header_values import seconds_until as seconds_until
 
 # Passed on to the client (``passthrough``): rate-limit state and the provider's own timing.
 PASSED_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-")
 PASSED_NAMES = frozenset({"openai-processing-ms"})
 _PASSED_VALUE = re.compile(r"^[A-Za-z0-9 .:+\-_]{1,64}$")  # numbers, durations, instants
-# OpenAI's reset durations look like "1s", "6m0s", "20ms", "1h2m3.5s".
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
-_UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 
 
 def parse_retry_after(headers: Mapping[str, str], now: float) -> float | None:
@@ -68,48 +68,9 @@ def passthrough(headers: Mapping[str, str], secrets: Sequence[str | None]) -> di
     return out
 
 
-def parse_duration(value: str | None) -> float | None:
-    """Seconds in an OpenAI-style duration (``"6m0s"``), or in plain seconds."""
-    if value is None:
-        return None
-    plain = _number(value)
-    if plain is not None:
-        return plain
-    text = value.strip()
-    parts = _DURATION_PART.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        return None
-    return sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
-
-
-def _number(value: str | None) -> float | None:
-    if value is None:
-        return None
-    try:
-        number = float(value.strip())
-    except ValueError:
-        return None
-    if number != number or number in (float("inf"), float("-inf")):
-        return None
-    return max(0.0, number)
-
-
 def _int(value: str | None) -> int | None:
     number = _number(value)
     return None if number is None else int(number)
-
-
-def seconds_until(value: str | None, now: float) -> float | None:
-    """Seconds until an RFC 3339 instant (Anthropic's reset headers)."""
-    if value is None:
-        return None
-    try:
-        when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if when.tzinfo is None:
-        return None
-    return max(0.0, when.timestamp() - now)
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,8 +28,8 @@ import httpx
 
 from edgeproxy.config.models import UpstreamLimits
 from edgeproxy.errors import UpstreamFault
-from edgeproxy.routing.completeness import StreamTracker
 from edgeproxy.routing.faults import FaultKind
+from edgeproxy.routing.stream.completeness import StreamTracker
 from edgeproxy.upstream.adapter import ChunkTranslator
 from edgeproxy.upstream.call import StreamEvent, Usage
 from edgeproxy.upstream.errors import STREAM, fault, hide_secrets, translate_errors

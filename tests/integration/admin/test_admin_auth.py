@@ -6,7 +6,7 @@ import re
 
 import httpx
 
-from edgeproxy.api.admin_routes import admin_routes
+from edgeproxy.api.admin.routes import admin_routes
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.integration.admin.helpers import CLIENT_KEY, two_deployments
 

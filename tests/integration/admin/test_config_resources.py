@@ -94,6 +94,7 @@ def test_pools_and_fallbacks_are_edited_and_checked_against_the_deployments(
     )
     assert pool["effective"] == {
         "strategy_by_tier": {"1": "least-busy", "0": "weight_priority"},
+        "params_by_tier": {"1": {"intervene_inflight": 8}, "0": {}},
         "sticky": {"enabled": True, "idle_ttl_seconds": 600},
     }
     assert pool["deployments"] == ["a", "b"]
@@ -106,7 +107,8 @@ def test_pools_and_fallbacks_are_edited_and_checked_against_the_deployments(
 
     chains = ok(_send(base, "PUT", "/admin/fallbacks/general/fast-chat", {"to": ["spare"]}))
     assert chains["fallbacks"] == [
-        {"model": "fast-chat", "reason": "general", "to": ["spare"], "continuation": "off"}
+        # continuation None: the chain follows router.continuation (off by default)
+        {"model": "fast-chat", "reason": "general", "to": ["spare"], "continuation": None}
     ]
     assert (
         _send(base, "PUT", "/admin/fallbacks/general/fast-chat", {"to": ["ghost"]}).status_code
@@ -131,7 +133,7 @@ def test_pools_and_fallbacks_are_edited_and_checked_against_the_deployments(
 def test_the_openapi_document_describes_every_admin_route(
     start_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream
 ) -> None:
-    from edgeproxy.api.admin_routes import admin_routes
+    from edgeproxy.api.admin.routes import admin_routes
 
     gw = start_gateway(two_deployments(upstream_a, upstream_b))
     doc = ok(admin(gw.base_url, "GET", "/admin/openapi.json"))

@@ -81,3 +81,20 @@ def test_credential_rejections_count_degrade_and_reset_on_success(
         lambda: _rows(gw.base_url)["a"], lambda r: r["credential_rejections"] == 0, "reset"
     )
     assert a["status"] == "available"
+
+
+def test_deep_health_ignores_a_quota_reading_older_than_quota_max_age(
+    start_gateway, clock: FleetClock, upstream_a: MockUpstream, upstream_b: MockUpstream
+) -> None:
+    cfg = two_deployments(upstream_a, upstream_b, router={"sticky": {"enabled": False}})
+    gw = start_gateway({**cfg, "quota_max_age_seconds": 60})
+    spent = {"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "1h"}
+    upstream_a.set_faults([{"headers": spent}])
+    assert chat(gw.base_url).headers["x-edgeproxy-deployment"] == "a"
+    a = wait_for(lambda: _rows(gw.base_url)["a"], lambda r: r["limit"] == "quota", "spent")
+    assert a["available"] is False
+
+    clock.advance(90)  # past quota_max_age_seconds (60), well inside the default 600
+    a = _rows(gw.base_url)["a"]
+    assert (a["status"], a["available"], a["limit"]) == ("available", True, None)
+    assert ok(admin(gw.base_url, "GET", "/health/deep"))["status"] == "ok"

@@ -6,7 +6,7 @@ from typing import Any
 
 import httpx
 
-from edgeproxy.api.admin_page import CSP
+from edgeproxy.api.admin.page import CSP
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.clock import FleetClock
 from tests.fixtures.table import wait_for

@@ -210,6 +210,7 @@ def test_a_key_over_its_budget_gets_insufficient_quota(gateway: Any) -> None:
         body = {"model": "fast-chat", "messages": HELLO, "max_tokens": 5}
         refused = httpx.post(gateway.base_url + surface, json=body, headers=bearer(created["key"]))
         assert refused.status_code == 429
+        assert refused.headers["x-should-retry"] == "false"  # the SDKs must not retry it
         if surface == "/v1/messages":
             assert refused.json()["error"]["type"] == "rate_limit_error"
         else:

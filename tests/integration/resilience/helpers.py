@@ -72,10 +72,10 @@ def keys() -> dict[str, Any]:
     }
 
 
-def client(base_url: str, **kwargs: Any) -> openai.OpenAI:
-    """The stock openai SDK against a gateway, without its own retries."""
+def client(base_url: str, *, max_retries: int = 0, **kwargs: Any) -> openai.OpenAI:
+    """The stock openai SDK against a gateway, without its own retries unless asked."""
     return openai.OpenAI(
-        base_url=base_url + "/v1", api_key=CLIENT_KEY, max_retries=0, timeout=30, **kwargs
+        base_url=base_url + "/v1", api_key=CLIENT_KEY, max_retries=max_retries, timeout=30, **kwargs
     )
 
 

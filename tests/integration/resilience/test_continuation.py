@@ -203,3 +203,22 @@ def test_a_cut_anthropic_stream_continues_on_the_fallback_chain_with_summed_usag
         "input_tokens": a_prompt + prompt_tokens(first["body"]),
         "output_tokens": 1 + len(pieces(rest)),
     }
+
+
+def test_the_interactive_preset_continues_a_cut_stream_without_a_pool_setting(
+    start_gateway, pair
+) -> None:
+    a, b = pair
+    gw = start_gateway(
+        config(
+            deployment("a", a, priority=1, supports_prefill=True),
+            deployment("b", b, supports_prefill=True),
+            router={"preset": "interactive", "sticky": {"enabled": False}},
+            gateway=keys(),
+        )
+    )
+    a.set_faults([CUT])
+    events = sse_events(post_chat(gw.base_url, "fast-chat", stream=True))
+    assert stream_text(events) == CANON
+    assert not any("error" in e for e in events if isinstance(e, dict))
+    assert len(prefills(b)) == 1

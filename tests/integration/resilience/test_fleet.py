@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 
 from edgeproxy.routing.snapshot import Circuit, CircuitState
-from edgeproxy.state.dynamo import DynamoStore
+from edgeproxy.state.dynamodb.dynamo import DynamoStore
 from edgeproxy.state.store import SnapshotRequest
 from edgeproxy_dev.dynamo_server import client_kwargs
 from edgeproxy_dev.mock_upstream import MockUpstream

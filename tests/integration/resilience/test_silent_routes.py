@@ -132,6 +132,7 @@ def test_a_credential_fetch_failure_alone_says_the_gateway_failed(
     assert answer.status_code == 500
     error = answer.json()["error"]
     assert error["code"] == "credential_unavailable"
+    assert answer.headers["x-should-retry"] == "false"
     assert "gateway" in error["message"]
     assert "EDGEPROXY_TEST_NEVER_SET" not in error["message"]  # names the deployment only
     assert answer.headers["x-request-id"]

@@ -76,12 +76,15 @@ def test_cut_after_commit_ends_with_an_in_band_error(single, sdk, upstream_a: Mo
 
 def test_stall_after_commit_is_detected_at_idle_ms(single, sdk, upstream_a: MockUpstream) -> None:
     upstream_a.set_faults([{"stall_after_chunks": 3}])
-    answer = post_chat(single.base_url, "fast-chat", stream=True)
+    answer = post_chat(single.base_url, "fast-chat", stream=True, metadata=True)
     events = sse_events(answer)
     assert stream_text(events) == "Hello from "
     assert events[-1]["error"]["code"] == "timeout"
     assert "[DONE]" not in events
-    assert answer.elapsed.total_seconds() < 2.0
+    # The idle deadline ended it (the total deadline's kind would be "timeout"), after idle_ms.
+    [attempt] = events[-1]["unified_routing"]["attempts"]
+    assert (attempt["deployment"], attempt["error_kind"]) == ("a", "idle")
+    assert answer.elapsed.total_seconds() >= 0.5
     # The gateway is healthy afterwards: the next request is served in full.
     chunks = list(
         sdk(single.base_url).chat.completions.create(model="fast-chat", messages=HELLO, stream=True)

@@ -5,12 +5,15 @@ from __future__ import annotations
 import time
 
 import httpx
+import openai
+import pytest
 
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.configs import config, deployment
 from tests.integration.resilience.helpers import (
     CLIENT_KEY,
     HELLO,
+    client,
     keys,
     model_requests,
     post_chat,
@@ -99,6 +102,7 @@ def test_a_silent_route_is_tried_once_then_504(start_gateway, upstream_a: MockUp
     elapsed = time.monotonic() - started
     assert answer.status_code == 504
     assert answer.json()["error"]["code"] == "timeout"
+    assert answer.headers["x-should-retry"] == "false"  # the gateway already tried
     # A route that went silent is left at once: no backoff and second 0.3 s wait on it
     # (max_attempts 2 would otherwise allow one: 0.3 + 0.5 + 0.3 s).
     assert len(model_requests(upstream_a)) == 1
@@ -178,3 +182,29 @@ def test_slow_first_token_within_limits_succeeds(
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == "Hello from a! You said: Hello!"
     assert len(model_requests(upstream_a)) == 2
+
+
+def test_the_stock_sdk_does_not_repeat_a_gateway_deadline(
+    start_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream
+) -> None:
+    # The gateway's deadline covered its own attempts and failover; the SDK's default
+    # two retries would spend it twice more (82.5 s behind API Gateway's 27 s cap).
+    gw = start_gateway(
+        config(
+            deployment("a", upstream_a, priority=1),
+            deployment("b", upstream_b),
+            router=router(json={"response_ms": 400, "total_ms": 900, "max_attempts": 3}),
+            gateway=keys(),
+        )
+    )
+    upstream_a.set_faults([], persistent={"stall": True})
+    upstream_b.set_faults([], persistent={"stall": True})
+    with client(gw.base_url, max_retries=2) as sdk:
+        assert sdk.max_retries == 2
+        with pytest.raises(openai.APIStatusError) as raised:
+            sdk.chat.completions.create(model="fast-chat", messages=HELLO)
+    assert raised.value.status_code == 504
+    assert raised.value.response.headers["x-should-retry"] == "false"
+    # One gateway request: one stalled attempt on each deployment, no SDK retry.
+    assert len(model_requests(upstream_a)) == 1
+    assert len(model_requests(upstream_b)) == 1

@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 
 from edgeproxy.routing.snapshot import BindingKey, PoolSnapshot
-from edgeproxy.service.coalescing import CoalescingStore
-from edgeproxy.state.dynamo import DynamoStore
+from edgeproxy.service.sharing.coalescing import CoalescingStore
+from edgeproxy.state.dynamodb.dynamo import DynamoStore
 from edgeproxy.state.store import SnapshotRequest, UsageDelta
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.configs import config, deployment

@@ -18,8 +18,9 @@ from edgeproxy.routing.verdict import judge
 from edgeproxy.service.admission import Attempt
 from edgeproxy.service.outcomes import Outcomes
 from edgeproxy.service.pool import PoolContext
+from edgeproxy.service.sharing.coalescing import CoalescingStore
 from edgeproxy.service.telemetry import NoTelemetry
-from edgeproxy.state.dynamo import DynamoStore
+from edgeproxy.state.dynamodb.dynamo import DynamoStore
 from edgeproxy.state.store import SnapshotRequest
 
 NOW = 1_000_000.0
@@ -126,3 +127,22 @@ async def test_a_throttle_hands_back_the_capacity_circuit_and_drops_nothing_else
         )
     )
     assert stored.capacity(DEP.domain).throttled_until == NOW + 7
+
+
+async def test_counters_go_to_the_sharing_buffer_and_circuits_to_the_store(
+    store: DynamoStore,
+) -> None:
+    # A long-lived process: the counters are coalesced, every other write is the store's own.
+    shared = CoalescingStore(store, 3600.0)  # a window that only the shutdown ends
+    outcomes = Outcomes(store, lambda: NOW, random.Random(1), NoTelemetry(), counters=shared)
+    ctx = dataclasses.replace(await _context(store), circuit=CircuitSettings(allowed_fails=0))
+    attempt = Attempt(DEP, int(NOW // 60), NOW - 1, False, False, "req-1")
+    fault = Fault(FaultKind.HTTP, "bad gateway", status=502)
+    await outcomes.failure(ctx, attempt, judge(fault), first=True)
+    assert (await _context(store)).snapshot.circuit("d1").state is CircuitState.OPEN
+    minute = int(NOW // 60)
+    assert sum(u.failures for u in await store.read_usage("d1", minute, minute)) == 0
+    assert shared.counters is not None
+    assert shared.counters.pending == 1
+    await shared.aclose()
+    assert sum(u.failures for u in await store.read_usage("d1", minute, minute)) == 1

@@ -57,7 +57,8 @@ def test_config_load_reaches_running_gateways(
     path = tmp_path / "config.yaml"
     path.write_text(json.dumps(config(deployment("b", b))))  # JSON is YAML too
     status, out, _ = run(capsys, "config", "load", str(path))
-    assert (status, out.strip()) == (0, "stored configuration version 2 (1 deployments)")
+    assert (status, out.splitlines()[0]) == (0, "stored configuration version 2 (2 changes):")
+    assert "  deployments[b]: (none) -> " in out  # what the load changed
     clock.advance(CONFIG_REFRESH_S)  # past the gateway's configuration cache
     assert served_by(chat(gateway)) == "b"
 

@@ -15,12 +15,12 @@ from edgeproxy.config.deployment import Deployment, ProviderKind
 from edgeproxy.config.router import CircuitSettings, StickySettings
 from edgeproxy.routing.selection import Pick, RouteRequest, next_deployment
 from edgeproxy.routing.snapshot import Binding, BindingKey
+from edgeproxy.service.admin.bindings import invalidate_pool, unbind
 from edgeproxy.service.admission import Attempt
-from edgeproxy.service.bindings import invalidate_pool, unbind
 from edgeproxy.service.outcomes import Outcomes
 from edgeproxy.service.pool import PoolContext
 from edgeproxy.service.telemetry import NoTelemetry
-from edgeproxy.state.dynamo import DynamoStore
+from edgeproxy.state.dynamodb.dynamo import DynamoStore
 from edgeproxy.state.store import SnapshotRequest
 
 POOL = "fast-chat"

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from starlette.requests import Request
 
-from edgeproxy.api.admin import AdminCall, version_of
+from edgeproxy.api.admin.guard import AdminCall, version_of
 from edgeproxy.cli_admin import settings_patch
 from edgeproxy.errors import RequestError, UsageError, VersionRequired
 

@@ -12,8 +12,8 @@ import pytest
 from mangum.handlers.api_gateway import HTTPGateway
 from starlette.requests import Request
 
-from edgeproxy.api.admin_keys import ROUTES
-from edgeproxy.api.admin_routes import admin_routes, openapi_document
+from edgeproxy.api.admin.keys import ROUTES
+from edgeproxy.api.admin.routes import admin_routes, openapi_document
 from edgeproxy.api.identity import Identity, admit, client_ip, identify
 from edgeproxy.config.models import ApiKey, GatewayConfig, GatewaySettings
 from edgeproxy.config.roles import Role

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from edgeproxy.api.messages_answer import error_response, error_type, to_message
+from edgeproxy.api.surfaces.messages_answer import error_response, error_type, to_message
 from edgeproxy.errors import (
     AuthenticationError,
     BodyTooLarge,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from edgeproxy.api.messages_request import to_chat_request
+from edgeproxy.api.surfaces.messages_request import to_chat_request
 from edgeproxy.errors import RequestError
 from edgeproxy.upstream.anthropic import to_messages_request
 

@@ -6,9 +6,9 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from edgeproxy.api.messages_stream import MessageEvents, message_stream
+from edgeproxy.api.surfaces.messages_stream import MessageEvents, message_stream
 from edgeproxy.errors import EdgeproxyError, ModelOverloaded, RateLimited
-from edgeproxy.service.events import KEEPALIVE, Chunk, Closing, Failed, StreamItem
+from edgeproxy.service.stream.events import KEEPALIVE, Chunk, Closing, Failed, StreamItem
 from edgeproxy.upstream.call import Usage
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from edgeproxy.api.messages_tokens import IMAGE_TOKENS, check_count_request, estimate
+from edgeproxy.api.surfaces.messages_tokens import IMAGE_TOKENS, check_count_request, estimate
 from edgeproxy.errors import RequestError
 
 IMAGE = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "x" * 99}}

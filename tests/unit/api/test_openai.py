@@ -10,9 +10,9 @@ import pytest
 from starlette.requests import Request
 
 from edgeproxy.api.codec import request_id
-from edgeproxy.api.openai import CHAT, COMPLETIONS, EMBEDDINGS, closing_frames, openai_sse
+from edgeproxy.api.surfaces.openai import CHAT, COMPLETIONS, EMBEDDINGS, closing_frames, openai_sse
 from edgeproxy.errors import EdgeproxyError, ModelOverloaded, RequestError
-from edgeproxy.service.events import KEEPALIVE, Chunk, Closing, Failed, StreamItem
+from edgeproxy.service.stream.events import KEEPALIVE, Chunk, Closing, Failed, StreamItem
 from edgeproxy.upstream.call import Usage
 
 FIRST = {"id": "c-1", "object": "chat.completion.chunk", "created": 7, "model": "up-1"}

@@ -13,10 +13,10 @@ from starlette.testclient import TestClient
 from edgeproxy.api.app import create_app
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import ModelOverloaded
-from edgeproxy.service.events import Chunk, Closing, StreamItem
 from edgeproxy.service.gateway import JsonAnswer, StreamAnswer
 from edgeproxy.service.keys import KeyRing
 from edgeproxy.service.request import ProxyRequest
+from edgeproxy.service.stream.events import Chunk, Closing, StreamItem
 from edgeproxy.upstream.call import Usage
 
 KEY = "sk-pipeline-caller"

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from edgeproxy.api.responses_request import to_chat_request
+from edgeproxy.api.surfaces.responses_request import to_chat_request
 from edgeproxy.errors import RequestError
 
 TOOL = {"type": "function", "name": "f", "parameters": {"type": "object"}, "strict": True}

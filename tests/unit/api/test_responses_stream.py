@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from edgeproxy.api.responses_stream import ResponseEvents
+from edgeproxy.api.surfaces.responses_stream import ResponseEvents
 from edgeproxy.errors import ModelOverloaded
-from edgeproxy.service.events import KEEPALIVE, Chunk, Closing, Failed, StreamItem
+from edgeproxy.service.stream.events import KEEPALIVE, Chunk, Closing, Failed, StreamItem
 from edgeproxy.upstream.call import Usage
 
 

@@ -37,9 +37,10 @@ def test_the_command_writes_yaml_that_loads_and_warnings_to_stderr(
     assert "sk-in-the-file" not in out
     assert "sk-1234" not in out
     assert err.splitlines()[-1] == (
-        "converted 11 deployments (5 models), 4 fallback chains; 14 warnings"
+        "converted 11 deployments (5 models), 4 fallback chains; 12 warnings, "
+        "2 entries not converted"
     )
-    assert all(line.startswith("warning: ") for line in err.splitlines()[:-1])
+    assert all(line.startswith(("warning: ", "error: ")) for line in err.splitlines()[:-1])
     # The whole output loads with the project's own loader, azure and bedrock included.
     path = tmp_path / "edgeproxy.yaml"
     path.write_text(out)
@@ -127,15 +128,17 @@ def test_router_settings_and_fallbacks() -> None:
 def test_every_unmapped_setting_is_a_warning() -> None:
     warnings = "\n".join(converted()[1])
     for expected in (
-        "model_list[2] (gpt-4o): a literal api_key is not copied",
-        "model_list[5] (claude): litellm_params.aws_access_key_id has no equivalent",
-        "model_list[6] (llama): litellm_params.temperature has no equivalent",
-        "model_list[10] (embed): model_info.base_model has no equivalent",
-        "model_list[11] (gemini): model 'vertex_ai/gemini-1.5-pro': provider 'vertex_ai'",
-        "model_list[12]: wildcard model_name 'openai/*'",
+        "model_list[2] (model_name: gpt-4o, model: gpt-4o-mini): a literal api_key is not copied",
+        "model_list[5] (model_name: claude, model: bedrock/anthropic.claude-3-5-sonnet-20240620"
+        "-v1:0): litellm_params.aws_access_key_id has no equivalent",
+        "model_list[6] (model_name: llama, model: hosted_vllm/meta-llama/Llama-3.1-8B-Instruct): "
+        "litellm_params.temperature has no equivalent",
+        "model_list[10] (model_name: embed, model: text-embedding-3-small): "
+        "model_info.base_model has no equivalent",
         "router_settings: enable_pre_call_checks has no equivalent",
         "router_settings: redis_host has no equivalent",
-        "deployment claude-4: chat.stream.response_ms 2000000 is looser than 120000",
+        "model_list[4] (model_name: claude, model: claude-3-5-haiku-20241022): "
+        "chat.stream.response_ms 2000000 is looser than 120000",
         "router_settings.fallbacks: claude: no deployment serves ['gemini']",
         "litellm_settings: drop_params has no equivalent",
         "litellm_settings: success_callback has no equivalent",
@@ -143,24 +146,35 @@ def test_every_unmapped_setting_is_a_warning() -> None:
         "environment_variables: has no equivalent",
     ):
         assert expected in warnings
-    assert len(converted()[1]) == 14
+    assert len(converted()[1]) == 12
+
+
+def test_entries_that_cannot_convert_are_errors_naming_them() -> None:
+    errors = convert(yaml.safe_load(SOURCE.read_text()), ENVIRON).errors
+    assert errors == [
+        "model_list[11] (model_name: gemini, model: vertex_ai/gemini-1.5-pro): provider "
+        "'vertex_ai' has no edgeproxy kind; not converted",
+        "model_list[12] (model_name: openai/*, model: openai/*): a wildcard (any model of a "
+        "provider) has no equivalent; not converted",
+    ]
 
 
 def test_an_api_base_that_cannot_be_read_skips_the_entry() -> None:
-    document, warnings = converted(environ={})
-    assert "llama-7" not in by_id(document)  # never pointed at api.openai.com instead
-    assert any("$LLAMA_API_BASE is not set" in w for w in warnings)
+    result = convert(yaml.safe_load(SOURCE.read_text()), {})
+    assert "llama-7" not in by_id(result.document)  # never pointed at api.openai.com instead
+    assert any("$LLAMA_API_BASE is not set" in w for w in result.warnings)
+    assert any(e.startswith("model_list[7] (model_name: llama") for e in result.errors)
 
 
 def test_without_router_timeouts_the_default_matrix_holds() -> None:
-    source = {
-        "model_list": [{"model_name": "m", "litellm_params": {"model": "gpt-4o", "timeout": 9000}}]
-    }
-    result = convert(source, {})
+    params = {"model": "gpt-4o", "timeout": 9000, "api_key": "os.environ/K"}
+    result = convert({"model_list": [{"model_name": "m", "litellm_params": params}]}, {})
     assert "router" not in result.document
     assert result.warnings == [
-        "deployment m-0: chat.json.response_ms 9000000 is looser than 600000; dropped",
-        "deployment m-0: chat.stream.response_ms 9000000 is looser than 600000; dropped",
+        "model_list[0] (model_name: m, model: gpt-4o): chat.json.response_ms 9000000 is looser "
+        "than 600000; dropped",
+        "model_list[0] (model_name: m, model: gpt-4o): chat.stream.response_ms 9000000 is "
+        "looser than 600000; dropped",
     ]
     parse_config(result.document, "converted")
 

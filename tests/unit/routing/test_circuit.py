@@ -332,8 +332,13 @@ def test_release_probe_frees_the_lease() -> None:
 
 
 def test_throttle_until_honours_retry_after_within_bounds() -> None:
-    assert throttle_until(100.0, None, S) == 105.0
-    assert throttle_until(100.0, 2.0, S) == 105.0  # never below throttle_cooldown_seconds
     assert throttle_until(100.0, 30.0, S) == 130.0
     assert throttle_until(100.0, 3600.0, S) == 160.0  # Retry-After honoured up to 60 s
-    assert throttle_until(100.0, -5.0, S) == 105.0
+
+
+def test_the_throttle_cooldown_is_the_floor_only_for_a_429_that_names_no_wait() -> None:
+    assert throttle_until(100.0, None, S) == 105.0
+    assert throttle_until(100.0, -5.0, S) == 105.0  # not a wait: as if none was sent
+    # The provider's own wait, shorter than throttle_cooldown_seconds, is not lengthened.
+    assert throttle_until(100.0, 2.0, S) == 102.0
+    assert throttle_until(100.0, 0.0, S) == 100.0

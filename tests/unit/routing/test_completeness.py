@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from edgeproxy.routing.completeness import Complete, StreamTracker, Truncated
+from edgeproxy.routing.stream.completeness import Complete, StreamTracker, Truncated
 
 
 def chunk(

@@ -12,7 +12,7 @@ from edgeproxy.routing.health import (
     window,
     with_usable_health,
 )
-from edgeproxy.routing.snapshot import Health, PoolSnapshot, Usage
+from edgeproxy.routing.snapshot import Health, PoolSnapshot, Second, Usage
 
 
 def bucket(
@@ -91,3 +91,40 @@ def test_no_traffic_is_no_data_and_old_health_is_ignored() -> None:
 
 def test_the_window_is_the_last_ten_minutes() -> None:
     assert window(60 * 100 + 30) == (91, 100)
+
+
+def by_second(minute: int, answers: dict[int, tuple[int, int]]) -> Usage:
+    """A bucket whose answers finished in the given seconds: second -> (count, latency ms)."""
+    return Usage(
+        "d",
+        minute,
+        successes=sum(n for n, _ in answers.values()),
+        seconds={s: Second(n, n * ms, n, 50.0 * n) for s, (n, ms) in answers.items()},
+    )
+
+
+def test_the_ewma_replays_answers_in_the_order_they_finished() -> None:
+    # 99 answers of 100 ms over the first 40 seconds, then one of 1000 ms.
+    fast = {s: (3, 100) for s in range(33)}
+    health = health_from_usage("d", [by_second(5, {**fast, 45: (1, 1000)})], now=360.0)
+    assert health.ewma_latency_ms == pytest.approx(0.8 * 100 + 0.2 * 1000)  # 280, 000's formula
+    # The same answers as one minute's mean read 109 ms.
+    mean = health_from_usage("d", [bucket(5, 100, latency_ms=109)], now=360.0)
+    assert mean.ewma_latency_ms == pytest.approx(109.0)
+
+
+def test_seconds_are_ordered_across_buckets_and_within_one() -> None:
+    older = by_second(4, {59: (1, 500)})
+    newer = by_second(5, {30: (1, 100), 2: (1, 300)})
+    health = health_from_usage("d", [newer, older], now=360.0)
+    expected = 500.0
+    for ms in (300, 100):
+        expected = ALPHA * ms + (1 - ALPHA) * expected
+    assert health.ewma_latency_ms == pytest.approx(expected)
+    assert health.ewma_tokens_per_s == pytest.approx(50.0)
+
+
+def test_buckets_without_per_second_sums_replay_per_minute() -> None:
+    # What an older release wrote: minute sums only, replayed as before.
+    health = health_from_usage("d", [bucket(1, 2, latency_ms=100)], now=120.0)
+    assert health.ewma_latency_ms == pytest.approx(100.0)

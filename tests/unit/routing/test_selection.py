@@ -147,7 +147,7 @@ def test_open_circuit_throttled_domain_and_limits_exclude() -> None:
         },
     )
     assert pick(deps, snap).deployment.id == "ok"
-    statuses = {s.deployment_id: s for s in pool_status(deps, snap, NOW)}
+    statuses = {s.deployment_id: s for s in pool_status(deps, snap, NOW, 600.0)}
     assert statuses["open"].status is Status.COOLDOWN
     assert statuses["dom2"].limit is Limit.CAPACITY
     assert statuses["dom2"].retry_after == pytest.approx(20.0)
@@ -265,3 +265,18 @@ def test_zero_weight_tier_falls_through_to_the_next_tier() -> None:
     deps = [dep("off", priority=3, weight=0), dep("on", priority=0)]
     req = RouteRequest(strategy=Strategy.WEIGHTED_RANDOM)
     assert pick(deps, req=req).deployment.id == "on"
+
+
+def test_a_native_only_request_never_picks_a_deployment_that_needs_a_translation() -> None:
+    chat = [dep(f"c{i}", priority=2) for i in range(3)]
+    native = dep("n", operations=["responses"])
+    req = RouteRequest(operation=Operation.RESPONSES, strategy=Strategy.SIMPLE_SHUFFLE)
+    assert pick([*chat, native], req=req).deployment.id.startswith("c")  # translated: tier 2
+    native_req = RouteRequest(
+        operation=Operation.RESPONSES, strategy=Strategy.SIMPLE_SHUFFLE, native=True
+    )
+    assert pick([*chat, native], req=native_req).deployment.id == "n"
+    blocked = route(chat, None, native_req, frozenset(), frozenset())
+    assert isinstance(blocked, Blocked)
+    assert blocked.reason is BlockReason.INCOMPATIBLE
+    assert {s.status for s in blocked.statuses} == {Status.INCOMPATIBLE}

@@ -10,8 +10,8 @@ import pytest
 
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.router import Strategy
+from edgeproxy.routing.ordering.strategies import StrategyInputs, order, weighted_order
 from edgeproxy.routing.snapshot import Health, PoolSnapshot, Usage
-from edgeproxy.routing.strategies import StrategyInputs, order, weighted_order
 
 from .builders import dep
 
@@ -81,17 +81,21 @@ def test_usage_based_rpm_and_tpm_read_the_current_minute_only() -> None:
     assert order(Strategy.USAGE_BASED_TPM, deps, inputs(snap), rng)[0].id == "b"
 
 
-def test_ties_use_two_choices_toward_the_less_busy() -> None:
+@pytest.mark.parametrize(("busy", "idle_share"), [(5, 0.5), (8, 0.75), (50, 0.75)])
+def test_ties_use_two_choices_toward_the_less_busy_past_the_threshold(
+    busy: int, idle_share: float
+) -> None:
     deps = [dep("busy"), dep("idle")]
     snap = PoolSnapshot(
         usage={
-            "busy": [Usage("busy", MINUTE, requests=4, inflight=5)],
+            "busy": [Usage("busy", MINUTE, requests=4, inflight=busy)],
             "idle": [Usage("idle", MINUTE, requests=4, inflight=0)],
         }
     )
     counts = first_counts(Strategy.USAGE_BASED_RPM, deps, inputs(snap))
-    # Two equal-weight draws: "busy" wins only when both draws are "busy" (1/4).
-    assert counts["idle"] / 4000 == pytest.approx(0.75, abs=0.05)
+    # Below intervene_inflight (8) the first draw stands: 1/2 each. From it on,
+    # "busy" wins only when both draws are "busy" (1/4).
+    assert counts["idle"] / 4000 == pytest.approx(idle_share, abs=0.05)
 
 
 def test_latency_based_lowest_first_unknown_last() -> None:

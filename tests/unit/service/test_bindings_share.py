@@ -8,7 +8,7 @@ import pytest
 
 from edgeproxy.config.deployment import Deployment, ProviderKind
 from edgeproxy.routing.snapshot import Usage
-from edgeproxy.service.bindings import looks_like_caller_id, resolve_caller, share_of
+from edgeproxy.service.admin.bindings import looks_like_caller_id, resolve_caller, share_of
 
 
 def dep(dep_id: str, weight: float) -> Deployment:

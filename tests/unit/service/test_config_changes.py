@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from edgeproxy.errors import AlreadyExists, NotFound, RequestError
-from edgeproxy.service import config_changes as changes
-from edgeproxy.service.audit import MAX_CHANGES, diff
+from edgeproxy.service.admin import config_changes as changes
+from edgeproxy.service.admin.audit import MAX_CHANGES, diff
 
 
 def _doc() -> dict[str, Any]:
@@ -91,7 +91,7 @@ def test_a_huge_diff_is_truncated() -> None:
 
 def test_documents_list_set_fields_in_sorted_order() -> None:
     from edgeproxy.config.loader import parse_config
-    from edgeproxy.service.config_edit import as_document
+    from edgeproxy.service.admin.config_edit import as_document
 
     dep = {
         "id": "a",

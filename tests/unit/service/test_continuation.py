@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from edgeproxy.routing.completeness import StreamTracker
 from edgeproxy.routing.faults import Fault, FaultKind
-from edgeproxy.service.continuation import Progress, continuable, continuation_body
+from edgeproxy.service.stream.continuation import Progress, continuation_body
 from edgeproxy.upstream.call import Usage
 
 
@@ -64,26 +63,6 @@ def test_whitespace_left_out_of_the_prefill_is_not_repeated() -> None:
     assert later is not None
     assert later["choices"][0]["delta"] == {"content": " fox"}  # only the owed space went
     assert "".join(progress.text) == "The quick brown fox"
-
-
-def test_only_plain_text_of_one_choice_can_be_continued() -> None:
-    text = StreamTracker()
-    text.feed(chunk("x", {"content": "Hi"}))
-    assert continuable(text, "Hi")
-    assert not continuable(text, "  ")  # nothing shown to continue from
-    tools = StreamTracker()
-    tools.feed(chunk("x", {"tool_calls": [{"index": 0, "function": {"arguments": "{"}}]}))
-    assert not continuable(tools, "Hi")
-    two = StreamTracker()
-    two.feed(
-        {
-            "choices": [
-                {"index": 0, "delta": {"content": "a"}},
-                {"index": 1, "delta": {"content": "b"}},
-            ]
-        }
-    )
-    assert not continuable(two, "a")
 
 
 def test_the_continuation_body_appends_the_prefill() -> None:

@@ -1,4 +1,4 @@
-"""The relay's bounded read-ahead (``service/readahead.py``) on a virtual clock."""
+"""The relay's bounded read-ahead (``service/stream/readahead.py``) on a virtual clock."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from edgeproxy.errors import UpstreamFault
 from edgeproxy.routing.faults import Fault, FaultKind
-from edgeproxy.service.readahead import ReadAhead
+from edgeproxy.service.stream.readahead import ReadAhead
 from edgeproxy.upstream.call import StreamEvent
 
 

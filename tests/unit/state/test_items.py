@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from edgeproxy.routing.snapshot import Circuit, CircuitState, Health, OpenCause, Usage
+from edgeproxy.routing.snapshot import Circuit, CircuitState, Health, OpenCause, Second, Usage
 from edgeproxy.state import items
 from edgeproxy.state.store import UsageDelta
 
@@ -98,3 +98,21 @@ def test_non_finite_numbers_are_refused(value: float) -> None:
 def test_small_and_large_floats_survive() -> None:
     for value in (1e-05, 0.1, 1_700_000_000.123456, 123456789012.5):
         assert items.get_float({"x": items.number(value)}, "x") == value
+
+
+def test_per_second_sums_round_trip_under_short_attribute_names() -> None:
+    delta = Usage(
+        "d", 7, successes=2, seconds={3: Second(2, 250, 1, 40.5), 59: Second(0, 0, 1, 9.0)}
+    )
+    counters = items.usage_counters(delta)
+    assert counters == {
+        "successes": 2,
+        "s03n": 2,
+        "s03l": 250,
+        "s03r": 1,
+        "s03t": 40.5,
+        "s59r": 1,
+        "s59t": 9.0,
+    }
+    stored = {name: {"N": str(value)} for name, value in counters.items()}
+    assert items.usage_from("d", 7, stored) == delta

@@ -7,8 +7,9 @@ import random
 import pytest
 
 from edgeproxy.config.router import Strategy
+from edgeproxy.routing.ordering.registry import REGISTRY
+from edgeproxy.routing.ordering.strategies import COUNTER_FREE, StrategyInputs, order
 from edgeproxy.routing.snapshot import PoolSnapshot, Usage
-from edgeproxy.routing.strategies import COUNTER_FREE, RANKERS, StrategyInputs, order
 from edgeproxy.state.store import SnapshotRequest
 from tests.unit.routing.builders import dep
 
@@ -39,7 +40,7 @@ def test_a_counting_strategy_reads_both_buckets_of_every_deployment(strategy: St
 
 
 def test_every_strategy_is_classified() -> None:
-    assert set(RANKERS) == set(Strategy)
+    assert {spec.name for spec in REGISTRY} == set(Strategy)
     assert set(Strategy) > COUNTER_FREE
 
 

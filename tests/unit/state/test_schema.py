@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from edgeproxy.state.schema import TableSchema
+from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy_dev.template import (
     create_table_kwargs,
     default_template_path,

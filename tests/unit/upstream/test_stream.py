@@ -11,8 +11,8 @@ import pytest
 from edgeproxy.config.deployment import Deployment, ProviderKind
 from edgeproxy.config.policies import Operation
 from edgeproxy.errors import UpstreamFault
-from edgeproxy.routing.completeness import Complete
 from edgeproxy.routing.faults import FaultKind
+from edgeproxy.routing.stream.completeness import Complete
 from edgeproxy.upstream.call import StreamEvent, UpstreamCall, Usage
 from edgeproxy.upstream.client import UpstreamClient
 from edgeproxy.upstream.stream import UpstreamStream

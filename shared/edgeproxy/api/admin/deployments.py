@@ -1,0 +1,120 @@
+"""``/admin/deployments[/{id}]``: create, read, replace, patch and delete deployments.
+
+A body is a deployment as in the YAML (``deployments:`` entry) and is
+validated by the same model; the whole configuration is validated again
+after the change (a removed deployment whose pool still has settings or a
+fallback chain is refused with 400 saying so).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.responses import Response
+
+from edgeproxy.api.admin.guard import AdminCall, AdminRoute, json_body, version_of, versioned
+from edgeproxy.api.admin.settings import edit, editor
+from edgeproxy.config.deployment import Deployment
+from edgeproxy.errors import NotFound
+from edgeproxy.service.admin import config_changes as changes
+from edgeproxy.service.admin.config_edit import Versioned, checked
+
+
+def _one(current: Versioned, deployment_id: str) -> dict[str, Any]:
+    for dep in current.document["deployments"]:
+        if dep["id"] == deployment_id:
+            return dict(dep)
+    raise NotFound(f"No deployment `{deployment_id}`.", param="id")
+
+
+def _id(call: AdminCall) -> str:
+    return str(call.request.path_params["id"])
+
+
+async def list_deployments(call: AdminCall) -> Response:
+    """Every deployment, as configured."""
+    current = await editor(call).current()
+    return versioned({"deployments": current.document["deployments"]}, current.version)
+
+
+async def get_deployment(call: AdminCall) -> Response:
+    """One deployment (404 for an unknown id)."""
+    current = await editor(call).current()
+    return versioned(_one(current, _id(call)), current.version)
+
+
+async def create_deployment(call: AdminCall) -> Response:
+    """Add a deployment (409 ``already_exists`` if its id is taken)."""
+    body = await json_body(call)
+    version = version_of(call, body)
+    dep = checked(Deployment, body)
+    assert isinstance(dep, Deployment)
+    change = changes.create_deployment(body)
+    done = await edit(call, version, change, "deployment.create", dep.id)
+    return versioned(_one(done, dep.id), done.version, status=201)
+
+
+async def replace_deployment(call: AdminCall) -> Response:
+    """Replace a deployment with the body (every field as in a new one)."""
+    body = await json_body(call)
+    version = version_of(call, body)
+    dep_id = _id(call)
+    checked(Deployment, {"id": dep_id, **body})
+    change = changes.replace_deployment(dep_id, body, partial=False)
+    done = await edit(call, version, change, "deployment.replace", dep_id)
+    return versioned(_one(done, dep_id), done.version)
+
+
+async def patch_deployment(call: AdminCall) -> Response:
+    """Change some fields of a deployment (e.g. ``{"weight": 0}`` to drain it)."""
+    body = await json_body(call)
+    version = version_of(call, body)
+    dep_id = _id(call)
+    change = changes.replace_deployment(dep_id, body, partial=True)
+    done = await edit(call, version, change, "deployment.update", dep_id)
+    return versioned(_one(done, dep_id), done.version)
+
+
+async def delete_deployment(call: AdminCall) -> Response:
+    """Remove a deployment."""
+    version = version_of(call)
+    dep_id = _id(call)
+    done = await edit(call, version, changes.delete_deployment(dep_id), "deployment.delete", dep_id)
+    return versioned({"deleted": dep_id}, done.version)
+
+
+TAG = "deployments"
+ONE = "/admin/deployments/{id}"
+
+ROUTES = [
+    AdminRoute("GET", "/admin/deployments", list_deployments, "Every deployment", TAG),
+    AdminRoute(
+        "POST",
+        "/admin/deployments",
+        create_deployment,
+        "Add a deployment",
+        TAG,
+        body=Deployment,
+        versioned=True,
+    ),
+    AdminRoute("GET", ONE, get_deployment, "One deployment", TAG),
+    AdminRoute(
+        "PUT",
+        ONE,
+        replace_deployment,
+        "Replace a deployment",
+        TAG,
+        body=Deployment,
+        versioned=True,
+    ),
+    AdminRoute(
+        "PATCH",
+        ONE,
+        patch_deployment,
+        "Change some fields of a deployment",
+        TAG,
+        body=Deployment,
+        versioned=True,
+    ),
+    AdminRoute("DELETE", ONE, delete_deployment, "Remove a deployment", TAG, versioned=True),
+]

@@ -1,0 +1,175 @@
+"""``/admin/keys``: create, list, show and revoke client keys (admin role only).
+
+    POST   /admin/keys                 {"name", "role", ...} -> 201 {"id", "key", ...}
+    GET    /admin/keys                 {"object": "list", "data": [...]}  (prefixes only)
+    GET    /admin/keys/{id}            one key, with its spend and this minute's tokens
+    DELETE /admin/keys/{id}            revoke (the item stays, listed as revoked)
+    POST   /admin/keys/{id}/revoke     the same
+
+The key itself appears only in the creation answer; the table keeps its
+sha256. A revocation is immediate in this process and reaches every other
+within the key cache TTL (``EDGEPROXY_KEY_CACHE_TTL_SECONDS``). Errors use
+OpenAI's JSON, like every route of the admin API; these routes join the
+admin registry (``admin_routes``), so the one admin guard checks them, the
+OpenAPI document describes them, and every create and revoke is audited.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from pydantic import Field, ValidationError
+from starlette.responses import JSONResponse, Response
+
+from edgeproxy.api.admin.guard import AdminCall, AdminRoute, json_body
+from edgeproxy.config.base import Positive, Strict
+from edgeproxy.config.roles import Role
+from edgeproxy.errors import NotFound, RequestError
+from edgeproxy.routing.access import ClientKey, KeyUsage
+from edgeproxy.service.admin import audit
+from edgeproxy.service.gateway import Gateway
+from edgeproxy.service.keys import mint_key
+
+logger = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 64 * 1024
+
+
+class CreateKey(Strict):
+    """The body of ``POST /admin/keys``; every field but ``name`` is optional."""
+
+    name: Annotated[str, Field(min_length=1, max_length=128)]
+    role: Role = Role.FREE
+    models: Annotated[list[Annotated[str, Field(min_length=1)]], Field(max_length=1000)] | None = (
+        None
+    )
+    rpm_limit: Positive | None = None
+    tpm_limit: Positive | None = None
+    budget_usd: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    expires_at: datetime | None = None  # ISO 8601 (or epoch seconds); naive times are UTC
+
+
+def _time(value: float | None) -> str | None:
+    if value is None or value <= 0:
+        return None
+    return datetime.fromtimestamp(value, UTC).isoformat().replace("+00:00", "Z")
+
+
+def key_view(key: ClientKey, usage: KeyUsage | None = None) -> dict[str, Any]:
+    """A key as the admin API shows it: never the key or its digest."""
+    view: dict[str, Any] = {
+        "object": "api_key",
+        "id": key.id,
+        "name": key.name,
+        "role": key.role.value,
+        "prefix": key.prefix,
+        "models": sorted(key.models) if key.models is not None else None,
+        "rpm_limit": key.rpm_limit,
+        "tpm_limit": key.tpm_limit,
+        "budget_usd": key.budget_usd,
+        "expires_at": _time(key.expires_at),
+        "revoked": key.revoked,
+        "created_at": _time(key.created_at),
+        "last_used_at": _time(key.last_used_at),
+    }
+    if usage is not None:
+        view["spend_usd"] = usage.spend_usd
+        view["tokens_this_minute"] = usage.tokens
+    return view
+
+
+def _parsed(body: dict[str, Any]) -> CreateKey:
+    try:
+        return CreateKey.model_validate(body)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or None
+        raise RequestError(f"{where or 'body'}: {first['msg']}", param=where) from None
+
+
+def epoch_seconds(moment: datetime | None) -> float | None:
+    """``moment`` as epoch seconds (a naive time is UTC)."""
+    if moment is None:
+        return None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+
+
+async def _audit(
+    call: AdminCall, action: str, key: ClientKey, changes: list[dict[str, Any]]
+) -> None:
+    entry = audit.entry(call.actor, action, f"key:{key.id}", changes, call.gateway.now())
+    await call.gateway.store.record_audit(entry)
+
+
+async def create(call: AdminCall) -> Response:
+    """``POST /admin/keys``: a new key, shown once."""
+    gateway = call.gateway
+    body = _parsed(await json_body(call))
+    now = gateway.keys.now()
+    expires_at = epoch_seconds(body.expires_at)
+    if expires_at is not None and expires_at <= now:
+        raise RequestError("expires_at: must be in the future", param="expires_at")
+    new = mint_key(
+        body.name,
+        body.role,
+        now,
+        models=frozenset(body.models) if body.models is not None else None,
+        rpm_limit=body.rpm_limit,
+        tpm_limit=body.tpm_limit,
+        budget_usd=body.budget_usd,
+        expires_at=expires_at,
+    )
+    if not await gateway.store.put_client_key(new.key):  # 2**-128: a digest collision
+        raise RequestError("Could not create a unique key; try again.")
+    view = key_view(new.key)
+    # The audit names what the key may do; never the key or its digest.
+    await _audit(call, "key.create", new.key, [{"path": "key", "old": None, "new": view}])
+    logger.info("created client key id=%s name=%s role=%s", new.key.id, body.name, body.role)
+    return JSONResponse({**view, "key": new.secret}, status_code=201)
+
+
+async def list_keys(call: AdminCall) -> Response:
+    """``GET /admin/keys``: every key, by display prefix."""
+    keys = await call.gateway.store.list_client_keys()
+    return JSONResponse({"object": "list", "data": [key_view(k) for k in keys]})
+
+
+async def _found(gateway: Gateway, key_id: str) -> ClientKey:
+    key = await gateway.store.find_client_key(key_id)
+    if key is None:
+        raise NotFound(f"No API key has the id `{key_id}`.", param="id")
+    return key
+
+
+async def show(call: AdminCall) -> Response:
+    """``GET /admin/keys/{id}``: one key, with its spend and this minute's tokens."""
+    gateway = call.gateway
+    key = await _found(gateway, call.request.path_params["key_id"])
+    usage = await gateway.store.read_key_usage(key.id, int(gateway.keys.now() // 60))
+    return JSONResponse(key_view(key, usage))
+
+
+async def revoke(call: AdminCall) -> Response:
+    """Revoke a key: refused at once here, within the key cache TTL everywhere."""
+    gateway = call.gateway
+    key_id = call.request.path_params["key_id"]
+    revoked = await gateway.store.revoke_client_key(key_id)
+    if revoked is None:
+        raise NotFound(f"No API key has the id `{key_id}`.", param="id")
+    gateway.keys.forget(revoked.digest)
+    await _audit(call, "key.revoke", revoked, [{"path": "revoked", "old": False, "new": True}])
+    logger.info("revoked client key id=%s name=%s", revoked.id, revoked.name)
+    return JSONResponse(key_view(revoked))
+
+
+KEYS = "keys"
+ONE = "/admin/keys/{key_id}"
+ROUTES = [
+    AdminRoute("POST", "/admin/keys", create, "Create a client key (shown once)", KEYS, CreateKey),
+    AdminRoute("GET", "/admin/keys", list_keys, "Every client key, by display prefix", KEYS),
+    AdminRoute("GET", ONE, show, "One client key, with its spend", KEYS),
+    AdminRoute("DELETE", ONE, revoke, "Revoke a client key", KEYS),
+    AdminRoute("POST", ONE + "/revoke", revoke, "Revoke a client key", KEYS),
+]

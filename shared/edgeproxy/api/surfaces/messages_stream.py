@@ -1,0 +1,193 @@
+"""The relay's typed stream events, rendered as an Anthropic Messages event stream.
+
+first Chunk                 -> message_start
+delta.content               -> content_block_start (text) + content_block_delta text_delta
+delta.tool_calls[i]         -> content_block_start (tool_use) + input_json_delta
+finish_reason               -> remembered for message_delta
+Closing                     -> content_block_stop, message_delta (usage), message_stop
+Failed                      -> event: error (with ``unified_routing`` if asked; nothing after it)
+Keepalive                   -> the SSE comment ``: keepalive``
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from edgeproxy.api.surfaces.messages_answer import error_body, error_json, stop_reason
+from edgeproxy.errors import EdgeproxyError
+from edgeproxy.service.stream.events import Chunk, Closing, Failed, Keepalive, StreamItem
+
+KEEPALIVE = b": keepalive\n\n"
+
+
+def event(kind: str, payload: Mapping[str, Any]) -> bytes:
+    """One Anthropic SSE event: ``event: <type>`` and its JSON data."""
+    data = json.dumps(payload, separators=(",", ":"))
+    return f"event: {kind}\ndata: {data}\n\n".encode()
+
+
+class MessageEvents:
+    """Stateful renderer for one stream; feed it events, then ``close()`` at the end."""
+
+    def __init__(self) -> None:
+        self._started = False
+        self._ended = False
+        self._id = ""
+        self._model = ""
+        self._count = 0  # content blocks opened so far
+        self._open: int | None = None  # index of the open block
+        self._text: int | None = None  # index of the open block if it is text
+        self._tools: dict[int, int] = {}  # OpenAI tool_calls index -> block index
+        self._finish: Any = None
+
+    def feed(self, item: StreamItem) -> list[bytes]:
+        """The Anthropic events for one relay event (none once the stream ended)."""
+        if self._ended:
+            return []
+        if isinstance(item, Chunk):
+            return self._chunk(item.data)
+        if isinstance(item, Closing):
+            return self._end(item)
+        if isinstance(item, Failed):
+            return self._error(item.error, item.routing)
+        assert isinstance(item, Keepalive)
+        return [KEEPALIVE]
+
+    def close(self) -> list[bytes]:
+        """Events owed when the source ends: an error if it ended without closing."""
+        if self._ended:
+            return []
+        self._ended = True
+        body = error_body("api_error", "The stream ended before it was complete.")
+        return [event("error", body)]
+
+    def _chunk(self, chunk: Mapping[str, Any]) -> list[bytes]:
+        out = self._start(chunk)
+        for choice in chunk.get("choices") or []:
+            if isinstance(choice, dict) and choice.get("index", 0) == 0:
+                out.extend(self._delta(choice.get("delta") or {}))
+                self._finish = choice.get("finish_reason") or self._finish
+        return out
+
+    def _start(self, chunk: Mapping[str, Any]) -> list[bytes]:
+        if self._started:
+            return []
+        self._started = True
+        self._id = str(chunk.get("id") or f"msg_{uuid.uuid4().hex[:24]}")
+        self._model = str(chunk.get("model") or "")
+        message: dict[str, Any] = {
+            "id": self._id,
+            "type": "message",
+            "role": "assistant",
+            "model": self._model,
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 0, "output_tokens": 0},
+        }
+        return [event("message_start", {"type": "message_start", "message": message})]
+
+    def _delta(self, delta: Mapping[str, Any]) -> list[bytes]:
+        out: list[bytes] = []
+        for key in ("content", "refusal"):
+            text = delta.get(key)
+            if isinstance(text, str) and text:
+                index = self._text
+                if index is None:
+                    out += self._open_block({"type": "text", "text": ""})
+                    index = self._text = self._count - 1
+                out.append(_block_delta(index, {"type": "text_delta", "text": text}))
+        for call in delta.get("tool_calls") or []:
+            out += self._tool_delta(call)
+        return out
+
+    def _tool_delta(self, call: Mapping[str, Any]) -> list[bytes]:
+        out: list[bytes] = []
+        position = int(call.get("index") or 0)
+        function = call.get("function") or {}
+        if position not in self._tools:
+            block: dict[str, Any] = {
+                "type": "tool_use",
+                "id": call.get("id") or f"toolu_{uuid.uuid4().hex[:24]}",
+                "name": function.get("name") or "",
+                "input": {},
+            }
+            out += self._open_block(block)
+            self._tools[position] = self._count - 1
+        arguments = function.get("arguments")
+        if isinstance(arguments, str) and arguments:
+            # OpenAI sends one call's fragments together; if a server interleaves
+            # calls, the delta still names its own block, as the SDKs accumulate.
+            payload = {"type": "input_json_delta", "partial_json": arguments}
+            out.append(_block_delta(self._tools[position], payload))
+        return out
+
+    def _open_block(self, block: Mapping[str, Any]) -> list[bytes]:
+        out = self._close_block()
+        self._open = self._count
+        self._count += 1
+        start = {"type": "content_block_start", "index": self._open, "content_block": block}
+        out.append(event("content_block_start", start))
+        return out
+
+    def _close_block(self) -> list[bytes]:
+        if self._open is None:
+            return []
+        index, self._open, self._text = self._open, None, None
+        return [event("content_block_stop", {"type": "content_block_stop", "index": index})]
+
+    def _end(self, closing: Closing) -> list[bytes]:
+        out = self._start({}) + self._close_block()
+        # An inferred reason fills in only where the upstream stated none.
+        finish = self._finish or closing.finish_reasons.get(0)
+        usage = closing.usage
+        delta: dict[str, Any] = {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop_reason(finish), "stop_sequence": None},
+            "usage": {
+                "input_tokens": usage.prompt_tokens if usage else 0,
+                "output_tokens": usage.completion_tokens if usage else 0,
+            },
+        }
+        if closing.routing is not None:
+            delta["unified_routing"] = closing.routing
+        out.append(event("message_delta", delta))
+        out.append(event("message_stop", {"type": "message_stop"}))
+        self._ended = True
+        return out
+
+    def _error(self, error: EdgeproxyError, routing: Mapping[str, Any] | None) -> list[bytes]:
+        self._ended = True
+        # In-band: the HTTP status is long sent, so the type comes from the error itself.
+        payload: dict[str, Any] = dict(error_json(error, None))
+        if routing is not None:
+            payload["unified_routing"] = routing
+        return [event("error", payload)]
+
+
+def _block_delta(index: int, delta: Mapping[str, Any]) -> bytes:
+    return event(
+        "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
+    )
+
+
+async def message_stream(source: AsyncIterator[StreamItem]) -> AsyncIterator[bytes]:
+    """Render ``source`` (the relay's events) as it arrives.
+
+    Closes ``source`` when done or when the client goes away, so the relay
+    settles the upstream attempt (success, failure or abandon) at once.
+    """
+    events = MessageEvents()
+    try:
+        async for item in source:
+            for data in events.feed(item):
+                yield data
+        for data in events.close():
+            yield data
+    finally:
+        aclose = getattr(source, "aclose", None)
+        if aclose is not None:
+            await aclose()

@@ -1,0 +1,1 @@
+"""Ordering strategies: the registry, the rankers and the catalogue users read."""

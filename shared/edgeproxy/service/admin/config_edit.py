@@ -1,0 +1,140 @@
+"""Admin edits of the configuration document: read, modify, validate, write conditionally.
+
+The configuration is one document in the table (``load_config`` /
+``save_config``). Every admin write reads it, applies one change to its
+JSON form, validates the result with the same models and rules as a YAML
+file (``config.loader.parse_config``), and stores it conditionally on the
+version the admin read: a stale version is a ``VersionConflict`` (409),
+whether it was stale on arrival or lost a race with another admin's write
+between our read and our write. The write carries its audit entry (who,
+when, the compact diff), atomically. Other instances see the new document
+within their configuration cache TTL (``EDGEPROXY_CONFIG_TTL_SECONDS``).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from edgeproxy.config.loader import from_document, location, parse_config, to_document
+from edgeproxy.config.models import GatewayConfig
+from edgeproxy.errors import ConfigError, RequestError, VersionConflict
+from edgeproxy.service.admin import audit
+from edgeproxy.state.store import AdminStore
+
+Document = dict[str, Any]
+Change = Callable[[Document], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Versioned:
+    """A configuration and the version it is stored under (0: none stored yet)."""
+
+    config: GatewayConfig
+    version: int
+
+    @property
+    def document(self) -> Document:
+        """The configuration as JSON (what the admin API shows and edits)."""
+        return as_document(self.config)
+
+
+SET_FIELDS = ("modalities", "operations")  # frozensets: their JSON order is the hash order
+
+
+def as_document(config: GatewayConfig) -> Document:
+    """The JSON form of a configuration (aliases, e.g. ``json`` in policies).
+
+    Set-valued fields are sorted, so two processes dump one configuration
+    identically and an unchanged set never shows up in a diff.
+    """
+    doc = config.model_dump(mode="json", by_alias=True)
+    for dep in doc["deployments"]:
+        for name in SET_FIELDS:
+            dep[name] = sorted(dep[name])
+    return doc
+
+
+def validated(document: Document) -> GatewayConfig:
+    """``document`` checked by the YAML rules; a ``RequestError`` naming the path if invalid."""
+    try:
+        return parse_config(document, "configuration")
+    except ConfigError as exc:
+        raise RequestError(str(exc).replace("\n", "; ")) from None
+
+
+def checked(model: type[BaseModel], body: dict[str, Any]) -> BaseModel:
+    """``body`` validated by ``model``; a 400 naming each bad field otherwise."""
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False, include_input=False)
+        text = "; ".join(f"{location(e['loc'])}: {e['msg']}" for e in errors)
+        raise RequestError(text, param=location(errors[0]["loc"])) from None
+
+
+class ConfigEditor:
+    """Versioned, audited edits of the stored configuration."""
+
+    def __init__(self, store: AdminStore, clock: Callable[[], float]) -> None:
+        self._store = store
+        self._clock = clock
+
+    async def current(self) -> Versioned:
+        """The stored configuration, read now (not through the cache)."""
+        stored = await self._store.load_config()
+        if stored is None:
+            return Versioned(GatewayConfig(), 0)
+        return Versioned(from_document(stored.document), stored.version)
+
+    async def edit(
+        self, expected_version: int, change: Change, *, actor: str, action: str, target: str
+    ) -> Versioned:
+        """Apply ``change`` to the document stored under ``expected_version``.
+
+        ``change`` mutates the JSON document (and raises ``NotFound`` /
+        ``RequestError`` for a bad id or value). An edit that changes nothing
+        writes nothing and returns the current version.
+        """
+        now = await self.current()
+        if expected_version != now.version:
+            raise _conflict(expected_version, now.version)
+        before = now.document
+        after = copy.deepcopy(before)
+        change(after)
+        config = validated(after)
+        changes = audit.diff(before, as_document(config))
+        if not changes:
+            return now
+        record = audit.entry(actor, action, target, changes, self._clock())
+        version = await self._store.save_config(to_document(config), now.version, record)
+        if version is None:
+            latest = await self.current()
+            raise _conflict(expected_version, latest.version)
+        return Versioned(config, version)
+
+    async def replace(self, config: GatewayConfig, *, actor: str, source: str) -> int:
+        """Store a whole configuration (``edgeproxy config load``) over whatever is stored.
+
+        Still a conditional write on the version just read, so a concurrent
+        admin edit is never lost silently: the load fails with a conflict.
+        """
+        now = await self.current()
+        changes = audit.diff(now.document, as_document(config))
+        record = audit.entry(actor, "config.load", source, changes, self._clock())
+        version = await self._store.save_config(to_document(config), now.version, record)
+        if version is None:
+            raise VersionConflict("The configuration changed while it was being loaded; retry.")
+        return version
+
+
+def _conflict(sent: int, current: int) -> VersionConflict:
+    return VersionConflict(
+        f"The configuration changed: version {sent} is stale, the current version is "
+        f"{current}. Read it again and retry.",
+        param="version",
+    )

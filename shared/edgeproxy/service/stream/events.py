@@ -1,0 +1,65 @@
+"""What a relayed stream hands the surface that serialises it, as typed events.
+
+    Chunk      an OpenAI ``chat.completion.chunk`` the client is owed, in order
+    Keepalive  nothing to say yet: routing still settles after the stream opened
+    Closing    the answer is complete: what the surface owes the client at its end
+    Failed     the stream ends with this error, in-band (the status was sent already)
+
+A stream ends with exactly one ``Closing`` or ``Failed`` (unless the client
+left first), and nothing follows it. Each surface renders these in its own
+protocol (``api/surfaces/openai.py``, ``api/surfaces/messages_stream.py``); none re-parses
+another's bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from edgeproxy.errors import EdgeproxyError
+from edgeproxy.upstream.call import (
+    Usage as Usage,  # a Closing's usage: the surfaces read the type here
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One chunk as the upstream adapter read it (its ``model`` is the upstream's)."""
+
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Keepalive:
+    """The connection is open and routing is still settling."""
+
+
+@dataclass(frozen=True, slots=True)
+class Closing:
+    """The end of a complete answer.
+
+    ``finish_reasons`` are the ones the upstream never stated, inferred per
+    choice index (empty when it stated every one); ``usage`` is what the
+    upstream reported for the stream; ``routing`` is the ``unified_routing``
+    object when the client asked for it.
+    """
+
+    finish_reasons: Mapping[int, str] = field(default_factory=dict)
+    usage: Usage | None = None
+    routing: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """The stream ends with ``error``; its public body is what the client may see.
+
+    ``routing`` is the ``unified_routing`` object when the client asked for it.
+    """
+
+    error: EdgeproxyError
+    routing: dict[str, Any] | None = None
+
+
+StreamItem = Chunk | Keepalive | Closing | Failed
+KEEPALIVE = Keepalive()

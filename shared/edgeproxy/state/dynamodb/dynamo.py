@@ -1,0 +1,220 @@
+"""``DynamoStore``: the ``Store`` protocol on one DynamoDB table.
+
+Each method is one request to the low-level client (``read_pool`` one
+BatchGetItem per 100 keys, sent in parallel). Conditional writes name their
+condition below, with the race it prevents; a failed condition is an expected
+outcome, answered with the stored item DynamoDB returns alongside it
+(``ReturnValuesOnConditionCheckFailure=ALL_OLD``), never with a second read.
+The client is ``state.client.DynamoClient`` (any client with botocore's
+low-level call shape works). Every other botocore error becomes a ``StoreError`` in ``table.translated_errors``.
+
+Reads are in ``DynamoReads``: ``read_pool`` is eventually consistent, every other
+read strongly; its docstring says why a stale read cannot break a transition.
+
+    >>> client = await DynamoClient.open(aioboto3.Session(), "eu-west-1")
+    >>> schema = TableSchema.from_env_value("pk,sk,expires_at")
+    >>> store = DynamoStore(client, "edgeproxy-state", schema)
+    >>> snapshot = await store.read_pool(request)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from edgeproxy.errors import StoreError
+from edgeproxy.routing.snapshot import (
+    Binding,
+    BindingKey,
+    Circuit,
+)
+from edgeproxy.state import items, keys
+from edgeproxy.state.dynamodb import conditions as cond
+from edgeproxy.state.dynamodb.dynamo_admin import DynamoAdmin
+from edgeproxy.state.dynamodb.dynamo_keys import DynamoKeys
+from edgeproxy.state.dynamodb.dynamo_reads import DynamoReads
+from edgeproxy.state.dynamodb.schema import TableSchema
+from edgeproxy.state.dynamodb.table import Table
+from edgeproxy.state.items import number, text
+from edgeproxy.state.store import UsageDelta
+
+CAPACITY_RETENTION_S = 3600  # a throttle item is deleted by TTL this long after it ended
+
+
+class DynamoStore(DynamoReads, DynamoAdmin, DynamoKeys):
+    """The ``Store`` protocol on one table; the client is injected, never built here.
+
+    The request path's writes are here, its reads in ``DynamoReads``; the
+    jobs' and the admin plane's calls are in ``DynamoAdmin``, the client keys'
+    in ``DynamoKeys``.
+    """
+
+    def __init__(self, client: Any, table_name: str, schema: TableSchema) -> None:
+        self._table = Table(client, table_name, schema)
+        self._schema = schema
+
+    # -- counters --------------------------------------------------------------
+
+    async def _add(
+        self, key: keys.Key, counters: dict[str, float], expires_at: float, **condition: Any
+    ) -> bool:
+        """ADD ``counters`` to one usage item and refresh its TTL; False if ``condition`` failed."""
+        names = {f"#c{i}": name for i, name in enumerate(counters)}
+        values = {f":c{i}": number(v) for i, v in enumerate(counters.values())}
+        names["#ttl"] = self._schema.ttl
+        values[":ttl"] = number(expires_at)
+        names.update(condition.pop("ExpressionAttributeNames", {}))
+        values.update(condition.pop("ExpressionAttributeValues", {}))
+        added = ", ".join(f"#c{i} :c{i}" for i in range(len(counters)))
+        won, _ = await self._table.write_if(
+            "update_item",
+            Key=self._table.key(key),
+            UpdateExpression=f"ADD {added} SET #ttl = :ttl",
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+            **condition,
+        )
+        return won
+
+    async def admit(
+        self,
+        deployment_id: str,
+        minute: int,
+        rpm_limit: int | None,
+        expires_at: float,
+        *,
+        tpm_limit: int | None = None,
+        reserve: int = 0,
+    ) -> bool:
+        """Count one attempt start; with limits, only while the bucket has room for it."""
+        if (rpm_limit is not None and rpm_limit <= 0) or (tpm_limit is not None and tpm_limit <= 0):
+            return False
+        parts: list[tuple[str, str, str, str, int]] = []
+        if rpm_limit is not None:
+            parts.append((cond.UNDER_LIMIT, "#requests", "requests", ":limit", rpm_limit))
+        if tpm_limit is not None:
+            room = max(0, tpm_limit - reserve)
+            parts.append((cond.TOKENS_FIT, "#reserved", "reserved_tokens", ":room", room))
+        condition: dict[str, Any] = {}
+        if parts:
+            condition = {
+                "ConditionExpression": " AND ".join(f"({p[0]})" for p in parts),
+                "ExpressionAttributeNames": {p[1]: p[2] for p in parts},
+                "ExpressionAttributeValues": {p[3]: number(p[4]) for p in parts},
+            }
+        counters: dict[str, float] = {"requests": 1, "inflight": 1}
+        if reserve:
+            counters["reserved_tokens"] = reserve
+        return await self._add(
+            keys.usage_key(deployment_id, minute), counters, expires_at, **condition
+        )
+
+    async def record(self, delta: UsageDelta, expires_at: float) -> None:
+        """Apply the non-zero fields of ``delta`` to its bucket with ADD."""
+        counters = items.usage_counters(delta)
+        if counters:
+            await self._add(keys.usage_key(delta.deployment_id, delta.minute), counters, expires_at)
+
+    # -- conditional writes ----------------------------------------------------
+
+    async def write_circuit(self, new: Circuit, expected_version: int) -> Circuit | None:
+        """Store ``new`` if the stored version is ``expected_version``; else return the winner."""
+        if new.version != expected_version + 1:
+            raise ValueError(f"circuit version must be {expected_version + 1}, got {new.version}")
+        condition: dict[str, Any]
+        if expected_version == 0:
+            condition = {
+                "ConditionExpression": cond.ITEM_ABSENT,
+                "ExpressionAttributeNames": {"#pk": self._schema.pk},
+            }
+        else:
+            condition = {
+                "ConditionExpression": cond.VERSION_UNCHANGED,
+                "ExpressionAttributeNames": {"#version": "version"},
+                "ExpressionAttributeValues": {":expected": number(expected_version)},
+            }
+        won, stored = await self._table.write_if(
+            "put_item",
+            Item={
+                **self._table.key(keys.circuit_key(new.deployment_id)),
+                **items.circuit_item(new),
+            },
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            **condition,
+        )
+        return None if won else items.circuit_from(new.deployment_id, stored)
+
+    async def extend_capacity(self, domain: str, until: float) -> None:
+        """Throttle ``domain`` until ``until``; a longer stored throttle is kept."""
+        await self._table.write_if(
+            "update_item",
+            Key=self._table.key(keys.capacity_key(domain)),
+            UpdateExpression="SET #until = :until, #ttl = :ttl ADD #version :one",
+            ConditionExpression=cond.THROTTLE_SHORTER,
+            ExpressionAttributeNames={
+                "#until": "throttled_until",
+                "#ttl": self._schema.ttl,
+                "#version": "version",
+            },
+            ExpressionAttributeValues={
+                ":until": number(until),
+                ":ttl": number(int(until) + CAPACITY_RETENTION_S),
+                ":one": number(1),
+            },
+        )
+
+    async def put_binding(self, binding: Binding, expected: Binding | None) -> Binding:
+        """Create (``expected`` None) or renew a binding; returns what is stored now.
+
+        The store assigns the version: ``expected.version + 1``, or 1 on create.
+        A stored binding that has expired still blocks a create; pass it as
+        ``expected`` to replace it. If the binding to renew was deleted
+        meanwhile, the write is retried once as a create.
+        """
+        stored = await self._put_binding_if(binding, expected)
+        if stored is None and expected is not None:
+            stored = await self._put_binding_if(binding, None)
+        if stored is None:  # unreachable: a failed create returns the item that blocked it
+            raise StoreError("binding changed twice during one put_binding")
+        return stored
+
+    async def _put_binding_if(self, binding: Binding, expected: Binding | None) -> Binding | None:
+        """One conditional put: the binding now stored, or None if there is none."""
+        version = 1 if expected is None else expected.version + 1
+        item = {
+            **self._table.key(keys.binding_key(binding.key)),
+            **items.binding_item(binding, version),
+            self._schema.ttl: number(binding.expires_at),
+        }
+        condition: dict[str, Any] = {
+            "ConditionExpression": cond.ITEM_ABSENT,
+            "ExpressionAttributeNames": {"#pk": self._schema.pk},
+        }
+        if expected is not None:
+            condition = {
+                "ConditionExpression": cond.BINDING_UNCHANGED,
+                "ExpressionAttributeNames": {"#deployment": "deployment_id", "#version": "version"},
+                "ExpressionAttributeValues": {
+                    ":deployment": text(expected.deployment_id),
+                    ":expected": number(expected.version),
+                },
+            }
+        won, stored = await self._table.write_if(
+            "put_item", Item=item, ReturnValuesOnConditionCheckFailure="ALL_OLD", **condition
+        )
+        if won:
+            return dataclasses.replace(binding, version=version)
+        return items.binding_from(binding.key, stored, self._schema.ttl) if stored else None
+
+    async def delete_binding(self, key: BindingKey, deployment_id: str | None = None) -> None:
+        """Drop a binding; with ``deployment_id``, only if it still names that deployment."""
+        condition: dict[str, Any] = {}
+        if deployment_id is not None:
+            condition = {
+                "ConditionExpression": cond.BINDING_NAMES,
+                "ExpressionAttributeNames": {"#deployment": "deployment_id"},
+                "ExpressionAttributeValues": {":deployment": text(deployment_id)},
+            }
+        await self._table.write_if(
+            "delete_item", Key=self._table.key(keys.binding_key(key)), **condition
+        )

@@ -1,0 +1,158 @@
+"""The DynamoDB calls for client keys (the request path's and the admin plane's).
+
+Layout: ``state/keys.py``. Creation is conditional on the digest being new;
+admission is the same conditional ``ADD`` a deployment's rpm limit uses, on
+the key's own minute bucket; usage and spend are commutative ``ADD``s.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from edgeproxy.routing.access import ClientKey, KeyUsage
+from edgeproxy.state import keys
+from edgeproxy.state.dynamodb.schema import TableSchema
+from edgeproxy.state.dynamodb.table import Table
+from edgeproxy.state.items import Item, number, text
+from edgeproxy.state.key_items import client_key_from, client_key_item, key_usage_from
+
+KEY_ID = re.compile(r"[0-9a-f]{16}")
+# Two requests admitted at once must not push a key's minute past its limit.
+KEY_UNDER_LIMIT = "attribute_not_exists(#requests) OR #requests < :limit"
+# Creating a key must never overwrite another key with the same digest.
+KEY_ABSENT = "attribute_not_exists(#pk)"
+# Revoking must not resurrect a key deleted meanwhile as an empty item.
+KEY_EXISTS = "attribute_exists(#pk)"
+
+
+class DynamoKeys:
+    """The client-key part of ``DynamoStore`` (``KeyStore`` and its ``AdminStore`` calls)."""
+
+    _table: Table
+    _schema: TableSchema
+
+    async def get_client_key(self, digest: str) -> ClientKey | None:
+        """The key with this digest (one strongly consistent GetItem), or None."""
+        response = await self._table.call(
+            "get_item", Key=self._table.key(keys.client_key_key(digest)), ConsistentRead=True
+        )
+        item = response.get("Item")
+        return client_key_from(digest, item) if item else None
+
+    async def admit_key(self, key_id: str, minute: int, rpm_limit: int, expires_at: float) -> bool:
+        """Count one request in the key's bucket ``minute`` while it is under ``rpm_limit``."""
+        if rpm_limit <= 0:
+            return False
+        won, _ = await self._table.write_if(
+            "update_item",
+            Key=self._table.key(keys.key_usage_key(key_id, minute)),
+            UpdateExpression="ADD #requests :one SET #ttl = :ttl",
+            ConditionExpression=KEY_UNDER_LIMIT,
+            ExpressionAttributeNames={"#requests": "requests", "#ttl": self._schema.ttl},
+            ExpressionAttributeValues={
+                ":one": number(1),
+                ":limit": number(rpm_limit),
+                ":ttl": number(expires_at),
+            },
+        )
+        return won
+
+    async def record_key_usage(
+        self, key_id: str, minute: int | None, tokens: int, spend_usd: float, expires_at: float
+    ) -> None:
+        """ADD ``tokens`` to the key's bucket ``minute`` (None: no bucket) and to its spend."""
+        if tokens and minute is not None:
+            await self._table.call(
+                "update_item",
+                Key=self._table.key(keys.key_usage_key(key_id, minute)),
+                UpdateExpression="ADD #tokens :tokens SET #ttl = :ttl",
+                ExpressionAttributeNames={"#tokens": "tokens", "#ttl": self._schema.ttl},
+                ExpressionAttributeValues={":tokens": number(tokens), ":ttl": number(expires_at)},
+            )
+        if tokens or spend_usd:
+            await self._table.call(
+                "update_item",
+                Key=self._table.key(keys.key_spend_key(key_id)),
+                UpdateExpression="ADD #spend :spend, #tokens :tokens",
+                ExpressionAttributeNames={"#spend": "spend_usd", "#tokens": "tokens"},
+                ExpressionAttributeValues={":spend": number(spend_usd), ":tokens": number(tokens)},
+            )
+
+    async def touch_client_key(self, digest: str, now: float) -> None:
+        """Set the key's last-used time (only if the key still exists)."""
+        await self._table.write_if(
+            "update_item",
+            Key=self._table.key(keys.client_key_key(digest)),
+            UpdateExpression="SET #used = :now",
+            ConditionExpression=KEY_EXISTS,
+            ExpressionAttributeNames={"#used": "last_used_at", "#pk": self._schema.pk},
+            ExpressionAttributeValues={":now": number(now)},
+        )
+
+    # -- admin -----------------------------------------------------------------
+
+    async def put_client_key(self, key: ClientKey) -> bool:
+        """Create ``key``; False if a key with the same digest already exists."""
+        won, _ = await self._table.write_if(
+            "put_item",
+            Item={**self._table.key(keys.client_key_key(key.digest)), **client_key_item(key)},
+            ConditionExpression=KEY_ABSENT,
+            ExpressionAttributeNames={"#pk": self._schema.pk},
+        )
+        return won
+
+    async def _query_keys(self, id_prefix: str = "") -> list[ClientKey]:
+        condition = "#pk = :pk"
+        values: dict[str, Any] = {":pk": text(keys.KEYS_PK)}
+        if id_prefix:
+            condition += " AND begins_with(#sk, :prefix)"
+            values[":prefix"] = text(id_prefix)
+        query: dict[str, Any] = {
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeNames": {"#pk": self._schema.pk, "#sk": self._schema.sk}
+            if id_prefix
+            else {"#pk": self._schema.pk},
+            "ExpressionAttributeValues": values,
+            "ConsistentRead": True,
+        }
+        found: list[ClientKey] = []
+        while True:
+            response = await self._table.call("query", **query)
+            for item in response.get("Items", []):
+                found.append(client_key_from(item[self._schema.sk]["S"], item))
+            if "LastEvaluatedKey" not in response:
+                return found
+            query["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    async def list_client_keys(self) -> list[ClientKey]:
+        """Every client key (one paginated Query), oldest first."""
+        return sorted(await self._query_keys(), key=lambda k: (k.created_at, k.digest))
+
+    async def find_client_key(self, key_id: str) -> ClientKey | None:
+        """The key whose public id is ``key_id`` (ids are 16 hex characters), or None."""
+        if not KEY_ID.fullmatch(key_id):
+            return None  # not an id: no query (and never a prefix match on the empty string)
+        found = [k for k in await self._query_keys(key_id) if k.id == key_id]
+        return found[0] if found else None
+
+    async def revoke_client_key(self, key_id: str) -> ClientKey | None:
+        """Mark the key revoked; the revoked key, or None if there is no such key."""
+        key = await self.find_client_key(key_id)
+        if key is None:
+            return None
+        won, _ = await self._table.write_if(
+            "update_item",
+            Key=self._table.key(keys.client_key_key(key.digest)),
+            UpdateExpression="SET #revoked = :yes",
+            ConditionExpression=KEY_EXISTS,
+            ExpressionAttributeNames={"#revoked": "revoked", "#pk": self._schema.pk},
+            ExpressionAttributeValues={":yes": {"BOOL": True}},
+        )
+        return await self.get_client_key(key.digest) if won else None
+
+    async def read_key_usage(self, key_id: str, minute: int) -> KeyUsage:
+        """The key's tokens in bucket ``minute`` and its total spend (one BatchGetItem)."""
+        bucket, spend = keys.key_usage_key(key_id, minute), keys.key_spend_key(key_id)
+        found: dict[keys.Key, Item] = await self._table.batch_get([bucket, spend])
+        return key_usage_from(minute, found.get(bucket, {}), found.get(spend, {}))

@@ -1,0 +1,70 @@
+"""The reads of ``DynamoStore``: one routing decision's items, and the configuration.
+
+Consistency: ``read_pool`` is the one read on every request, and it is
+*eventually consistent* (half the read units of a strongly consistent read;
+DynamoDB may answer without a write of the last second or so). A stale read
+cannot break a transition, because every transition decided on it is a
+conditional write that checks the stored item, not the read: a circuit's
+(``write_circuit``, on its version: a stale read loses and gets the winner,
+so a half-open probe still has one owner), a binding's (``put_binding``, on
+deployment and version, or absence), admission (``admit``/``admit_key``, the
+rpm/tpm condition on the counter itself), a throttle (``extend_capacity``,
+only ever longer) and a quota reading (``put_quota``, only newer). What a
+stale read can do is route one request on state a second old: one more
+attempt on a deployment whose circuit just opened, a count that misses the
+last requests (ordering only; limits are exact at admission), a key's spend
+or a pool's invalidation seen up to that much later. The reads whose answer
+is acted on without such a condition stay strongly consistent: the
+configuration (``load_config``), client keys, and the jobs' and the admin
+plane's own reads (the admin views built on ``read_pool``, deep health and a
+binding's lookup, share its consistency).
+
+``read_pool`` asks only for the items its request names: ``SnapshotRequest.of``
+leaves out the usage buckets the pool's strategies and limits never look at,
+and the pool item (its generation) unless a binding is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from edgeproxy.routing.snapshot import PoolSnapshot
+from edgeproxy.state import items, keys
+from edgeproxy.state.dynamodb import pool_read
+from edgeproxy.state.dynamodb.schema import TableSchema
+from edgeproxy.state.dynamodb.table import Table
+from edgeproxy.state.store import SnapshotRequest, StoredConfig
+
+
+class DynamoReads:
+    """``read_pool(s)`` and ``load_config`` (mixed into ``DynamoStore``)."""
+
+    _table: Table
+    _schema: TableSchema
+
+    async def read_pool(self, request: SnapshotRequest) -> PoolSnapshot:
+        """Circuits, the usage buckets asked for, health, capacity, binding, generation, quotas.
+
+        With ``request.key_id``, also the client key's minute bucket and spend
+        (its tpm limit and budget are checked on the same read).
+        """
+        return (await self.read_pools([request]))[0]
+
+    async def read_pools(self, requests: Sequence[SnapshotRequest]) -> list[PoolSnapshot]:
+        """Several requests' snapshots from one (eventually consistent) read of their keys."""
+        found = await self._table.batch_get(
+            (k for r in requests for k in pool_read.wanted(r)), consistent=False
+        )
+        return [pool_read.snapshot(r, found, self._schema) for r in requests]
+
+    async def load_config(self) -> StoredConfig | None:
+        """The stored configuration document, or None if none was saved."""
+        response = await self._table.call(
+            "get_item", Key=self._table.key(keys.config_key()), ConsistentRead=True
+        )
+        item = response.get("Item")
+        if not item:
+            return None
+        return StoredConfig(
+            document=items.get_text(item, "document") or "", version=items.get_int(item, "version")
+        )

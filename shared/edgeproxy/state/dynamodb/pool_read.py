@@ -1,0 +1,95 @@
+"""One routing decision's items: which keys a ``SnapshotRequest`` reads, and its snapshot.
+
+Split from the read itself so that several requests can share one
+BatchGetItem (``DynamoStore.read_pools``): the union of their keys is read
+once and each request's snapshot is cut from what was found.
+"""
+
+from __future__ import annotations
+
+from edgeproxy.routing.snapshot import PoolSnapshot
+from edgeproxy.state import items, keys
+from edgeproxy.state.dynamodb.schema import TableSchema
+from edgeproxy.state.items import Item
+from edgeproxy.state.key_items import key_usage_from
+from edgeproxy.state.store import SnapshotRequest
+
+
+def minutes(request: SnapshotRequest) -> tuple[int, ...]:
+    """The usage buckets a decision reads: the previous minute (when it ranks by
+    counters) and the current one."""
+    if not request.previous_minute:
+        return (request.minute,)
+    return (request.minute - 1, request.minute)
+
+
+def counted(request: SnapshotRequest) -> list[str]:
+    """The deployments whose usage buckets the decision reads."""
+    deps = request.deployment_ids if request.usage_ids is None else request.usage_ids
+    return list(deps)
+
+
+def wanted(request: SnapshotRequest) -> list[keys.Key]:
+    """Circuits, health, the usage buckets asked for, capacity, quotas, the binding
+    with its pool's generation, and the client key's bucket and spend (when asked for)."""
+    deps = list(request.deployment_ids)
+    found = [keys.circuit_key(d) for d in deps]
+    found += [keys.health_key(d) for d in deps]
+    found += [keys.usage_key(d, m) for d in counted(request) for m in minutes(request)]
+    found += [keys.capacity_key(d) for d in request.domains]
+    found += [keys.quota_key(c) for c in request.credentials]
+    if request.binding is not None:
+        # The pool's generation only decides whether the binding is still valid.
+        found += [keys.binding_key(request.binding), keys.pool_key(request.pool)]
+    if request.key_id is not None:
+        found += [
+            keys.key_usage_key(request.key_id, request.minute),
+            keys.key_spend_key(request.key_id),
+        ]
+    return found
+
+
+def snapshot(
+    request: SnapshotRequest, found: dict[keys.Key, Item], schema: TableSchema
+) -> PoolSnapshot:
+    """``request``'s view of the items ``found`` (absent keys: their defaults)."""
+    deps = list(request.deployment_ids)
+    key_usage = None
+    if request.key_id is not None:
+        key_usage = key_usage_from(
+            request.minute,
+            found.get(keys.key_usage_key(request.key_id, request.minute), {}),
+            found.get(keys.key_spend_key(request.key_id), {}),
+        )
+    binding = None
+    if request.binding is not None and (k := keys.binding_key(request.binding)) in found:
+        binding = items.binding_from(request.binding, found[k], schema.ttl)
+    return PoolSnapshot(
+        circuits={
+            d: items.circuit_from(d, found[k]) for d in deps if (k := keys.circuit_key(d)) in found
+        },
+        capacities={
+            d: items.capacity_from(d, found[k])
+            for d in request.domains
+            if (k := keys.capacity_key(d)) in found
+        },
+        usage={
+            d: [
+                items.usage_from(d, m, found[k])
+                for m in minutes(request)
+                if (k := keys.usage_key(d, m)) in found
+            ]
+            for d in counted(request)
+        },
+        health={
+            d: items.health_from(d, found[k]) for d in deps if (k := keys.health_key(d)) in found
+        },
+        binding=binding,
+        pool_generation=items.get_int(found.get(keys.pool_key(request.pool), {}), "generation"),
+        quotas={
+            c: items.quota_status_from(c, found[k])
+            for c in request.credentials
+            if (k := keys.quota_key(c)) in found
+        },
+        key_usage=key_usage,
+    )
