@@ -13,6 +13,15 @@ SAM_STAMP   := $(SAM_VENV)/.installed-$(SAM_VERSION)
 # pytest-xdist workers: most tests wait on sockets, so more workers than cores pays
 # (one test file per worker: a file's servers and the sam build are started once).
 TEST_WORKERS ?= 3
+# pip-tools for `make lock`, in a venv of python3.12 (the Lambda runtime's version:
+# the locks are resolved for it), cached the same way.
+PIP_TOOLS_VERSION := 7.6.2
+PIP_TOOLS_VENV    ?= $(HOME)/.cache/edgeproxy/pip-tools-$(PIP_TOOLS_VERSION)
+PIP_TOOLS_STAMP   := $(PIP_TOOLS_VENV)/.installed-$(PIP_TOOLS_VERSION)
+# UPGRADE=1: move every pin to the newest release the specifiers allow.
+PIP_COMPILE := CUSTOM_COMPILE_COMMAND='make lock' $(PIP_TOOLS_VENV)/bin/pip-compile --quiet \
+  --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links \
+  $(if $(UPGRADE),--upgrade)
 # LiteLLM's proxy, for `make bench-compare` only: its own venv, cached the same way.
 LITELLM_VERSION := 1.108.7
 LITELLM_VENV    ?= $(HOME)/.cache/edgeproxy/litellm-$(LITELLM_VERSION)
@@ -22,7 +31,7 @@ LITELLM_STAMP   := $(LITELLM_VENV)/.installed-$(LITELLM_VERSION)
 PORT ?= 8080
 ARGS ?= --help
 
-.PHONY: run cli test lint typecheck unit bench bench-smoke bench-compare build deploy validate clean
+.PHONY: run cli test lint typecheck unit bench bench-smoke bench-compare build deploy validate lock clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -85,8 +94,27 @@ bench-compare:
 	LITELLM_VERSION=$(LITELLM_VERSION) LITELLM_VENV=$(LITELLM_VENV) $(BIN)/python bench/compare.py
 
 ## Build the deployable artifact (.aws-sam/build) for the template's architecture (arm64).
+## sam needs python3.12: found on PATH or among pyenv's versions, else make stops saying so.
 build: $(SAM_STAMP)
-	SAM_CLI_TELEMETRY=0 $(SAM) build
+	@python=$$(infra/lambda-python.sh) || exit 1; \
+	echo "python3.12: $$python"; \
+	PATH="$$(dirname "$$python"):$$PATH" SAM_CLI_TELEMETRY=0 $(SAM) build
+
+$(PIP_TOOLS_STAMP):
+	@python=$$(infra/lambda-python.sh) || exit 1; \
+	mkdir -p $(dir $(PIP_TOOLS_VENV)); \
+	test -x $(PIP_TOOLS_VENV)/bin/python || "$$python" -m venv $(PIP_TOOLS_VENV)
+	$(PIP_TOOLS_VENV)/bin/python -m pip install --quiet 'pip-tools==$(PIP_TOOLS_VERSION)'
+	rm -f $(PIP_TOOLS_VENV)/.installed-*
+	touch $(PIP_TOOLS_STAMP)
+
+## Lock files with hashes (every file of each release: arm64 and x86_64 wheels alike):
+## the layer's from pyproject.toml's dependencies, the stream function's from its
+## requirements.in within the layer's pins. Existing pins stay; UPGRADE=1 moves them.
+lock: $(PIP_TOOLS_STAMP)
+	$(PIP_COMPILE) --output-file shared/requirements.txt pyproject.toml
+	$(PIP_COMPILE) --constraint shared/requirements.txt \
+	  --output-file functions/stream/requirements.txt functions/stream/requirements.in
 
 ## Deploy the built stack (asks for what samconfig.toml leaves open).
 deploy: build

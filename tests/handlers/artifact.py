@@ -1,9 +1,10 @@
 """Build the stack with ``sam build`` and run what it produced, as Lambda would.
 
 The build runs on a copy of the repository's template, functions and layer
-source with one change: the architecture is this machine's, so the native
-wheels the build installs (pydantic-core, PyYAML) import here. Everything
-else is the template as shipped.
+source with one change: the architecture is this machine's (in the template,
+and ``EDGEPROXY_LAMBDA_ARCH`` for the makefile builds), so the native wheels
+the build installs (pydantic-core, PyYAML) import here. Everything else is
+the template as shipped.
 """
 
 from __future__ import annotations
@@ -76,6 +77,9 @@ def build(work: Path) -> Path:
         **os.environ,
         "PATH": f"{python.parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "SAM_CLI_TELEMETRY": "0",
+        # The makefile builds (shared/Makefile, functions/stream/Makefile) install
+        # wheels for this architecture instead of the template's arm64.
+        "EDGEPROXY_LAMBDA_ARCH": arch,
     }
     result = subprocess.run(  # noqa: S603 - fixed arguments
         [str(sam()), "build", "--template-file", "template.yaml", "--build-dir", str(out)],

@@ -1,10 +1,11 @@
 """What the Lambda layer ships is what runs on Lambda: no mock, no embedded DynamoDB, no runner.
 
-``sam build`` builds the layer (``BuildMethod: python3.12``) by installing
-``requirements.txt`` and copying the ``ContentUri`` folder, minus the
-patterns of its Python workflow's exclusion list, into ``python/``. These
-tests list the same files from template.yaml and the working tree, so they
-see what a build would package without the ``sam`` CLI.
+``sam build`` builds the layer (``BuildMethod: makefile``) with
+``shared/Makefile``: it installs the lock ``requirements.txt`` and copies the
+``edgeproxy`` folder of ``ContentUri``, minus any ``__pycache__`` and
+``*.pyc``, into ``python/`` (then compiles it). These tests list the same
+files from template.yaml and the working tree, so they see what a build
+would package without the ``sam`` CLI (tests/handlers checks the build).
 """
 
 from __future__ import annotations
@@ -24,14 +25,8 @@ from edgeproxy.api.admin.page import ASSETS
 from edgeproxy_dev.template import default_template_path, load_template
 
 ROOT = default_template_path().parent
-# aws-lambda-builders' PythonPipWorkflow.EXCLUDED_FILES (matched against every name, at any depth).
-SAM_EXCLUDES = (
-    ".aws-sam", ".chalice", ".git", ".gitignore", "*.pyc", "__pycache__", "*.so", ".Python",
-    "*.egg-info", "*.egg", "pip-log.txt", "pip-delete-this-directory.txt", "htmlcov", ".tox",
-    ".nox", ".coverage", ".cache", ".pytest_cache", ".python-version", ".mypy_cache",
-    ".dmypy.json", ".pyre", ".env", ".venv", "venv", "venv.bak", "env.bak", "ENV", "env",
-    ".vscode", ".idea",
-)  # fmt: skip
+# What shared/Makefile deletes from its copy of the package (matched at any depth).
+SAM_EXCLUDES = ("__pycache__", "*.pyc")
 DEV_ONLY = {"moto", "uvicorn", "werkzeug", "edgeproxy_dev", "pytest", "tests", "bench"}
 DEV_NAME = re.compile(r"^(local|dev|mock.*|moto.*|.*_dev|tests?|testing|fixtures|conftest)$")
 
@@ -62,13 +57,15 @@ def _packaged(folder: Path) -> list[Path]:
 @pytest.fixture(scope="module")
 def content() -> Path:
     layer = _layer_resource()
-    assert layer["Metadata"]["BuildMethod"].startswith("python")  # the pip workflow above
+    assert layer["Metadata"]["BuildMethod"] == "makefile"  # shared/Makefile, described above
     return ROOT / layer["Properties"]["ContentUri"]
 
 
 @pytest.fixture(scope="module")
 def shipped(content: Path) -> list[Path]:
-    return _packaged(content)
+    makefile = (content / "Makefile").read_text()
+    assert 'cp -R edgeproxy "$(ARTIFACTS_DIR)/python/"' in makefile
+    return [Path("edgeproxy") / p for p in _packaged(content / "edgeproxy")]
 
 
 def _imported(source: str) -> set[str]:
@@ -85,7 +82,7 @@ def _imported(source: str) -> set[str]:
 def test_the_layer_holds_the_package_and_its_requirements_only(shipped: list[Path]) -> None:
     others = {str(p) for p in shipped if p.suffix != ".py"}
     page = {f"edgeproxy/admin_ui/{name}" for name in ASSETS}  # the status page's files
-    assert others == {"requirements.txt", "edgeproxy/py.typed", *page}
+    assert others == {"edgeproxy/py.typed", *page}
     assert {p.parts[0] for p in shipped if p.suffix == ".py"} == {"edgeproxy"}
     assert Path("edgeproxy/runtime.py") in shipped  # the walk found the package itself
 
@@ -110,17 +107,6 @@ def test_no_shipped_module_imports_a_dev_dependency(content: Path, shipped: list
         if p.suffix == ".py" and (found := _imported((content / p).read_text()) & DEV_ONLY)
     }
     assert imports == {}
-
-
-def test_the_layer_requirements_are_the_runtime_dependencies(content: Path) -> None:
-    def name(requirement: str) -> str:
-        return re.split(r"[<>=!~\[; ]", requirement.strip(), maxsplit=1)[0].lower()
-
-    lines = (content / "requirements.txt").read_text().splitlines()
-    listed = {name(line) for line in lines if line.strip() and not line.startswith("#")}
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert listed == {name(r) for r in project["dependencies"]}
-    assert listed.isdisjoint(DEV_ONLY)
 
 
 def test_every_shipped_module_imports_without_the_dev_packages(content: Path) -> None:
