@@ -17,6 +17,7 @@ are. ``openai-processing-ms`` passes on both surfaces.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -60,20 +61,32 @@ def for_surface(passed: Mapping[str, str], names: RateNames, now: float) -> dict
     {'anthropic-ratelimit-requests-remaining': '7', 'x-ratelimit-remaining-requests': '7'}
     """
     out = dict(passed)
-    for other in _FAMILIES:
-        if other is names:
-            continue
-        for kind in _KINDS:
-            for count in _COUNTS:
-                source = other.count.format(count=count, kind=kind)
-                target = names.count.format(count=count, kind=kind)
-                if source in passed and target not in passed:
-                    out[target] = passed[source]
-            source, target = other.reset.format(kind=kind), names.reset.format(kind=kind)
-            seconds = other.reset_seconds(passed[source], now) if source in passed else None
-            if seconds is not None and target not in passed:
-                out[target] = names.reset_value(seconds, now)
+    counts, resets = _translations(names)
+    for source, target in counts:
+        if source in passed and target not in passed:
+            out[target] = passed[source]
+    for other, source, target in resets:
+        seconds = other.reset_seconds(passed[source], now) if source in passed else None
+        if seconds is not None and target not in passed:
+            out[target] = names.reset_value(seconds, now)
     return out
+
+
+@functools.cache
+def _translations(
+    names: RateNames,
+) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[RateNames, str, str], ...]]:
+    """Each other family's header name beside the one it becomes under ``names`` (once)."""
+    counts: list[tuple[str, str]] = []
+    resets: list[tuple[RateNames, str, str]] = []
+    for other in (family for family in _FAMILIES if family is not names):
+        for kind in _KINDS:
+            counts += [
+                (other.count.format(count=c, kind=kind), names.count.format(count=c, kind=kind))
+                for c in _COUNTS
+            ]
+            resets.append((other, other.reset.format(kind=kind), names.reset.format(kind=kind)))
+    return tuple(counts), tuple(resets)
 
 
 def _duration(seconds: float) -> str:
