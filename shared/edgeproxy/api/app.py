@@ -18,11 +18,23 @@ from starlette.routing import Route
 from edgeproxy.api import aliases, endpoints
 from edgeproxy.api.admin import page as admin_page
 from edgeproxy.api.admin import routes as admin_routes
+from edgeproxy.api.codec import Codec
 from edgeproxy.api.errors import exception_handlers, guarded
 from edgeproxy.api.surfaces.messages import MESSAGES
+from edgeproxy.api.surfaces.openai import CHAT, COMPLETIONS, EMBEDDINGS
+from edgeproxy.api.surfaces.responses import RESPONSES
 from edgeproxy.service.gateway import Gateway
 
 RuntimeFactory = Callable[[], Awaitable[Gateway]]
+
+# Each proxied route names its codec once: the codec parses, renders and answers its errors.
+SURFACES: tuple[tuple[str, Codec], ...] = (
+    ("/v1/chat/completions", CHAT),
+    ("/v1/completions", COMPLETIONS),
+    ("/v1/embeddings", EMBEDDINGS),
+    ("/v1/messages", MESSAGES),
+    ("/v1/responses", RESPONSES),
+)
 
 
 class LazyGateway:
@@ -56,11 +68,10 @@ def create_app(runtime: RuntimeFactory) -> Starlette:
     """
     lazy = LazyGateway(runtime)
     routes = [
-        Route("/v1/chat/completions", guarded(endpoints.chat), methods=["POST"]),
-        Route("/v1/completions", guarded(endpoints.completions), methods=["POST"]),
-        Route("/v1/embeddings", guarded(endpoints.embeddings), methods=["POST"]),
-        Route("/v1/messages", guarded(endpoints.messages, MESSAGES.error), methods=["POST"]),
-        Route("/v1/responses", guarded(endpoints.responses), methods=["POST"]),
+        *(
+            Route(path, guarded(endpoints.proxied(codec), codec.error), methods=["POST"])
+            for path, codec in SURFACES
+        ),
         Route(
             "/v1/messages/count_tokens",
             guarded(endpoints.count_tokens, MESSAGES.error),
@@ -88,7 +99,15 @@ def create_app(runtime: RuntimeFactory) -> Starlette:
         finally:
             await lazy.aclose()
 
-    handlers = exception_handlers({"/v1/messages": MESSAGES.error, "/messages": MESSAGES.error})
+    # Routing errors (404, 405) under a surface's path, with or without /v1, answer in
+    # that surface's shape.
+    handlers = exception_handlers(
+        {
+            where: codec.error
+            for path, codec in SURFACES
+            for where in (path, path.removeprefix(aliases.PREFIX))
+        }
+    )
     app = Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan)
     # Endpoints reach the gateway here; hosts without lifespan (Lambda) close it here too.
     app.state.gateway = lazy

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from starlette.requests import Request
 from starlette.responses import Response
 
+from edgeproxy.api.rate_headers import RateNames
 from edgeproxy.config.policies import Operation
 from edgeproxy.errors import EdgeproxyError
 from edgeproxy.service.request import Translated
@@ -48,6 +49,11 @@ class Codec(Protocol):
     @property
     def surface(self) -> str | None:
         """The binding protocol when it is not ``openai.<operation>`` (``ProxyRequest.surface``)."""
+        ...
+
+    @property
+    def rate_names(self) -> RateNames:
+        """The rate-limit header names its SDK reads (the upstream's are translated to them)."""
         ...
 
     def parse(self, body: dict[str, Any]) -> Parsed:

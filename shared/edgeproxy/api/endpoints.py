@@ -8,45 +8,29 @@ identification. Each endpoint is wrapped in its surface's error guard by
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from edgeproxy.api.codec import request_id
+from edgeproxy.api.codec import Codec, request_id
 from edgeproxy.api.identity import admit, may_use
 from edgeproxy.api.parsing import read_json_object
 from edgeproxy.api.pipeline import identified, serve
 from edgeproxy.api.surfaces.messages import MESSAGES
 from edgeproxy.api.surfaces.messages_tokens import check_count_request, estimate
-from edgeproxy.api.surfaces.openai import CHAT, COMPLETIONS, EMBEDDINGS
-from edgeproxy.api.surfaces.responses import RESPONSES
 from edgeproxy.errors import ModelNotFound, PermissionDenied
 
 
-async def chat(request: Request) -> Response:
-    """``POST /v1/chat/completions``."""
-    return await serve(request, CHAT)
+def proxied(codec: Codec) -> Callable[[Request], Awaitable[Response]]:
+    """The endpoint of a proxied route: ``pipeline.serve`` on ``codec``'s surface."""
 
+    async def endpoint(request: Request) -> Response:
+        return await serve(request, codec)
 
-async def completions(request: Request) -> Response:
-    """``POST /v1/completions`` (legacy text completions)."""
-    return await serve(request, COMPLETIONS)
-
-
-async def embeddings(request: Request) -> Response:
-    """``POST /v1/embeddings``."""
-    return await serve(request, EMBEDDINGS)
-
-
-async def messages(request: Request) -> Response:
-    """``POST /v1/messages`` (Anthropic Messages)."""
-    return await serve(request, MESSAGES)
-
-
-async def responses(request: Request) -> Response:
-    """``POST /v1/responses`` (the OpenAI Responses API)."""
-    return await serve(request, RESPONSES)
+    endpoint.__name__ = endpoint.__qualname__ = f"proxied_{codec.operation.value}"
+    return endpoint
 
 
 async def count_tokens(request: Request) -> Response:

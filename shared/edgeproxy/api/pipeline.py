@@ -134,8 +134,6 @@ async def serve(request: Request, codec: Codec) -> Response:
         chat=parsed.chat,
     )
     headers = codec.headers(req.request_id)
-    # The upstream's rate-limit headers, in the names this surface's SDK reads.
-    anthropic = (codec.surface or "").startswith("anthropic.")
     gone = Response(status_code=CLIENT_CLOSED, headers=headers)  # nobody is listening
     if req.stream:
         answer = await unless_client_leaves(request, gateway.open_stream(req, config))
@@ -147,7 +145,7 @@ async def serve(request: Request, codec: Codec) -> Response:
             media_type="text/event-stream",
             headers={
                 **headers,
-                **for_surface(answer.headers, anthropic, gateway.now()),
+                **for_surface(answer.headers, codec.rate_names, gateway.now()),
                 **_STREAM_HEADERS,
             },
             background=BackgroundTask(answer.after) if answer.after else None,
@@ -155,7 +153,7 @@ async def serve(request: Request, codec: Codec) -> Response:
     result = await unless_client_leaves(request, gateway.complete(req, config))
     if isinstance(result, Gone):
         return gone
-    passed = for_surface(result.headers, anthropic, gateway.now())
+    passed = for_surface(result.headers, codec.rate_names, gateway.now())
     try:
         return JSONResponse(
             codec.answer(result.body),

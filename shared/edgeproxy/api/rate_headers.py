@@ -17,7 +17,9 @@ are. ``openai-processing-ms`` passes on both surfaces.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from edgeproxy.header_values import parse_duration, seconds_until
@@ -26,31 +28,65 @@ _KINDS = ("requests", "tokens")
 _COUNTS = ("limit", "remaining")
 
 
-def for_surface(passed: Mapping[str, str], anthropic: bool, now: float) -> dict[str, str]:
-    """``passed`` (other response headers too) plus the translated rate-limit names.
+@dataclass(frozen=True, slots=True)
+class RateNames:
+    """One family's rate-limit header names; each codec names its family (``rate_names``)."""
+
+    count: str  # a limit or remaining count, from {count} and {kind}
+    reset: str  # when the {kind} budget resets
+    instants: bool  # resets are RFC 3339 instants (else OpenAI-style durations)
+
+    def reset_seconds(self, value: str, now: float) -> float | None:
+        """Seconds until a reset this family wrote."""
+        return seconds_until(value, now) if self.instants else parse_duration(value)
+
+    def reset_value(self, seconds: float, now: float) -> str:
+        """A reset ``seconds`` from ``now``, in this family's style."""
+        return _instant(now + seconds) if self.instants else _duration(seconds)
+
+
+OPENAI_RATES = RateNames("x-ratelimit-{count}-{kind}", "x-ratelimit-reset-{kind}", instants=False)
+ANTHROPIC_RATES = RateNames(
+    "anthropic-ratelimit-{kind}-{count}", "anthropic-ratelimit-{kind}-reset", instants=True
+)
+_FAMILIES = (OPENAI_RATES, ANTHROPIC_RATES)
+
+
+def for_surface(passed: Mapping[str, str], names: RateNames, now: float) -> dict[str, str]:
+    """``passed`` (other response headers too) plus the same numbers under ``names``.
 
     ``now``: epoch seconds, to turn an instant into a duration and back.
 
-    >>> for_surface({"anthropic-ratelimit-requests-remaining": "7"}, False, 0.0)
+    >>> for_surface({"anthropic-ratelimit-requests-remaining": "7"}, OPENAI_RATES, 0.0)
     {'anthropic-ratelimit-requests-remaining': '7', 'x-ratelimit-remaining-requests': '7'}
     """
     out = dict(passed)
-    for kind in _KINDS:
-        for count in _COUNTS:
-            ours, theirs = f"x-ratelimit-{count}-{kind}", f"anthropic-ratelimit-{kind}-{count}"
-            source, target = (ours, theirs) if anthropic else (theirs, ours)
-            if source in passed and target not in passed:
-                out[target] = passed[source]
-        ours, theirs = f"x-ratelimit-reset-{kind}", f"anthropic-ratelimit-{kind}-reset"
-        if anthropic and ours in passed and theirs not in passed:
-            seconds = parse_duration(passed[ours])
-            if seconds is not None:
-                out[theirs] = _instant(now + seconds)
-        elif not anthropic and theirs in passed and ours not in passed:
-            seconds = seconds_until(passed[theirs], now)
-            if seconds is not None:
-                out[ours] = _duration(seconds)
+    counts, resets = _translations(names)
+    for source, target in counts:
+        if source in passed and target not in passed:
+            out[target] = passed[source]
+    for other, source, target in resets:
+        seconds = other.reset_seconds(passed[source], now) if source in passed else None
+        if seconds is not None and target not in passed:
+            out[target] = names.reset_value(seconds, now)
     return out
+
+
+@functools.cache
+def _translations(
+    names: RateNames,
+) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[RateNames, str, str], ...]]:
+    """Each other family's header name beside the one it becomes under ``names`` (once)."""
+    counts: list[tuple[str, str]] = []
+    resets: list[tuple[RateNames, str, str]] = []
+    for other in (family for family in _FAMILIES if family is not names):
+        for kind in _KINDS:
+            counts += [
+                (other.count.format(count=c, kind=kind), names.count.format(count=c, kind=kind))
+                for c in _COUNTS
+            ]
+            resets.append((other, other.reset.format(kind=kind), names.reset.format(kind=kind)))
+    return tuple(counts), tuple(resets)
 
 
 def _duration(seconds: float) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 from edgeproxy import strict_json
 from edgeproxy.config.policies import Operation
 from edgeproxy.routing.faults import FaultKind
+from edgeproxy.routing.stream.completeness import responses_event
 from edgeproxy.upstream.adapter import Prepared, wire_body
 from edgeproxy.upstream.call import DONE, StreamEvent, UpstreamCall, Usage
 from edgeproxy.upstream.errors import fault, stream_error_fault
@@ -74,8 +75,8 @@ class OpenAIChunks:
         chunk = parse_json_object(event.data, "stream chunk")
         if "error" in chunk:
             raise stream_error_fault(chunk, self._secrets)
-        kind = chunk.get("type")
-        if isinstance(kind, str) and "choices" not in chunk:
+        kind = responses_event(chunk)
+        if kind is not None:
             self._event(kind, chunk)
             return [StreamEvent(chunk=chunk)]
         usage = Usage.from_openai(chunk.get("usage"))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from edgeproxy.api.rate_headers import for_surface
+from edgeproxy.api.rate_headers import ANTHROPIC_RATES, OPENAI_RATES, for_surface
 
 NOW = 1_700_000_000.0  # 2023-11-14T22:13:20Z
 
@@ -15,7 +15,7 @@ def test_anthropic_names_become_openai_ones() -> None:
         "anthropic-ratelimit-tokens-reset": "2023-11-14T22:13:20.020Z",
         "anthropic-ratelimit-input-tokens-limit": "100",
     }
-    out = for_surface(passed, anthropic=False, now=NOW)
+    out = for_surface(passed, OPENAI_RATES, now=NOW)
     assert out["x-ratelimit-limit-requests"] == "4000"
     assert out["x-ratelimit-remaining-requests"] == "3999"
     assert out["x-ratelimit-reset-requests"] == "1.5s"
@@ -32,7 +32,7 @@ def test_openai_names_become_anthropic_ones() -> None:
         "x-ratelimit-reset-requests": "20ms",
         "openai-processing-ms": "12",
     }
-    out = for_surface(passed, anthropic=True, now=NOW)
+    out = for_surface(passed, ANTHROPIC_RATES, now=NOW)
     assert out["anthropic-ratelimit-tokens-limit"] == "2000000"
     assert out["anthropic-ratelimit-tokens-remaining"] == "1999000"
     assert out["anthropic-ratelimit-tokens-reset"] == "2023-11-14T22:19:20Z"
@@ -46,7 +46,7 @@ def test_the_surfaces_own_names_win_and_odd_values_are_left_alone() -> None:
         "anthropic-ratelimit-requests-limit": "9",
         "anthropic-ratelimit-tokens-reset": "soon",
     }
-    out = for_surface(passed, anthropic=False, now=NOW)
+    out = for_surface(passed, OPENAI_RATES, now=NOW)
     assert out["x-ratelimit-limit-requests"] == "5"
     assert "x-ratelimit-reset-tokens" not in out
-    assert for_surface({}, anthropic=True, now=NOW) == {}
+    assert for_surface({}, ANTHROPIC_RATES, now=NOW) == {}

@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from edgeproxy.api.codec import Parsed, request_id
+from edgeproxy.api.rate_headers import ANTHROPIC_RATES
 from edgeproxy.api.surfaces.messages_answer import error_response, to_message
 from edgeproxy.api.surfaces.messages_request import SURFACE, to_chat_request
 from edgeproxy.api.surfaces.messages_stream import message_stream
@@ -33,6 +34,7 @@ class MessagesSurface:
 
     operation = Operation.CHAT
     surface: str | None = SURFACE
+    rate_names = ANTHROPIC_RATES
 
     def parse(self, body: dict[str, Any]) -> Parsed:
         """Validate a Messages body and translate it to a chat body."""

@@ -16,11 +16,10 @@ import uuid
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+from edgeproxy.api.stream import UNFINISHED, Renderer, drive
 from edgeproxy.api.surfaces.messages_answer import error_body, error_json, stop_reason
 from edgeproxy.errors import EdgeproxyError
-from edgeproxy.service.stream.events import Chunk, Closing, Failed, Keepalive, StreamItem
-
-KEEPALIVE = b": keepalive\n\n"
+from edgeproxy.service.stream.events import Closing, Failed, StreamItem
 
 
 def event(kind: str, payload: Mapping[str, Any]) -> bytes:
@@ -29,12 +28,12 @@ def event(kind: str, payload: Mapping[str, Any]) -> bytes:
     return f"event: {kind}\ndata: {data}\n\n".encode()
 
 
-class MessageEvents:
+class MessageEvents(Renderer):
     """Stateful renderer for one stream; feed it events, then ``close()`` at the end."""
 
     def __init__(self) -> None:
+        super().__init__()
         self._started = False
-        self._ended = False
         self._id = ""
         self._model = ""
         self._count = 0  # content blocks opened so far
@@ -43,28 +42,16 @@ class MessageEvents:
         self._tools: dict[int, int] = {}  # OpenAI tool_calls index -> block index
         self._finish: Any = None
 
-    def feed(self, item: StreamItem) -> list[bytes]:
-        """The Anthropic events for one relay event (none once the stream ended)."""
-        if self._ended:
-            return []
-        if isinstance(item, Chunk):
-            return self._chunk(item.data)
-        if isinstance(item, Closing):
-            return self._end(item)
-        if isinstance(item, Failed):
-            return self._error(item.error, item.routing)
-        assert isinstance(item, Keepalive)
-        return [KEEPALIVE]
+    def closing(self, item: Closing) -> list[bytes]:
+        return self._end(item)
 
-    def close(self) -> list[bytes]:
-        """Events owed when the source ends: an error if it ended without closing."""
-        if self._ended:
-            return []
-        self._ended = True
-        body = error_body("api_error", "The stream ended before it was complete.")
-        return [event("error", body)]
+    def failed(self, item: Failed) -> list[bytes]:
+        return self._error(item.error, item.routing)
 
-    def _chunk(self, chunk: Mapping[str, Any]) -> list[bytes]:
+    def unfinished(self) -> list[bytes]:
+        return [event("error", error_body("api_error", UNFINISHED))]
+
+    def chunk(self, chunk: Mapping[str, Any]) -> list[bytes]:
         out = self._start(chunk)
         for choice in chunk.get("choices") or []:
             if isinstance(choice, dict) and choice.get("index", 0) == 0:
@@ -156,11 +143,9 @@ class MessageEvents:
             delta["unified_routing"] = closing.routing
         out.append(event("message_delta", delta))
         out.append(event("message_stop", {"type": "message_stop"}))
-        self._ended = True
         return out
 
     def _error(self, error: EdgeproxyError, routing: Mapping[str, Any] | None) -> list[bytes]:
-        self._ended = True
         # In-band: the HTTP status is long sent, so the type comes from the error itself.
         payload: dict[str, Any] = dict(error_json(error, None))
         if routing is not None:
@@ -174,20 +159,6 @@ def _block_delta(index: int, delta: Mapping[str, Any]) -> bytes:
     )
 
 
-async def message_stream(source: AsyncIterator[StreamItem]) -> AsyncIterator[bytes]:
-    """Render ``source`` (the relay's events) as it arrives.
-
-    Closes ``source`` when done or when the client goes away, so the relay
-    settles the upstream attempt (success, failure or abandon) at once.
-    """
-    events = MessageEvents()
-    try:
-        async for item in source:
-            for data in events.feed(item):
-                yield data
-        for data in events.close():
-            yield data
-    finally:
-        aclose = getattr(source, "aclose", None)
-        if aclose is not None:
-            await aclose()
+def message_stream(source: AsyncIterator[StreamItem]) -> AsyncIterator[bytes]:
+    """Render ``source`` (the relay's events) as Anthropic's stream (``api/stream.py``)."""
+    return drive(source, MessageEvents())

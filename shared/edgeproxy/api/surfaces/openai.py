@@ -10,6 +10,7 @@ OpenAI SSE the SDKs read:
                   a chunk with ``unified_routing`` (if asked), data: [DONE]
     Failed     -> data: {"error": {...}} (the error's public OpenAI body, with
                   ``unified_routing`` beside it if asked)
+    (neither)  -> data: {"error": {"type": "server_error", ...}}: it ended unfinished
 """
 
 from __future__ import annotations
@@ -30,11 +31,12 @@ from edgeproxy.api.parsing import (
     require_model,
     stream_flag,
 )
+from edgeproxy.api.rate_headers import OPENAI_RATES
+from edgeproxy.api.stream import UNFINISHED, Renderer, drive
 from edgeproxy.config.policies import Operation
 from edgeproxy.errors import EdgeproxyError
-from edgeproxy.service.stream.events import Chunk, Closing, Failed, Keepalive, StreamItem
+from edgeproxy.service.stream.events import Closing, Failed, StreamItem
 
-KEEPALIVE = b": keepalive\n\n"
 DONE = b"data: [DONE]\n\n"
 _IDENTITY = ("id", "object", "created", "model")  # what closing chunks repeat of the last one
 
@@ -48,6 +50,7 @@ class OpenAISurface:
     """The codec for one OpenAI operation (chat, legacy completions or embeddings)."""
 
     surface: str | None = None  # bindings use ``openai.<operation>``
+    rate_names = OPENAI_RATES
 
     def __init__(self, operation: Operation) -> None:
         self.operation = operation
@@ -82,34 +85,38 @@ class OpenAISurface:
         return error_response(exc)
 
 
-async def openai_sse(
-    events: AsyncIterator[StreamItem], *, text: bool = False
-) -> AsyncIterator[bytes]:
-    """Render ``events`` as they arrive; closes them when done or when the client goes away.
+class OpenAIEvents(Renderer):
+    """OpenAI SSE for one stream; ``text``: the chunks are legacy ``text_completion`` ones."""
+
+    def __init__(self, *, text: bool = False) -> None:
+        super().__init__()
+        self._text = text
+        self._last: dict[str, Any] | None = None  # the last chunk the client got
+
+    def chunk(self, data: dict[str, Any]) -> list[bytes]:
+        self._last = data
+        return [sse(data)]
+
+    def closing(self, item: Closing) -> list[bytes]:
+        return closing_frames(item, self._last, text=self._text)
+
+    def failed(self, item: Failed) -> list[bytes]:
+        body = item.error.body()
+        if item.routing is not None:
+            body = {**body, "unified_routing": item.routing}
+        return [sse(body)]
+
+    def unfinished(self) -> list[bytes]:
+        error = {"message": UNFINISHED, "type": "server_error", "param": None, "code": None}
+        return [sse({"error": error})]
+
+
+def openai_sse(events: AsyncIterator[StreamItem], *, text: bool = False) -> AsyncIterator[bytes]:
+    """Render ``events`` as they arrive (``api/stream.py``); closes them when done or abandoned.
 
     ``text``: the chunks are legacy ``text_completion`` ones (choices carry ``text``).
     """
-    last: dict[str, Any] | None = None
-    try:
-        async for item in events:
-            if isinstance(item, Chunk):
-                last = item.data
-                yield sse(item.data)
-            elif isinstance(item, Keepalive):
-                yield KEEPALIVE
-            elif isinstance(item, Closing):
-                for data in closing_frames(item, last, text=text):
-                    yield data
-            else:
-                assert isinstance(item, Failed)
-                body = item.error.body()
-                if item.routing is not None:
-                    body = {**body, "unified_routing": item.routing}
-                yield sse(body)
-    finally:
-        aclose = getattr(events, "aclose", None)
-        if aclose is not None:
-            await aclose()
+    return drive(events, OpenAIEvents(text=text))
 
 
 def closing_frames(

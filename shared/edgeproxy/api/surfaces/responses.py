@@ -24,6 +24,7 @@ from starlette.responses import Response
 
 from edgeproxy.api.codec import Parsed
 from edgeproxy.api.errors import error_response
+from edgeproxy.api.rate_headers import OPENAI_RATES
 from edgeproxy.api.surfaces.responses_answer import to_response
 from edgeproxy.api.surfaces.responses_request import to_chat_request
 from edgeproxy.api.surfaces.responses_stream import response_stream
@@ -37,6 +38,7 @@ class ResponsesSurface:
 
     operation = Operation.RESPONSES
     surface: str | None = None  # bindings use ``openai.responses``
+    rate_names = OPENAI_RATES
 
     def parse(self, body: dict[str, Any]) -> Parsed:
         """Validate a Responses body; keep it, with its chat translation (if it has one)."""

@@ -27,6 +27,7 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+from edgeproxy.api.stream import UNFINISHED, Renderer, drive
 from edgeproxy.api.surfaces.responses_answer import (
     call_item,
     message_item,
@@ -37,19 +38,16 @@ from edgeproxy.api.surfaces.responses_answer import (
 )
 from edgeproxy.errors import EdgeproxyError
 from edgeproxy.routing.stream.completeness import TERMINAL_EVENTS
-from edgeproxy.service.stream.events import Chunk, Closing, Failed, Keepalive, StreamItem
-
-KEEPALIVE = b": keepalive\n\n"
-_UNFINISHED = "The stream ended before it was complete."
+from edgeproxy.service.stream.events import Closing, Failed, StreamItem
 
 
-class ResponseEvents:
+class ResponseEvents(Renderer):
     """Stateful renderer for one stream; feed it events, then ``close()`` at the end."""
 
     def __init__(self) -> None:
+        super().__init__()
         self._seq = 0
         self._started = False
-        self._ended = False
         self._id = new_id("resp")
         self._model: Any = ""
         self._created: int | None = None
@@ -60,27 +58,17 @@ class ResponseEvents:
         self._native: dict[str, Any] | None = None  # a native stream's latest response object
         self._held: dict[str, Any] | None = None  # a native stream's terminal event
 
-    def feed(self, item: StreamItem) -> list[bytes]:
-        """The Responses events for one relay event (none once the stream ended)."""
-        if self._ended:
-            return []
-        if isinstance(item, Chunk):
-            kind = item.data.get("type")
-            if isinstance(kind, str) and "choices" not in item.data:
-                return self._passed(kind, item.data)
-            return self._chunk(item.data)
-        if isinstance(item, Closing):
-            return self._end(item)
-        if isinstance(item, Failed):
-            return self._error(item.error, item.routing)
-        assert isinstance(item, Keepalive)
-        return [KEEPALIVE]
+    def event(self, kind: str, data: dict[str, Any]) -> list[bytes]:
+        return self._passed(kind, data)
 
-    def close(self) -> list[bytes]:
-        """Events owed when the source ends: a failure if it ended without closing."""
-        if self._ended:
-            return []
-        return self._failure("server_error", _UNFINISHED, None, None)
+    def closing(self, item: Closing) -> list[bytes]:
+        return self._end(item)
+
+    def failed(self, item: Failed) -> list[bytes]:
+        return self._error(item.error, item.routing)
+
+    def unfinished(self) -> list[bytes]:
+        return self._failure("server_error", UNFINISHED, None, None)
 
     def _event(self, kind: str, payload: Mapping[str, Any]) -> bytes:
         data = {"type": kind, **payload, "sequence_number": self._seq}
@@ -108,7 +96,7 @@ class ResponseEvents:
 
     # Translated: chat chunks become Responses events.
 
-    def _chunk(self, chunk: Mapping[str, Any]) -> list[bytes]:
+    def chunk(self, chunk: Mapping[str, Any]) -> list[bytes]:
         out = self._start(chunk)
         for choice in chunk.get("choices") or []:
             if isinstance(choice, Mapping) and choice.get("index", 0) == 0:
@@ -177,7 +165,6 @@ class ResponseEvents:
         return out
 
     def _end(self, closing: Closing) -> list[bytes]:
-        self._ended = True
         if self._native is not None or self._held is not None:
             return self._native_end(closing)
         out = self._start({})
@@ -234,7 +221,6 @@ class ResponseEvents:
     def _failure(
         self, code: str, message: str, param: Any, routing: Mapping[str, Any] | None
     ) -> list[bytes]:
-        self._ended = True
         out = [self._event("error", {"code": code, "message": message, "param": param})]
         if self._native is not None:
             self._id = str(self._native.get("id") or self._id)
@@ -253,16 +239,6 @@ def _sse(kind: str, payload: Mapping[str, Any]) -> bytes:
     return f"event: {kind}\ndata: {data}\n\n".encode()
 
 
-async def response_stream(source: AsyncIterator[StreamItem]) -> AsyncIterator[bytes]:
-    """Render ``source`` (the relay's events) as it arrives; closes it when done or abandoned."""
-    events = ResponseEvents()
-    try:
-        async for item in source:
-            for data in events.feed(item):
-                yield data
-        for data in events.close():
-            yield data
-    finally:
-        aclose = getattr(source, "aclose", None)
-        if aclose is not None:
-            await aclose()
+def response_stream(source: AsyncIterator[StreamItem]) -> AsyncIterator[bytes]:
+    """Render ``source`` (the relay's events) as a Responses API stream (``api/stream.py``)."""
+    return drive(source, ResponseEvents())

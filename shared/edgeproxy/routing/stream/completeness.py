@@ -53,6 +53,16 @@ MALFORMED_EVENT = "malformed_event"
 TERMINAL_EVENTS = {"response.completed": "stop", "response.incomplete": "length"}
 
 
+def responses_event(chunk: Mapping[str, Any]) -> str | None:
+    """The event type when ``chunk`` is a Responses API event (not a chat chunk); else None.
+
+    The one test of it: the upstream adapter, this tracker and the Responses
+    surface all ask here.
+    """
+    kind = chunk.get("type")
+    return kind if isinstance(kind, str) and "choices" not in chunk else None
+
+
 @dataclass(frozen=True, slots=True)
 class Complete:
     """A complete stream; ``finish_reasons`` per choice index, inferred ones included."""
@@ -107,8 +117,8 @@ class StreamTracker:
     def feed(self, chunk: Mapping[str, Any]) -> bool:
         """Account for one parsed chunk; returns True if this chunk committed the stream."""
         was_committed = self.committed
-        kind = chunk.get("type")
-        if isinstance(kind, str) and "choices" not in chunk:
+        kind = responses_event(chunk)
+        if kind is not None:
             self._feed_event(kind, chunk)
             return self.committed and not was_committed
         choices = chunk.get("choices")
