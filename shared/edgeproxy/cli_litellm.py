@@ -27,7 +27,6 @@ import yaml
 
 from edgeproxy.config.litellm_import.checks import name_entries
 from edgeproxy.config.litellm_import.router import convert
-from edgeproxy.config.litellm_import.rules import state_entry_rules
 from edgeproxy.config.loader import parse_config
 from edgeproxy.errors import ConfigError, UsageError
 
@@ -53,7 +52,6 @@ def import_litellm(
     """Convert ``path``; the YAML to ``out``, the warnings, errors and a summary to ``err``."""
     converted = convert(read(path), environ)
     document = converted.document
-    state_entry_rules(document, converted.warnings)
     try:
         parse_config(document, f"{path} (converted)")
     except ConfigError as exc:

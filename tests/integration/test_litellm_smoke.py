@@ -18,7 +18,6 @@ import pytest
 import yaml
 
 from edgeproxy.config.litellm_import.router import convert
-from edgeproxy.config.litellm_import.rules import state_entry_rules
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.configs import MOCK_KEY
 
@@ -57,8 +56,6 @@ def call(http: httpx.Client, pool: str, operations: set[str]) -> httpx.Response:
 @pytest.mark.parametrize("name", FILES)
 def test_each_pool_answers(name: str, start_gateway, mock: MockUpstream) -> None:
     converted = convert(yaml.safe_load((CORPUS / name).read_text()), IMPORT_ENV)
-    # As import-litellm writes it: env: keys under the credential prefix.
-    state_entry_rules(converted.document, converted.warnings)
     document, variables = pointed_at(converted.document, mock)
     # The mock is on loopback: allowed the way a local configuration allows it.
     document.setdefault("gateway", {})["egress"] = {"allow": ["127.0.0.0/8"]}

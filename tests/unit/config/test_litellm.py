@@ -10,7 +10,6 @@ import yaml
 
 from edgeproxy import cli
 from edgeproxy.config.litellm_import.router import convert
-from edgeproxy.config.litellm_import.rules import state_entry_rules
 from edgeproxy.config.loader import load_config_file, parse_config
 
 SOURCE = Path(__file__).resolve().parents[2] / "fixtures" / "litellm" / "config.yaml"
@@ -64,7 +63,7 @@ def test_openai_anthropic_and_compatible_kinds() -> None:
         "provider": "openai",
         "base_url": "https://api.openai.com/v1",
         "upstream_model": "gpt-4o",
-        "credential": "env:OPENAI_API_KEY",
+        "credential": "env:EDGEPROXY_CRED_OPENAI_API_KEY",
         "rpm_limit": 500,
         "tpm_limit": 300000,
         "modalities": ["text", "image"],
@@ -89,7 +88,7 @@ def test_openai_anthropic_and_compatible_kinds() -> None:
     )
     assert deps["llama-6"]["upstream_model"] == "meta-llama/Llama-3.1-8B-Instruct"
     assert deps["llama-7"]["base_url"] == "http://10.0.0.13:8000/v1"  # os.environ/ read now
-    assert deps["llama-7"]["credential"] == "env:LLAMA_KEY"
+    assert deps["llama-7"]["credential"] == "env:EDGEPROXY_CRED_LLAMA_KEY"
     assert deps["llama-8"]["base_url"] == "https://api.groq.com/openai/v1"
     assert deps["instruct-9"]["operations"] == ["completions"]
     assert deps["embed-10"]["operations"] == ["embeddings"]
@@ -104,7 +103,7 @@ def test_azure_and_bedrock_entries_use_their_own_kinds() -> None:
         "base_url": "https://my-resource.openai.azure.com",
         "upstream_model": "gpt-4o-prod",
         "api_version": "2024-10-21",
-        "credential": "env:AZURE_API_KEY",
+        "credential": "env:EDGEPROXY_CRED_AZURE_API_KEY",
         "priority": 1,
     }
     assert deps["claude-5"] == {
@@ -130,8 +129,7 @@ def test_router_settings_and_fallbacks() -> None:
         {"model": "gpt-4o", "reason": "context_window", "to": ["llama"]},
         {"model": "claude", "reason": "content_policy", "to": ["llama"]},
     ]
-    state_entry_rules(document, [])  # as the command does before it loads the output
-    parse_config(document, "converted")
+    parse_config(document, "converted")  # the entry rules are already stated in it
 
 
 def test_every_unmapped_setting_is_a_warning() -> None:
@@ -155,7 +153,8 @@ def test_every_unmapped_setting_is_a_warning() -> None:
         "environment_variables: has no equivalent",
     ):
         assert expected in warnings
-    assert len(converted()[1]) == 12
+    # 12 settings, and 10 env: keys moved under the credential prefix (one warning each).
+    assert len(converted()[1]) == 22
 
 
 def test_entries_that_cannot_convert_are_errors_naming_them() -> None:

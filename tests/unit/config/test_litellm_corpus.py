@@ -99,7 +99,7 @@ def test_proxy_server_config_names_what_does_not_convert() -> None:
     ]
     deps = {d["model"]: d for d in result.document["deployments"]}
     assert deps["llama3"]["base_url"] == "http://localhost:11434/v1"  # ollama: its /v1 API
-    assert deps["openrouter-claude"]["credential"] == "env:OPENROUTER_API_KEY"
+    assert deps["openrouter-claude"]["credential"] == "env:EDGEPROXY_CRED_OPENROUTER_API_KEY"
     assert deps["text-embedding-ada-002"]["operations"] == ["embeddings"]
     assert deps["gpt-instruct"]["operations"] == ["completions"]
     assert "sk-1234" not in yaml.safe_dump(result.document)
@@ -153,12 +153,15 @@ def test_environment_default_keys_become_references_with_a_warning() -> None:
     }
     deps = {d["model"]: d for d in result.document["deployments"]}
     for model, variable in expected.items():
-        assert deps[model]["credential"] == f"env:{variable}"
+        # Under the credential prefix (config.credential_refs), with a warning saying so.
+        assert deps[model]["credential"] == f"env:EDGEPROXY_CRED_{variable}"
+        assert any(f"became env:EDGEPROXY_CRED_{variable}" in w for w in result.warnings)
         [warning] = [w for w in result.warnings if f"model_name: {model}," in w]
         assert f"LiteLLM reads ${variable} by default" in warning
         assert ("not set in this shell" in warning) is (variable != "GROQ_API_KEY")
     assert "credential" not in deps["local-vllm"]  # a server of one's own: no key assumed
-    assert not any("local-vllm" in w for w in result.warnings)
+    # No credential warning for it (its private address is stated in gateway.egress.allow).
+    assert not any("local-vllm" in w and "credential" in w for w in result.warnings)
 
 
 def test_load_balancer_deployments_are_not_left_without_a_credential() -> None:
@@ -166,7 +169,9 @@ def test_load_balancer_deployments_are_not_left_without_a_credential() -> None:
     # it was (no credential, no warning) the pool loaded, showed "available" and got 401s.
     result = convert(source("load_balancer.yaml"), {})
     deps = result.document["deployments"]
-    assert [d.get("credential") for d in deps] == ["env:AZURE_API_KEY"] * 3 + ["env:OPENAI_API_KEY"]
+    assert [d.get("credential") for d in deps] == ["env:EDGEPROXY_CRED_AZURE_API_KEY"] * 3 + [
+        "env:EDGEPROXY_CRED_OPENAI_API_KEY"
+    ]
     assert [d["rpm_limit"] for d in deps] == [6, 6, 1440, 100]
     for index in range(4):
         assert any(

@@ -29,6 +29,7 @@ from typing import Any
 
 from edgeproxy.config.litellm_import import checks
 from edgeproxy.config.litellm_import.entries import Warnings, deployment
+from edgeproxy.config.litellm_import.rules import state_entry_rules
 from edgeproxy.config.policies import Operation, default_execution_policies
 
 STRATEGIES = {
@@ -105,7 +106,10 @@ def convert(litellm: Mapping[str, Any], environ: Mapping[str, str]) -> Converted
         warnings.add("general_settings", f"{name} has no equivalent; dropped{hint}")
     for name in sorted(set(litellm) - _TOP - {"general_settings"}):
         warnings.add(name, "has no equivalent (credentials are references); dropped")
-    return Converted(out, list(warnings), list(warnings.errors), origins)
+    notes = list(warnings)
+    # The egress and credential rules, stated in the output: so that it loads as written.
+    state_entry_rules(out, notes)
+    return Converted(out, notes, list(warnings.errors), origins)
 
 
 def _default_matrix() -> dict[str, Any]:
