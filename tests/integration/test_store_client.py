@@ -19,7 +19,6 @@ import pytest
 from aiohttp import web
 
 from edgeproxy.config.deployment import Deployment, ProviderKind
-from edgeproxy.config.router import Strategy
 from edgeproxy.errors import StoreError, StoreUnavailable
 from edgeproxy.routing.snapshot import BindingKey
 from edgeproxy.state import keys
@@ -187,7 +186,7 @@ async def test_a_routing_read_is_eventually_consistent_and_asks_only_what_routin
         )
         for name, limits in (("a", {}), ("b", {"rpm_limit": 5}))
     ]
-    shuffled = SnapshotRequest.of("gpt", pool, NOW, strategies={Strategy.WEIGHTED_RANDOM})
+    shuffled = SnapshotRequest.of("gpt", pool, NOW, counting=set())
     sticky = SnapshotRequest.of("gpt", pool, NOW, BindingKey("c", "gpt", "chat"))
     client, store = await open_store(session, endpoint)
     try:

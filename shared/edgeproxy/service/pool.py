@@ -98,11 +98,11 @@ async def open_pool(store: PoolSource, run: Run, model: str, now: float) -> Pool
         if sticky.enabled and req.pin is None and not run.resume
         else None
     )
-    # The strategies whose ordering reads the usage counters, with their parameters.
+    # The strategies whose ordering reads the usage counters, judged with their parameters.
     tiers = {(d.priority, config.strategy_for(model, d.priority)) for d in deployments}
-    strategies = {s for t, s in tiers if reads_counters(s, config.params_for(model, t, s))}
+    counting = {s for t, s in tiers if reads_counters(s, config.params_for(model, t, s))}
     snapshot = await store.read_pool(
-        SnapshotRequest.of(model, deployments, now, key, None, strategies)
+        SnapshotRequest.of(model, deployments, now, key, None, counting)
     )
     # A key's tpm limit and budget were reserved against before routing (service/key_reserve.py).
     limits = {d.id: config.policy_for(d, req.operation, req.stream) for d in deployments}

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.router import Strategy
-from edgeproxy.routing.ordering.strategies import reads_counters
 from edgeproxy.routing.snapshot import BindingKey, credential_key
 
 
@@ -42,16 +41,17 @@ class SnapshotRequest:
         now: float,
         binding: BindingKey | None = None,
         key_id: str | None = None,
-        strategies: Collection[Strategy] | None = None,
+        counting: Collection[Strategy] | None = None,
     ) -> SnapshotRequest:
         """The read for routing ``deployments`` of ``pool`` at ``now`` (its minute bucket).
 
-        ``strategies``: the ones that may order this pool's tiers. If none of
-        them reads usage counters, only the deployments with an rpm or tpm
+        ``counting``: the strategies of this pool's tiers that read usage
+        counters, as the caller judged them with their parameters
+        (``reads_counters``). Empty: only the deployments with an rpm or tpm
         limit have their current bucket read (eligibility checks it), and no
         previous bucket is read; None reads every bucket (the safe default).
         """
-        counted = strategies is None or any(reads_counters(s) for s in strategies)
+        counted = counting is None or bool(counting)
         limited = [d.id for d in deployments if d.rpm_limit is not None or d.tpm_limit is not None]
         return cls(
             pool=pool,

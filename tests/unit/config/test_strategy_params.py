@@ -78,14 +78,15 @@ def test_levels_merge_field_by_field_most_specific_first() -> None:
     assert cfg.params_for("gpt", 0, p2c).model_dump() == {"intervene_inflight": 5}
     assert cfg.params_for("gpt", 3, p2c).model_dump() == {"intervene_inflight": None}
     assert cfg.params_for("gpt", 0, Strategy.SIMPLE_SHUFFLE).model_dump() == {
-        "intervene_inflight": DEFAULT_INTERVENE_INFLIGHT
+        "intervene_inflight": None  # off unless set: the rule reads the in-flight counters
     }
 
 
 def test_describe_lists_type_range_default_and_meaning() -> None:
-    [row] = describe(Strategy.SIMPLE_SHUFFLE)
+    [row] = describe(Strategy.LEAST_BUSY)
     assert row["name"] == "intervene_inflight"
     assert (row["type"], row["minimum"], row["maximum"]) == ("integer or null", 0, None)
     assert row["default"] == DEFAULT_INTERVENE_INFLIGHT
+    assert describe(Strategy.SIMPLE_SHUFFLE)[0]["default"] is None
     assert "in flight" in row["description"]
     assert describe(Strategy.HASH_AFFINITY) == []

@@ -59,14 +59,30 @@ def heavy_share(
     return picks["heavy"] / N
 
 
-@pytest.mark.parametrize("strategy", [Strategy.SIMPLE_SHUFFLE, Strategy.POWER_OF_TWO_CHOICES])
-def test_a_backed_up_deployment_loses_the_draws_that_reach_an_idle_one(strategy: Strategy) -> None:
-    assert heavy_share(strategy, loaded(50)) == pytest.approx(BOTH_HEAVY, abs=0.01)
+AT_EIGHT = WeightedDrawParams(intervene_inflight=8)
+
+
+@pytest.mark.parametrize(
+    ("strategy", "params"),
+    [(Strategy.SIMPLE_SHUFFLE, AT_EIGHT), (Strategy.POWER_OF_TWO_CHOICES, None)],
+)
+def test_a_backed_up_deployment_loses_the_draws_that_reach_an_idle_one(
+    strategy: Strategy, params: StrategyParams | None
+) -> None:
+    assert heavy_share(strategy, loaded(50), params) == pytest.approx(BOTH_HEAVY, abs=0.01)
+
+
+def test_simple_shuffle_is_plain_weighted_draws_by_default() -> None:
+    # The rule costs the in-flight counters in every routing read: opt in.
+    share = heavy_share(Strategy.SIMPLE_SHUFFLE, loaded(500))
+    assert share == pytest.approx(HEAVY_SHARE, abs=0.01)
 
 
 def test_below_the_threshold_simple_shuffle_follows_the_weights_alone() -> None:
-    assert heavy_share(Strategy.SIMPLE_SHUFFLE, loaded(7)) == pytest.approx(HEAVY_SHARE, abs=0.01)
-    assert heavy_share(Strategy.SIMPLE_SHUFFLE, loaded(8)) == pytest.approx(BOTH_HEAVY, abs=0.01)
+    share = heavy_share(Strategy.SIMPLE_SHUFFLE, loaded(7), AT_EIGHT)
+    assert share == pytest.approx(HEAVY_SHARE, abs=0.01)
+    share = heavy_share(Strategy.SIMPLE_SHUFFLE, loaded(8), AT_EIGHT)
+    assert share == pytest.approx(BOTH_HEAVY, abs=0.01)
 
 
 def test_the_threshold_is_a_parameter_and_null_turns_the_rule_off() -> None:
@@ -117,7 +133,8 @@ def test_parameters_of_another_strategy_are_refused() -> None:
 
 
 def test_load_aware_strategies_read_the_counters_unless_the_rule_is_off() -> None:
-    assert reads_counters(Strategy.SIMPLE_SHUFFLE)
+    assert not reads_counters(Strategy.SIMPLE_SHUFFLE)  # its rule is off by default
+    assert reads_counters(Strategy.SIMPLE_SHUFFLE, AT_EIGHT)
     assert reads_counters(Strategy.POWER_OF_TWO_CHOICES)
     assert not reads_counters(Strategy.WEIGHTED_RANDOM)
     off = WeightedDrawParams(intervene_inflight=None)

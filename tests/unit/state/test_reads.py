@@ -8,7 +8,12 @@ import pytest
 
 from edgeproxy.config.router import Strategy
 from edgeproxy.routing.ordering.registry import REGISTRY
-from edgeproxy.routing.ordering.strategies import COUNTER_FREE, StrategyInputs, order
+from edgeproxy.routing.ordering.strategies import (
+    COUNTER_FREE,
+    StrategyInputs,
+    order,
+    reads_counters,
+)
 from edgeproxy.routing.snapshot import PoolSnapshot, Usage
 from edgeproxy.state.store import SnapshotRequest
 from tests.unit.routing.builders import dep
@@ -27,14 +32,17 @@ def test_without_strategies_every_bucket_is_read() -> None:
 def test_a_counter_free_strategy_reads_only_the_limited_deployments_bucket(
     strategy: Strategy,
 ) -> None:
-    request = SnapshotRequest.of("gpt", POOL, NOW, strategies={strategy})
+    assert not reads_counters(strategy)
+    request = SnapshotRequest.of("gpt", POOL, NOW, counting=set())
     assert list(request.usage_ids or ()) == ["b", "c"]
     assert not request.previous_minute
 
 
 @pytest.mark.parametrize("strategy", sorted(set(Strategy) - COUNTER_FREE))
 def test_a_counting_strategy_reads_both_buckets_of_every_deployment(strategy: Strategy) -> None:
-    request = SnapshotRequest.of("gpt", POOL, NOW, strategies={Strategy.SIMPLE_SHUFFLE, strategy})
+    # Judged by the caller with the tier's parameters: simple-shuffle counts once its
+    # rule has a threshold (it has none by default), and then its read must count too.
+    request = SnapshotRequest.of("gpt", POOL, NOW, counting={strategy})
     assert request.usage_ids is None
     assert request.previous_minute
 
