@@ -15,6 +15,7 @@ once.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -25,7 +26,7 @@ KEEPALIVE = b": keepalive\n\n"
 UNFINISHED = "The stream ended before it was complete."
 
 
-class Renderer:
+class Renderer(ABC):
     """One stream's renderer: the end-of-stream rule here, the frames in each surface's subclass."""
 
     def __init__(self) -> None:
@@ -53,25 +54,25 @@ class Renderer:
         self._ended = True
         return self.unfinished()
 
+    @abstractmethod
     def chunk(self, data: dict[str, Any]) -> list[bytes]:
         """One chat chunk."""
-        raise NotImplementedError
 
     def event(self, kind: str, data: dict[str, Any]) -> list[bytes]:
         """One native Responses API event (a deployment serving ``/v1/responses``)."""
         return self.chunk(data)
 
+    @abstractmethod
     def closing(self, item: Closing) -> list[bytes]:
         """The end of a complete answer."""
-        raise NotImplementedError
 
+    @abstractmethod
     def failed(self, item: Failed) -> list[bytes]:
         """The in-band error that ends the stream."""
-        raise NotImplementedError
 
+    @abstractmethod
     def unfinished(self) -> list[bytes]:
         """The end of a source that stopped without ``Closing`` or ``Failed``."""
-        raise NotImplementedError
 
 
 async def drive(source: AsyncIterator[StreamItem], renderer: Renderer) -> AsyncIterator[bytes]:
