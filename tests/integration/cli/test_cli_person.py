@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from edgeproxy.cli import main
-from edgeproxy.cli_target import NO_TARGET
+from edgeproxy.cli.target import NO_TARGET
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.configs import config, deployment
 from tests.integration.cli.helpers import REPO, SCRIPT, clean_env, edgeproxy

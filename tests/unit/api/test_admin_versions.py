@@ -8,7 +8,7 @@ import pytest
 from starlette.requests import Request
 
 from edgeproxy.api.admin.guard import AdminCall, version_of
-from edgeproxy.cli_admin import settings_patch
+from edgeproxy.cli.admin import settings_patch
 from edgeproxy.errors import RequestError, UsageError, VersionRequired
 
 

@@ -8,7 +8,7 @@ import json
 import re
 from pathlib import Path
 
-from edgeproxy.cli_strategies import run
+from edgeproxy.cli.strategies import run
 from edgeproxy.config.router import RouterSettings
 from edgeproxy.config.strategies import Strategy
 from edgeproxy.routing.ordering.catalogue import catalogue, markdown_table

@@ -122,7 +122,7 @@ def test_a_reader_that_leaves_early_ends_the_command_quietly() -> None:
     # `edgeproxy audit | head`: the pipe closes while the command still prints.
     script = (
         "import sys\n"
-        "from edgeproxy import cli\n"
+        "from edgeproxy.cli import command as cli\n"
         "def endless(path):\n"
         "    while True:\n"
         "        print('x' * 1000)\n"

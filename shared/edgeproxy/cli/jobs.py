@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from edgeproxy import cli_target
+from edgeproxy.cli import target as cli_target
 from edgeproxy.entrypoint import Entrypoint
 from edgeproxy.errors import QuotaRefreshFailed
 from edgeproxy.jobs.entry import build_health_handler, build_quota_handler

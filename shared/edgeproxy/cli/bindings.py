@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 import httpx
 
-from edgeproxy import cli_target
+from edgeproxy.cli import target as cli_target
 from edgeproxy.config.loader import from_document
 from edgeproxy.errors import EdgeproxyError, UsageError
 from edgeproxy.routing.affinity import caller_id, key_digest

@@ -24,8 +24,8 @@ from typing import Any, TextIO
 
 import yaml
 
-from edgeproxy import cli_target
-from edgeproxy.cli_admin_client import AdminClient, HttpAdmin, TableAdmin
+from edgeproxy.cli import target as cli_target
+from edgeproxy.cli.admin_client import AdminClient, HttpAdmin, TableAdmin
 from edgeproxy.errors import ConfigError
 from edgeproxy.runtime import open_store
 from edgeproxy.service.admin.config_roundtrip import base_version, export_text

@@ -27,8 +27,8 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
-from edgeproxy import cli_target
 from edgeproxy.api.admin.keys import CreateKey, epoch_seconds, key_view
+from edgeproxy.cli import target as cli_target
 from edgeproxy.config.loader import load_config_file
 from edgeproxy.errors import EdgeproxyError, UsageError
 from edgeproxy.routing.access import ClientKey

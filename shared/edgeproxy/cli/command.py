@@ -38,17 +38,15 @@ from collections.abc import Sequence
 from importlib import metadata
 from typing import TextIO
 
-from edgeproxy import (
-    cli_admin,
-    cli_bindings,
-    cli_config,
-    cli_jobs,
-    cli_keys,
-    cli_litellm,
-    cli_strategies,
-    cli_target,
-)
-from edgeproxy.cli_errors import one_line
+from edgeproxy.cli import admin as cli_admin
+from edgeproxy.cli import bindings as cli_bindings
+from edgeproxy.cli import config as cli_config
+from edgeproxy.cli import jobs as cli_jobs
+from edgeproxy.cli import keys as cli_keys
+from edgeproxy.cli import litellm as cli_litellm
+from edgeproxy.cli import strategies as cli_strategies
+from edgeproxy.cli import target as cli_target
+from edgeproxy.cli.errors import one_line
 from edgeproxy.config.loader import load_config_file
 from edgeproxy.errors import ConfigError, EdgeproxyError, StoreError, UsageError
 from edgeproxy.routing.affinity import key_digest

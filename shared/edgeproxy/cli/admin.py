@@ -19,8 +19,8 @@ import time
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from edgeproxy import cli_target
-from edgeproxy.cli_admin_client import AdminClient, HttpAdmin, TableAdmin
+from edgeproxy.cli import target as cli_target
+from edgeproxy.cli.admin_client import AdminClient, HttpAdmin, TableAdmin
 from edgeproxy.errors import UsageError
 from edgeproxy.runtime import open_store
 
