@@ -181,7 +181,7 @@ def test_other_requests_are_served_while_a_hostile_stream_is_read(
             slow.append(time.monotonic() - started)
     worker.join()
     assert slow
-    assert max(slow) < 1.0, f"the gateway stalled for {max(slow):.2f} s"
+    assert max(slow) < 1.5, f"the gateway stalled for {max(slow):.2f} s"
 
 
 def test_an_upstream_echoing_its_request_headers_does_not_hand_out_its_key(

@@ -74,7 +74,7 @@ def test_a_black_holed_store_gives_prompt_503s_and_the_gateway_recovers_alone(
             for _ in range(3):
                 elapsed, listed = timed(client, "GET", "/v1/models")
                 assert listed.status_code == 200
-                assert elapsed < 0.5, "a reader waited on the hanging refresh"
+                assert elapsed < 1.5, "a reader waited on the hanging refresh (2 s budget)"
             assert listed.json()["data"][0]["id"] == "fast-chat"
 
             relay.restore()
@@ -89,8 +89,9 @@ def test_a_black_holed_store_gives_prompt_503s_and_the_gateway_recovers_alone(
 
 
 # The README's bound for one request: the store budget plus the configuration wait (0.25 s),
-# with 0.25 s of slack for a loaded test machine. Measured: 2.00 to 2.26 s for each kind below.
-ONE_REQUEST_S = BUDGET_S + 0.25 + 0.25
+# with 1 s of slack for a loaded CI machine (a second store call would add a whole budget).
+# Measured on a quiet machine: 2.00 to 2.26 s for each kind below.
+ONE_REQUEST_S = BUDGET_S + 0.25 + 1.0
 KINDS = [
     ("POST", "/v1/chat/completions", CHAT),
     ("POST", "/v1/chat/completions", {**CHAT, "stream": True}),

@@ -72,8 +72,8 @@ def test_one_429_is_retried_after_the_providers_wait_not_the_throttle_cooldown(
     seen = model_requests(upstream_a)
     assert len(seen) == 2  # no hammering: one retry, after the provider's Retry-After
     gap = seen[1]["time"] - seen[0]["time"]
-    assert 1.95 <= gap < 3.0, gap  # no sooner than asked, and not the 5 s cooldown
-    assert elapsed < 3.5, elapsed  # ~2.1 s; the 5 s cooldown made it 5.1 s
+    assert 1.95 <= gap < 4.5, gap  # no sooner than asked, and not the 5 s cooldown
+    assert elapsed < 4.8, elapsed  # ~2.1 s (margin for load); the 5 s cooldown made it 5.1 s
 
 
 @pytest.mark.parametrize("sdk_name", SDKS)
@@ -96,8 +96,8 @@ def test_persistent_429s_end_in_one_answer_the_sdk_does_not_repeat(
     # SDK attempt: the SDK saw one 429 and did not retry it.
     assert len(seen) == 3
     gaps = [b["time"] - a["time"] for a, b in itertools.pairwise(seen)]
-    assert all(1.95 <= g < 3.0 for g in gaps), gaps
-    assert elapsed < 6.0, elapsed  # ~4.1 s: two provider waits; 25 s before
+    assert all(1.95 <= g < 4.5 for g in gaps), gaps
+    assert elapsed < 9.0, elapsed  # ~4.1 s: two provider waits; 25 s before
     assert len(model_requests(upstream_a)) == 3  # nothing came after the answer
 
 
@@ -115,7 +115,7 @@ def test_a_gateway_allowed_two_attempts_answers_within_the_providers_wait(
     elapsed = time.monotonic() - started
     assert caught.value.response.headers["x-should-retry"] == "false"
     assert len(model_requests(upstream_a)) == 2
-    assert elapsed < 3.5, elapsed  # one provider wait of 2 s, then the answer at once
+    assert elapsed < 3.9, elapsed  # one provider wait of 2 s, then the answer at once
 
 
 def test_a_429_the_gateway_could_not_retry_is_left_to_the_sdk(

@@ -40,7 +40,7 @@ async def test_json_ok(upstream_a: MockUpstream, upstream_client: UpstreamClient
     assert answer.rate_limits is not None
     assert answer.rate_limits.remaining_requests == 9999
     assert answer.request_id == "req_mock_a_1"
-    assert 0 < answer.elapsed_s < 2
+    assert 0 < answer.elapsed_s < 10  # measured, not a speed test
 
 
 async def test_no_credential_sends_no_auth(
@@ -183,7 +183,7 @@ async def test_connect_refused(upstream_client: UpstreamClient) -> None:
 
 
 @pytest.mark.parametrize(
-    "mock_fault", [{"stall": True}, {"latency_ms": 2000}, {"first_token_delay_ms": 2000}]
+    "mock_fault", [{"stall": True}, {"latency_ms": 20_000}, {"first_token_delay_ms": 20_000}]
 )
 async def test_response_timeout_aborts_the_request(
     upstream_a: MockUpstream, upstream_client: UpstreamClient, mock_fault: dict[str, Any]
@@ -193,7 +193,7 @@ async def test_response_timeout_aborts_the_request(
     with pytest.raises(UpstreamFault) as info:
         await upstream_client.send(chat(upstream_a, response_timeout_s=0.3))
     assert info.value.fault.kind is FaultKind.TIMEOUT
-    assert 0.25 < time.perf_counter() - started < 1.8  # not the 2 s (or endless) stall
+    assert 0.25 < time.perf_counter() - started < 10  # not the 20 s (or endless) stall
     if not mock_fault.get("stall"):
         return
     # Aborted on the connection: the stalled mock sees its client hang up.
