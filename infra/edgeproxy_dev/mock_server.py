@@ -22,6 +22,7 @@ from edgeproxy_dev import mock_eventstream as eventstream
 from edgeproxy_dev import mock_hostile as hostile
 from edgeproxy_dev import mock_http as http
 from edgeproxy_dev import mock_responses as responses
+from edgeproxy_dev import mock_tools as tools
 from edgeproxy_dev.mock_faults import MockFault, anthropic_error, openai_error
 from edgeproxy_dev.mock_routes import Route, authorized, resolve
 
@@ -241,7 +242,8 @@ class MockServer:
         if fault.obey_max_tokens:
             content, finish = answers.limited(content, finish, body)
         args: answers.Args = (self.name, seq, model, content, finish, prompt)
-        call = fault.tool_call
+        answered = (responses.tool_output if native else answers.tool_result)(body) is not None
+        call = fault.tool_call or tools.required_call(body, said, answered)
         if native or call is not None:
             return await self._tools_or_native(route, args, call, body, fault, reader, writer)
         if not body.get("stream"):

@@ -107,3 +107,72 @@ def test_fixed_content_and_restartable_port() -> None:
         assert answer["choices"][0]["message"]["content"] == "same every time"
     with MockUpstream("again", port=port) as second:
         assert second.port == port
+
+
+WEATHER_CHAT = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("choice", "calls"),
+    [
+        ("required", True),
+        ({"type": "function", "function": {"name": "get_weather"}}, True),
+        ("auto", False),
+        (None, False),
+    ],
+)
+async def test_a_required_tool_is_called_as_a_model_must(
+    upstream_a: MockUpstream, choice: object, calls: bool
+) -> None:
+    # So that the README's tool examples work against `make run`, fault-free.
+    body = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "Weather in Paris?"}],
+        "tools": [WEATHER_CHAT],
+        **({"tool_choice": choice} if choice else {}),
+    }
+    async with httpx.AsyncClient(trust_env=False) as http:
+        answer = (await http.post(upstream_a.base_url + "/chat/completions", json=body)).json()
+        message = answer["choices"][0]["message"]
+        if calls:
+            (call,) = message["tool_calls"]
+            assert call["function"] == {"name": "get_weather", "arguments": '{"city": "Paris"}'}
+            assert answer["choices"][0]["finish_reason"] == "tool_calls"
+        else:
+            assert message["content"].startswith("Hello from a!")
+        # The tool's result given back: an answer in text, not a second call.
+        result = {"role": "tool", "tool_call_id": "call_1", "content": "18 C"}
+        again = {**body, "messages": [*body["messages"], result]}
+        followed = (await http.post(upstream_a.base_url + "/chat/completions", json=again)).json()
+        assert followed["choices"][0]["message"].get("tool_calls") is None
+
+
+async def test_anthropic_any_and_responses_required_call_the_tool(upstream_a: MockUpstream) -> None:
+    tool = {"name": "get_weather", "input_schema": WEATHER_CHAT["function"]["parameters"]}
+    messages = {
+        "model": "m",
+        "max_tokens": 50,
+        "tools": [tool],
+        "tool_choice": {"type": "any"},
+        "messages": [{"role": "user", "content": "Weather in Paris?"}],
+    }
+    flat = {"type": "function", "name": "get_weather", **{"parameters": tool["input_schema"]}}
+    responses = {
+        "model": "m",
+        "input": "Weather in Paris?",
+        "tools": [flat],
+        "tool_choice": "required",
+    }
+    async with httpx.AsyncClient(trust_env=False) as http:
+        message = (await http.post(upstream_a.base_url + "/messages", json=messages)).json()
+        answer = (await http.post(upstream_a.base_url + "/responses", json=responses)).json()
+    assert message["content"][0]["type"] == "tool_use"
+    assert message["content"][0]["input"] == {"city": "Paris"}
+    (item,) = [i for i in answer["output"] if i["type"] == "function_call"]
+    assert (item["name"], item["arguments"]) == ("get_weather", '{"city": "Paris"}')
