@@ -16,8 +16,8 @@ class FaultKind(StrEnum):
     HTTP = "http"  # the upstream answered with an error status
     CONNECT = "connect"  # could not connect (refused, DNS, TLS)
     RESET = "reset"  # connection dropped before response headers
-    TIMEOUT = "timeout"  # responseMs passed before the (JSON) answer / headers
-    IDLE = "idle"  # stream silent for longer than idleMs
+    TIMEOUT = "timeout"  # response_ms passed before the (JSON) answer / headers
+    IDLE = "idle"  # stream silent for longer than idle_ms
     TRUNCATED = "truncated"  # stream ended (EOF or drop) before it was complete
     MALFORMED = "malformed"  # unparseable body or SSE chunk
     OVERSIZE = "oversize"  # answer, SSE event or stream beyond gateway.upstream_limits

@@ -17,6 +17,7 @@ from edgeproxy.cli import main
 from edgeproxy.cli.target import NO_TARGET
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.configs import config, deployment
+from tests.fixtures.local_run import local_run as run_locally
 from tests.integration.cli.helpers import REPO, SCRIPT, clean_env, edgeproxy
 from tests.integration.keys.helpers import ADMIN_KEY, ENV
 
@@ -126,7 +127,9 @@ def test_an_unreachable_or_missing_table_is_one_line(dynamo_endpoint: str) -> No
     )
     assert ran.status == 1
     assert ran.one_line_error, ran.err
-    assert f"nothing answers at {closed}" in ran.err
+    # Refused at once, or (on a loaded machine) the store's budget ran out first: either way
+    # one line naming where it looked.
+    assert f"nothing answers at {closed}" in ran.err or f"'t' at {closed}" in ran.err
     env = clean_env(EDGEPROXY_DYNAMODB_ENDPOINT=dynamo_endpoint, **local)
     ran = edgeproxy("keys", "list", "--table", "no-such-table", env=env)
     assert ran.status == 1
@@ -158,29 +161,9 @@ def test_a_busy_port_is_one_line_before_anything_starts() -> None:
 
 @pytest.fixture
 def local_run(tmp_path: Path) -> Iterator[list[str]]:
-    """``make run``'s runner on free ports (its mock too); yields its banner lines."""
-    example = (REPO / "infra" / "config.example.yaml").read_text()
-    config_path = tmp_path / "config.yaml"
-    config_path.write_text(re.sub(r"127\.0\.0\.1:181\d\d", f"127.0.0.1:{free_port()}", example))
-    proc = subprocess.Popen(  # noqa: S603 - our own runner
-        [sys.executable, "infra/run_local.py", "--port", "0", "--config", str(config_path)],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert proc.stdout is not None
-    lines: list[str] = []
-    try:
-        for line in proc.stdout:  # the banner is printed at once, as a whole
-            lines.append(line.rstrip("\n"))
-            if len(lines) > 2 and lines[-2].startswith("or at the table itself"):
-                break
-        yield lines
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        proc.stdout.close()
+    """``make run``'s runner on free ports (its mocks too); yields its banner lines."""
+    with run_locally(tmp_path) as run:
+        yield run.lines
 
 
 def _exports(line: str) -> dict[str, str]:
