@@ -54,9 +54,10 @@ class DynamoKeyLifecycle:
         if removed:
             names.update({f"#r{i}": n for i, n in enumerate(removed)})
             update += " REMOVE " + ", ".join(f"#r{i}" for i in range(len(removed)))
-        names.update({"#pk": self._schema.pk, "#version": "version"})
+        names["#version"] = "version"
         values[":next"] = number(expected_version + 1)
         if expected_version == 0:
+            names["#pk"] = self._schema.pk
             condition = "attribute_exists(#pk) AND attribute_not_exists(#version)"
         else:
             condition = "#version = :expected"
