@@ -82,6 +82,14 @@ def rotate_body(args: argparse.Namespace) -> dict[str, Any]:
     return body
 
 
+async def check_stored_models(store: AdminStore, models: list[str] | None) -> None:
+    """400 for a model the table's stored configuration does not serve."""
+    stored = await store.load_config()
+    if stored is None:
+        raise UsageError("no configuration is stored yet to check the models against")
+    check_models(models, from_document(stored.document))
+
+
 def remote_path(args: argparse.Namespace) -> tuple[str, str, dict[str, Any]]:
     """Method, path and body of the admin API call."""
     if args.action == "update":
@@ -100,10 +108,6 @@ async def on_table(args: argparse.Namespace, store: Any) -> dict[str, Any]:
     body = UpdateKey.model_validate(update_body(args))
     fields = fields_of(body, now)
     if "models" in fields:
-        admin: AdminStore = store
-        stored = await admin.load_config()
-        if stored is None:
-            raise UsageError("no configuration is stored yet to check the models against")
-        check_models(body.models, from_document(stored.document))
+        await check_stored_models(store, body.models)
     change = await update_key(lifecycle, args.id, fields)
     return key_view(change.after, now=now)

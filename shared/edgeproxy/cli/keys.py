@@ -121,6 +121,8 @@ async def _table(args: argparse.Namespace) -> Any:
         now = time.time()
         if args.action == "create":
             body = CreateKey.model_validate(_body(args))
+            if body.models is not None:
+                await key_changes.check_stored_models(store, body.models)
             expires = epoch_seconds(body.expires_at)
             models = frozenset(body.models) if body.models is not None else None
             new = mint_key(

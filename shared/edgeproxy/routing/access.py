@@ -12,7 +12,6 @@ characters (it names the key in the admin API without being usable as one).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 from edgeproxy.config.deployment import Deployment
@@ -119,27 +118,49 @@ def key_status(key: ClientKey, now: float) -> str:
     return "active"
 
 
-def period_start(period: BudgetPeriod, now: float) -> datetime | None:
-    """The UTC start of the budget period holding ``now`` (None: ``total`` never resets)."""
-    day = datetime.fromtimestamp(now, UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+DAY_S = 86_400
+
+
+def _civil(days: int) -> tuple[int, int, int]:
+    """(year, month, day) of ``days`` since 1970-01-01 (proleptic Gregorian, UTC)."""
+    z = days + 719_468
+    era = z // 146_097
+    doe = z - era * 146_097
+    yoe = (doe - doe // 1460 + doe // 36_524 - doe // 146_096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    month = mp + 3 if mp < 10 else mp - 9
+    return yoe + era * 400 + (1 if month <= 2 else 0), month, doy - (153 * mp + 2) // 5 + 1
+
+
+def _days(year: int, month: int, day: int) -> int:
+    """Days since 1970-01-01 of a UTC date (the inverse of ``_civil``)."""
+    year -= 1 if month <= 2 else 0
+    era = year // 400
+    yoe = year - era * 400
+    doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    return era * 146_097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719_468
+
+
+def _period_days(period: BudgetPeriod, now: float) -> tuple[int, int] | None:
+    """First day and first day after the period holding ``now`` (days since the epoch)."""
+    today = int(now // DAY_S)
     if period is BudgetPeriod.DAILY:
-        return day
+        return today, today + 1
     if period is BudgetPeriod.WEEKLY:
-        return day - timedelta(days=day.weekday())
+        monday = today - (today + 3) % 7  # 1970-01-01 was a Thursday
+        return monday, monday + 7
     if period is BudgetPeriod.MONTHLY:
-        return day.replace(day=1)
+        year, month, _ = _civil(today)
+        after = (year + 1, 1) if month == 12 else (year, month + 1)
+        return _days(year, month, 1), _days(*after, 1)
     return None
 
 
 def period_end(period: BudgetPeriod, now: float) -> float | None:
-    """When the budget period holding ``now`` ends (epoch seconds; None for ``total``)."""
-    start = period_start(period, now)
-    if start is None:
-        return None
-    if period is BudgetPeriod.MONTHLY:
-        after = start.replace(year=start.year + 1, month=1) if start.month == 12 else None
-        return (after or start.replace(month=start.month + 1)).timestamp()
-    return (start + timedelta(days=1 if period is BudgetPeriod.DAILY else 7)).timestamp()
+    """When the budget period holding ``now`` ends (epoch seconds, a UTC boundary; None: total)."""
+    days = _period_days(period, now)
+    return None if days is None else float(days[1] * DAY_S)
 
 
 ACCOUNT_SEP = "@"
@@ -153,10 +174,11 @@ def spend_account(key: ClientKey, now: float) -> str:
     >>> spend_account(ClientKey("0123456789abcdef00", "k", budget_period=BudgetPeriod.DAILY), 0.0)
     '0123456789abcdef@1970-01-01'
     """
-    start = period_start(key.budget_period, now)
-    if start is None:
+    days = _period_days(key.budget_period, now)
+    if days is None:
         return key.id
-    return f"{key.id}{ACCOUNT_SEP}{start.date().isoformat()}"
+    year, month, day = _civil(days[0])
+    return f"{key.id}{ACCOUNT_SEP}{year:04d}-{month:02d}-{day:02d}"
 
 
 def account_key_id(account: str) -> str:

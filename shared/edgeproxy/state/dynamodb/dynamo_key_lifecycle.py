@@ -14,6 +14,12 @@ from typing import Any
 
 from edgeproxy.routing.access import ClientKey
 from edgeproxy.state import keys
+from edgeproxy.state.dynamodb.conditions import (
+    KEY_FIRST_VERSION,
+    KEY_UNCHANGED,
+    RETIRED_ITEM_EXISTS,
+    ROTATION_ITEM_ABSENT,
+)
 from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy.state.dynamodb.table import Table
 from edgeproxy.state.items import Item, number, text
@@ -58,9 +64,9 @@ class DynamoKeyLifecycle:
         values[":next"] = number(expected_version + 1)
         if expected_version == 0:
             names["#pk"] = self._schema.pk
-            condition = "attribute_exists(#pk) AND attribute_not_exists(#version)"
+            condition = KEY_FIRST_VERSION
         else:
-            condition = "#version = :expected"
+            condition = KEY_UNCHANGED
             values[":expected"] = number(expected_version)
         return {
             "Key": self._table.key(keys.client_key_key(key.digest)),
@@ -92,7 +98,7 @@ class DynamoKeyLifecycle:
             "prefix": text(key.prefix),
             "created_at": number(key.rotated_at or 0.0),
         }
-        absent = {"ConditionExpression": "attribute_not_exists(#pk)"}
+        absent = {"ConditionExpression": ROTATION_ITEM_ABSENT}
         writes: list[tuple[str, dict[str, Any]]] = [
             ("Put", {"Item": secret, **absent, "ExpressionAttributeNames": {"#pk": pk}}),
             ("Update", self._versioned(key, expected_version)),
@@ -101,7 +107,7 @@ class DynamoKeyLifecycle:
             retire = {
                 "Key": self._table.key(keys.client_key_key(previous)),
                 "UpdateExpression": "SET #until = :until",
-                "ConditionExpression": "attribute_exists(#pk)",
+                "ConditionExpression": RETIRED_ITEM_EXISTS,
                 "ExpressionAttributeNames": {"#until": "retired_until", "#pk": pk},
                 "ExpressionAttributeValues": {":until": number(retired_until)},
             }
