@@ -236,7 +236,9 @@ def test_a_rotation_keeps_the_id_limits_and_spend_and_the_old_secret_for_its_gra
     assert all(secret not in dumped for secret in (old, new, newest))
     # A revoked key cannot be rotated, and all of its secrets are refused.
     revoke_key(gateway.base_url, key_id)
-    assert admin(gateway, "POST", f"/admin/keys/{key_id}/rotate").status_code == 400
+    refused_rotation = admin(gateway, "POST", f"/admin/keys/{key_id}/rotate")
+    assert refused_rotation.status_code == 400
+    assert "revoked" in refused_rotation.json()["error"]["message"]
     with pytest.raises(openai.AuthenticationError):
         ask(gateway, newest)
 
