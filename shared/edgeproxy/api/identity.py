@@ -27,6 +27,7 @@ MAX_KEY_CHARS = 256  # longer is malformed: refused without a lookup
 _REFUSALS = {
     KeyRefusal.REVOKED: "This API key has been revoked.",
     KeyRefusal.EXPIRED: "This API key has expired.",
+    KeyRefusal.ROTATED: "This API key has been rotated; use its new secret.",
 }
 
 
@@ -115,6 +116,9 @@ async def identify(
     if refused is not None:
         raise AuthenticationError(_REFUSALS[refused])
     ring.touch(stored)
+    # A table key's affinity identity is its item's digest (its first secret's): the same
+    # before and after a rotation, so its sticky bindings stay with it.
+    caller = caller_id(stored.digest, grant, ip)
     return Identity(
         caller, admin=stored.role is Role.ADMIN, role=stored.role, key=stored, name=stored.name
     )

@@ -5,6 +5,8 @@
     edgeproxy keys list --url http://127.0.0.1:8080
     edgeproxy keys revoke --url http://127.0.0.1:8080 3f9a0c1d2e4b5a6c
     edgeproxy keys create --name batch --model gpt-4o --budget 25 --expires 2027-01-01T00:00:00Z
+    edgeproxy keys update --url http://127.0.0.1:8080 3f9a0c1d2e4b5a6c --rpm 120 --period daily
+    edgeproxy keys rotate --url http://127.0.0.1:8080 3f9a0c1d2e4b5a6c --grace 3600
     edgeproxy keys import config.yaml      # copy the YAML's gateway.api_keys into the table
 
 With ``--url`` (or ``EDGEPROXY_URL``) a command talks to a running gateway's
@@ -12,7 +14,9 @@ admin API (the admin key is read from ``$EDGEPROXY_ADMIN_KEY``, or the
 variable ``--admin-key-env`` names); with ``--table`` (or ``EDGEPROXY_TABLE``)
 to that table directly; with neither it fails saying so (``cli_target``).
 ``import`` works on a table only. A new key is printed once, on the line
-``key: ep-...``; nothing can show it again.
+``key: ep-...``; nothing can show it again (a rotation's new secret too).
+``list`` shows each key's limits, budget period, spend this period, expiry
+and status (active, expired, revoked, rotating).
 """
 
 from __future__ import annotations
@@ -27,12 +31,14 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
-from edgeproxy.api.admin.keys import CreateKey, epoch_seconds, key_view
+from edgeproxy.api.admin.keys import CreateKey, epoch_seconds, key_view, usage_now
+from edgeproxy.cli import key_changes
 from edgeproxy.cli import target as cli_target
 from edgeproxy.config.loader import load_config_file
 from edgeproxy.errors import EdgeproxyError, UsageError
 from edgeproxy.routing.access import ClientKey
 from edgeproxy.runtime import open_store
+from edgeproxy.service.admin.key_lifecycle import revoke_key
 from edgeproxy.service.keys import mint_key
 
 ADMIN_KEY_ENV = "EDGEPROXY_ADMIN_KEY"
@@ -43,7 +49,7 @@ def register(commands: Any) -> None:
     """Add ``keys`` and its actions to the ``edgeproxy`` parser."""
     keys = commands.add_parser(
         "keys",
-        help="create, list, show, revoke and import client keys",
+        help="create, list, show, update, rotate, revoke and import client keys",
         description="Manage client keys. Examples:\n" + EXAMPLE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -55,6 +61,7 @@ def register(commands: Any) -> None:
     create.add_argument("--rpm", type=int, help="requests per minute")
     create.add_argument("--tpm", type=int, help="tokens per minute")
     create.add_argument("--budget", type=float, help="spend budget in USD")
+    create.add_argument("--period", help="budget period: daily | weekly | monthly | total")
     create.add_argument("--expires", help="expiry, ISO 8601 (e.g. 2027-01-01T00:00:00Z)")
     listing = actions.add_parser("list", help="every key (prefixes only)", allow_abbrev=False)
     show = actions.add_parser("show", help="one key, with its spend", allow_abbrev=False)
@@ -63,13 +70,14 @@ def register(commands: Any) -> None:
         "revoke", help="revoke a key (takes effect within the key TTL)", allow_abbrev=False
     )
     revoke.add_argument("id")
-    for sub in (create, listing, show, revoke):
+    changes = key_changes.add_parsers(actions)
+    for sub in (create, listing, show, revoke, *changes):
         cli_target.add_options(sub)
         sub.add_argument("--json", action="store_true", help="machine-readable output")
     imported = actions.add_parser("import", help="copy a YAML file's gateway.api_keys to the table")
     imported.add_argument("file")
     cli_target.add_options(imported, url=False)
-    for sub in (create, listing, show, revoke, imported):
+    for sub in (create, listing, show, revoke, imported, *changes):
         sub.epilog = "Examples:\n" + EXAMPLE
         sub.formatter_class = argparse.RawDescriptionHelpFormatter
 
@@ -82,6 +90,7 @@ def _body(args: argparse.Namespace) -> dict[str, Any]:
         "rpm_limit": args.rpm,
         "tpm_limit": args.tpm,
         "budget_usd": args.budget,
+        "budget_period": args.period,
         "expires_at": args.expires,
     }
     return {k: v for k, v in body.items() if v is not None}
@@ -112,6 +121,8 @@ async def _table(args: argparse.Namespace) -> Any:
         now = time.time()
         if args.action == "create":
             body = CreateKey.model_validate(_body(args))
+            if body.models is not None:
+                await key_changes.check_stored_models(store, body.models)
             expires = epoch_seconds(body.expires_at)
             models = frozenset(body.models) if body.models is not None else None
             new = mint_key(
@@ -122,19 +133,23 @@ async def _table(args: argparse.Namespace) -> Any:
                 rpm_limit=body.rpm_limit,
                 tpm_limit=body.tpm_limit,
                 budget_usd=body.budget_usd,
+                budget_period=body.budget_period,
                 expires_at=expires,
             )
             await store.put_client_key(new.key)
-            return {**key_view(new.key), "key": new.secret}
+            return {**key_view(new.key, now=now), "key": new.secret}
         if args.action == "list":
-            return {"data": [key_view(k) for k in await store.list_client_keys()]}
-        found = await (store.find_client_key if args.action == "show" else store.revoke_client_key)(
-            args.id
-        )
-        if found is None:
+            found = await store.list_client_keys()
+            usages = [await usage_now(store, k, now) for k in found]
+            return {"data": [key_view(k, u, now=now) for k, u in zip(found, usages, strict=True)]}
+        if args.action in ("update", "rotate"):
+            return await key_changes.on_table(args, store)
+        if args.action == "revoke":
+            return key_view((await revoke_key(store, args.id)).after, now=now)
+        key = await store.find_client_key(args.id)
+        if key is None:
             raise EdgeproxyError(f"no key has the id {args.id}")
-        usage = await store.read_key_usage(found.id, int(now // 60))
-        return key_view(found, usage if args.action == "show" else None)
+        return key_view(key, await usage_now(store, key, now), now=now)
 
 
 def _remote(args: argparse.Namespace) -> Any:
@@ -144,6 +159,8 @@ def _remote(args: argparse.Namespace) -> Any:
         return _http(args, "GET", "/admin/keys")
     if args.action == "show":
         return _http(args, "GET", f"/admin/keys/{args.id}")
+    if args.action in ("update", "rotate"):
+        return _http(args, *key_changes.remote_path(args))
     return _http(args, "POST", f"/admin/keys/{args.id}/revoke")
 
 
@@ -166,16 +183,39 @@ async def _import(args: argparse.Namespace) -> int:
     return 0
 
 
+def _limit(value: Any) -> str:
+    return "-" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _budget(row: dict[str, Any]) -> str:
+    if row["budget_usd"] is None:
+        return "-"
+    spent = f"{row['spend_usd']:.2f}/" if "spend_usd" in row else ""
+    return f"{spent}{row['budget_usd']:g}/{row['budget_period']}"
+
+
 def _print(action: str, result: Any) -> None:
     rows = result["data"] if action == "list" else [result]
+    if action == "list" and rows:
+        print(
+            f"{'id':<16}  {'prefix':<14} {'role':<8} {'status':<8} {'rpm':>6} {'tpm':>8} "
+            f"{'budget $ (spent/limit/period)':<30} {'expires':<20} name"
+        )
     for row in rows:
-        state = "revoked" if row["revoked"] else "active"
-        print(f"{row['id']}  {row['prefix']:<14} {row['role']:<8} {state:<7} {row['name']}")
+        expires = (row["expires_at"] or "-")[:19]
+        print(
+            f"{row['id']}  {row['prefix']:<14} {row['role']:<8} {row['status']:<8} "
+            f"{_limit(row['rpm_limit']):>6} {_limit(row['tpm_limit']):>8} {_budget(row):<30} "
+            f"{expires:<20} {row['name']}"
+        )
     if action == "show" and "spend_usd" in result:
         print(
-            f"spend_usd: {result['spend_usd']}  tokens this minute: {result['tokens_this_minute']}"
+            f"spend_usd this {result['budget_period']} period: {result['spend_usd']}  "
+            f"tokens this minute: {result['tokens_this_minute']}"
         )
-    if action == "create":
+    if action == "rotate":
+        print(f"previous secret accepted until: {result['previous_secret_until']}")
+    if action in ("create", "rotate"):
         print(f"key: {result['key']}")
         print("(shown once: store it now)")
 

@@ -33,12 +33,26 @@ def display_prefix(key: str) -> str:
     return key[: len(KEY_PREFIX) + DISPLAY_CHARS] + "..."
 
 
+class BudgetPeriod(StrEnum):
+    """Over what ``budget_usd`` is counted: a UTC day, ISO week (from Monday), month, or ever."""
+
+    DAILY = "daily"
+    WEEKLY = "weekly"
+    MONTHLY = "monthly"
+    TOTAL = "total"
+
+
 @dataclass(frozen=True, slots=True)
 class ClientKey:
-    """A client key as stored (no secret: ``digest`` is the sha256 of the key).
+    """A client key as stored (no secret: ``digest`` is the sha256 of the key's first secret).
 
     ``models``: the public models it may use (None: every model). Limits are
-    per minute; ``budget_usd`` caps its total spend; times are epoch seconds.
+    per minute; ``budget_usd`` caps its spend per ``budget_period``; times are
+    epoch seconds. ``version`` counts its conditional admin writes.
+    Rotation (``secret_digest``: the current secret's sha256 when rotated;
+    ``rotated_at``, ``grace_until``: when, and until when the previous
+    secret is still accepted). ``secret_expires_at``: until when the secret
+    it was looked up by is accepted (None: the current secret).
     """
 
     digest: str
@@ -53,6 +67,12 @@ class ClientKey:
     revoked: bool = False
     created_at: float = 0.0
     last_used_at: float = 0.0
+    budget_period: BudgetPeriod = BudgetPeriod.TOTAL
+    version: int = 0
+    secret_digest: str | None = None
+    rotated_at: float | None = None
+    grace_until: float | None = None
+    secret_expires_at: float | None = None
 
     @property
     def id(self) -> str:
@@ -74,15 +94,96 @@ class ClientKey:
 class KeyRefusal(StrEnum):
     REVOKED = "revoked"
     EXPIRED = "expired"
+    ROTATED = "rotated"  # a previous secret, past its grace period
 
 
 def refusal(key: ClientKey, now: float) -> KeyRefusal | None:
-    """Why ``key`` cannot be used at ``now`` at all, or None."""
+    """Why ``key`` (as looked up by the secret presented) cannot be used at ``now``, or None."""
     if key.revoked:
         return KeyRefusal.REVOKED
     if key.expires_at is not None and now >= key.expires_at:
         return KeyRefusal.EXPIRED
+    if key.secret_expires_at is not None and now >= key.secret_expires_at:
+        return KeyRefusal.ROTATED
     return None
+
+
+def key_status(key: ClientKey, now: float) -> str:
+    """What listings call the key: revoked, expired, rotating (a grace period runs) or active."""
+    refused = refusal(key, now)
+    if refused is KeyRefusal.REVOKED or refused is KeyRefusal.EXPIRED:
+        return refused.value
+    if key.grace_until is not None and now < key.grace_until:
+        return "rotating"
+    return "active"
+
+
+DAY_S = 86_400
+
+
+def _civil(days: int) -> tuple[int, int, int]:
+    """(year, month, day) of ``days`` since 1970-01-01 (proleptic Gregorian, UTC)."""
+    z = days + 719_468
+    era = z // 146_097
+    doe = z - era * 146_097
+    yoe = (doe - doe // 1460 + doe // 36_524 - doe // 146_096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    month = mp + 3 if mp < 10 else mp - 9
+    return yoe + era * 400 + (1 if month <= 2 else 0), month, doy - (153 * mp + 2) // 5 + 1
+
+
+def _days(year: int, month: int, day: int) -> int:
+    """Days since 1970-01-01 of a UTC date (the inverse of ``_civil``)."""
+    year -= 1 if month <= 2 else 0
+    era = year // 400
+    yoe = year - era * 400
+    doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    return era * 146_097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719_468
+
+
+def _period_days(period: BudgetPeriod, now: float) -> tuple[int, int] | None:
+    """First day and first day after the period holding ``now`` (days since the epoch)."""
+    today = int(now // DAY_S)
+    if period is BudgetPeriod.DAILY:
+        return today, today + 1
+    if period is BudgetPeriod.WEEKLY:
+        monday = today - (today + 3) % 7  # 1970-01-01 was a Thursday
+        return monday, monday + 7
+    if period is BudgetPeriod.MONTHLY:
+        year, month, _ = _civil(today)
+        after = (year + 1, 1) if month == 12 else (year, month + 1)
+        return _days(year, month, 1), _days(*after, 1)
+    return None
+
+
+def period_end(period: BudgetPeriod, now: float) -> float | None:
+    """When the budget period holding ``now`` ends (epoch seconds, a UTC boundary; None: total)."""
+    days = _period_days(period, now)
+    return None if days is None else float(days[1] * DAY_S)
+
+
+ACCOUNT_SEP = "@"
+
+
+def spend_account(key: ClientKey, now: float) -> str:
+    """Where the key's spend at ``now`` is counted: its id, plus the period's start if it resets.
+
+    >>> spend_account(ClientKey("0123456789abcdef00", "k"), 0.0)
+    '0123456789abcdef'
+    >>> spend_account(ClientKey("0123456789abcdef00", "k", budget_period=BudgetPeriod.DAILY), 0.0)
+    '0123456789abcdef@1970-01-01'
+    """
+    days = _period_days(key.budget_period, now)
+    if days is None:
+        return key.id
+    year, month, day = _civil(days[0])
+    return f"{key.id}{ACCOUNT_SEP}{year:04d}-{month:02d}-{day:02d}"
+
+
+def account_key_id(account: str) -> str:
+    """The key id of a spend account (``spend_account``)."""
+    return account.split(ACCOUNT_SEP, 1)[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,10 +203,12 @@ class UsageBlock(StrEnum):
 def usage_block(key: ClientKey, usage: KeyUsage, now: float) -> tuple[UsageBlock, float] | None:
     """Whether ``key`` is over its tpm limit or budget; with the seconds until it lifts.
 
-    The budget never lifts by itself (its wait is 0: no Retry-After).
+    A ``total`` budget never lifts by itself (its wait is 0: no Retry-After);
+    a periodic one lifts when its period ends (``usage`` is this period's).
     """
     if key.budget_usd is not None and usage.spend_usd >= key.budget_usd:
-        return UsageBlock.BUDGET, 0.0
+        end = period_end(key.budget_period, now)
+        return UsageBlock.BUDGET, 0.0 if end is None else end - now
     if key.tpm_limit is not None and usage.tokens >= key.tpm_limit:
         return UsageBlock.TPM, seconds_to_next_minute(now)
     return None

@@ -23,11 +23,18 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import QuotaExceeded, RateLimited, StoreError
-from edgeproxy.routing.access import TOKENS_PER_PRICE_UNIT, ClientKey, seconds_to_next_minute
+from edgeproxy.routing.access import (
+    TOKENS_PER_PRICE_UNIT,
+    ClientKey,
+    period_end,
+    seconds_to_next_minute,
+    spend_account,
+)
 from edgeproxy.routing.tokens import estimate_tokens
 from edgeproxy.service.key_usage import KEY_USAGE_RETENTION_S
 from edgeproxy.service.outcomes import Outcomes
@@ -44,7 +51,7 @@ Counter = Callable[[str, int | None, int, float, float], Awaitable[None]]
 class Reservation:
     """What one request reserved; ``release`` takes it back (once)."""
 
-    key_id: str
+    key_id: str  # the key's spend account (``spend_account``: its id, or id@period)
     minute: int | None  # the bucket reserved in (None: no tpm limit)
     tokens: int
     spend_usd: float
@@ -85,11 +92,21 @@ async def reserve(
             retry_after=seconds_to_next_minute(now),
         )
     bucket = minute if key.tpm_limit is not None else None
-    if not await store.reserve_key_spend(key.id, tokens, spend, key.budget_usd):
+    account = spend_account(key, now)  # this budget period's spend (the key's id: total)
+    if not await store.reserve_key_spend(account, tokens, spend, key.budget_usd):
         if bucket is not None:  # undo the tokens part, at once (nothing else was counted)
             await store.reserve_key_tokens(key.id, minute, -tokens, 2**62, expires)
-        raise QuotaExceeded("This API key has used its whole budget.")
-    return Reservation(key.id, bucket, tokens, spend, expires)
+        raise QuotaExceeded(budget_message(key, now))
+    return Reservation(account, bucket, tokens, spend, expires)
+
+
+def budget_message(key: ClientKey, now: float) -> str:
+    """The refusal of a spent budget: when it resets, for a periodic one."""
+    end = period_end(key.budget_period, now)
+    if end is None:
+        return "This API key has used its whole budget."
+    moment = datetime.fromtimestamp(end, UTC).isoformat().replace("+00:00", "Z")
+    return f"This API key has used its {key.budget_period.value} budget; it resets at {moment}."
 
 
 def priced_pool(config: GatewayConfig, model: str) -> list[Deployment]:

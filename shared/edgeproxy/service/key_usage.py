@@ -7,7 +7,7 @@ The limits are held by reservations made before routing
 from __future__ import annotations
 
 from edgeproxy.config.deployment import Deployment
-from edgeproxy.routing.access import ClientKey, cost_usd
+from edgeproxy.routing.access import ClientKey, cost_usd, spend_account
 from edgeproxy.state.store import SpendSink
 
 KEY_USAGE_RETENTION_S = 3600
@@ -24,7 +24,7 @@ async def record_key_usage(
     """Add one answer's tokens (to the minute bucket only if the key has a tpm limit) and cost."""
     tokens = prompt_tokens + completion_tokens
     await store.record_key_usage(
-        key.id,
+        spend_account(key, minute * 60.0),  # the budget period the answer's minute is in
         minute if key.tpm_limit is not None else None,
         tokens,
         cost_usd(dep, prompt_tokens, completion_tokens),

@@ -2,7 +2,7 @@
 
 A lookup is one GetItem, then trusted for ``ttl_seconds``
 (``EDGEPROXY_KEY_CACHE_TTL_SECONDS``, 10 s): a revocation, a new limit or an
-expiry change reaches every process within that time. Unknown digests are
+expiry change, a rotation's end of grace reaches every process within that time. Unknown digests are
 cached too (bounded, least recently used dropped first), so a flood of wrong
 keys costs one read per distinct key and TTL, not one per request.
 
@@ -24,6 +24,7 @@ from edgeproxy.config.roles import Role
 from edgeproxy.errors import CredentialError, RateLimited, StoreError
 from edgeproxy.routing.access import (
     KEY_PREFIX,
+    BudgetPeriod,
     ClientKey,
     display_prefix,
     seconds_to_next_minute,
@@ -57,6 +58,7 @@ def mint_key(
     rpm_limit: int | None = None,
     tpm_limit: int | None = None,
     budget_usd: float | None = None,
+    budget_period: BudgetPeriod = BudgetPeriod.TOTAL,
     expires_at: float | None = None,
 ) -> NewKey:
     """A new client key: ``ep-`` and 32 random bytes (URL-safe base64); stored as its digest."""
@@ -70,6 +72,7 @@ def mint_key(
         rpm_limit=rpm_limit,
         tpm_limit=tpm_limit,
         budget_usd=budget_usd,
+        budget_period=budget_period,
         expires_at=expires_at,
         created_at=now,
     )
@@ -120,8 +123,13 @@ class KeyRing:
         return key
 
     def forget(self, digest: str) -> None:
-        """Drop a cached lookup (this process just changed the key)."""
-        self._cache.pop(digest, None)
+        """Drop every cached lookup of the key stored at ``digest``, by any of its secrets
+        (this process just changed the key)."""
+        stale = [
+            d for d, (_, k) in self._cache.items() if d == digest or (k and k.digest == digest)
+        ]
+        for cached in stale:
+            self._cache.pop(cached, None)
 
     async def is_bootstrap_admin(self, digest: str) -> bool:
         """Whether ``digest`` is the bootstrap admin key's (compared in constant time)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from edgeproxy.config.roles import Role
-from edgeproxy.routing.access import ClientKey, KeyUsage
+from edgeproxy.routing.access import BudgetPeriod, ClientKey, KeyUsage
 from edgeproxy.state.items import (
     AttributeValue,
     Item,
@@ -28,14 +28,26 @@ def client_key_item(key: ClientKey) -> Item:
     }
     if key.models is not None:
         item["models"] = {"L": [text(m) for m in sorted(key.models)]}
-    optional: dict[str, float | None] = {
+    if key.budget_period is not BudgetPeriod.TOTAL:
+        item["budget_period"] = text(key.budget_period.value)
+    if key.secret_digest is not None:
+        item["secret_digest"] = text(key.secret_digest)
+    item.update({name: number(v) for name, v in optional_numbers(key).items() if v is not None})
+    return item
+
+
+def optional_numbers(key: ClientKey) -> dict[str, float | None]:
+    """The key's numeric attributes that may be absent (None: not stored)."""
+    return {
         "rpm_limit": key.rpm_limit,
         "tpm_limit": key.tpm_limit,
         "budget_usd": key.budget_usd,
         "key_expires_at": key.expires_at,
+        "version": key.version or None,
+        "rotated_at": key.rotated_at,
+        "grace_until": key.grace_until,
+        "retired_until": key.secret_expires_at,
     }
-    item.update({name: number(v) for name, v in optional.items() if v is not None})
-    return item
 
 
 def _optional_int(item: Item, name: str) -> int | None:
@@ -63,6 +75,12 @@ def client_key_from(digest: str, item: Item) -> ClientKey:
         revoked=bool(item.get("revoked", {}).get("BOOL", False)),
         created_at=get_float(item, "created_at"),
         last_used_at=get_float(item, "last_used_at"),
+        budget_period=BudgetPeriod(get_text(item, "budget_period") or BudgetPeriod.TOTAL.value),
+        version=get_int(item, "version"),
+        secret_digest=get_text(item, "secret_digest"),
+        rotated_at=get_optional_float(item, "rotated_at"),
+        grace_until=get_optional_float(item, "grace_until"),
+        secret_expires_at=get_optional_float(item, "retired_until"),
     )
 
 

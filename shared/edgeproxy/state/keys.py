@@ -57,11 +57,17 @@ audit entry         ``audit``                    ``<ms>#<id>``        id, at, ac
                                                                       (no TTL)
 client key          ``keys``                     ``<digest>``         name, role, prefix, models,
                                                                       rpm_limit, tpm_limit,
-                                                                      budget_usd, key_expires_at,
-                                                                      revoked, created_at,
-                                                                      last_used_at (no TTL)
+                                                                      budget_usd, budget_period,
+                                                                      key_expires_at, revoked,
+                                                                      created_at, last_used_at,
+                                                                      version, secret_digest,
+                                                                      rotated_at, grace_until,
+                                                                      retired_until (no TTL)
+key secret          ``keys``                     ``<digest>``         key_of, prefix, created_at,
+                                                                      retired_until (no TTL)
 key usage bucket    ``key#<id>``                 ``usage#<minute>``   requests, tokens, expires_at
 key spend           ``key#<id>``                 ``spend``            spend_usd, tokens (no TTL)
+key period spend    ``key#<id>``                 ``spend#<start>``    spend_usd, tokens (no TTL)
 ==================  ===========================  ===================  =========================
 
 ``circuit.reason`` is set only while an operator forced the circuit open
@@ -93,6 +99,15 @@ listing one Query, and ``GET /admin/keys/{id}`` one Query with
 ``begins_with(sk, id)``. The partition is read at most once per key per
 cache TTL per process and written only by admins and the last-used touch
 (at most once a minute per key and process), far below a partition's limits.
+A rotated key keeps its item (and so its id, limits and spend): the new
+secret gets a *key secret* item at its own digest whose ``key_of`` names the
+key's item, and the key's ``secret_digest`` names the current secret. A
+previous secret is accepted until its item's ``retired_until`` (the key
+item's own for the first secret); a key secret item that is neither current
+nor retired (a rotation that lost its conditional write) is ignored.
+A periodic budget (``budget_period``: daily, weekly, monthly) is counted in
+``spend#<start>``, the UTC date its period began: a new period starts at
+zero with no job or reset write; ``total`` keeps ``spend``.
 A key's expiry is ``key_expires_at``, not the TTL attribute: an expired key
 stays listable (and refusable with a clear message) until an admin deletes it.
 The usage bucket is written only for keys with an rpm limit (conditional
@@ -120,6 +135,7 @@ written only on transitions, so they stay unsharded.
 
 from __future__ import annotations
 
+from edgeproxy.routing.access import ACCOUNT_SEP, account_key_id
 from edgeproxy.routing.snapshot import BindingKey
 
 Key = tuple[str, str]
@@ -221,10 +237,15 @@ def client_key_key(digest: str) -> Key:
 
 
 def key_usage_key(key_id: str, minute: int) -> Key:
-    """Requests and tokens of one client key in one minute bucket."""
-    return f"key#{_part(key_id)}", usage_sk(minute)
+    """Requests and tokens of one client key in one minute bucket (``key_id``: or its account)."""
+    return f"key#{_part(account_key_id(key_id))}", usage_sk(minute)
 
 
-def key_spend_key(key_id: str) -> Key:
-    """Total spend (USD) and tokens of one client key."""
-    return f"key#{_part(key_id)}", SPEND
+def key_spend_key(account: str) -> Key:
+    """Spend (USD) and tokens of one client key's spend account (``access.spend_account``).
+
+    ``<id>``: its lifetime spend (``spend``); ``<id>@<period start>``: one budget
+    period's (``spend#<YYYY-MM-DD>``), in the same partition.
+    """
+    key_id, _, period = account.partition(ACCOUNT_SEP)
+    return f"key#{_part(key_id)}", f"{SPEND}#{_part(period)}" if period else SPEND

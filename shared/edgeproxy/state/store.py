@@ -19,6 +19,7 @@ split by audience, so each caller depends on what it uses only:
                    save_config, read_circuit, write_circuit_audited,
                    record_audit, read_audit,
                    put/list/find/revoke_client_key, read_key_usage
+    KeyLifecycleStore  find/update/rotate_client_key  key updates and rotations
     Store          all of them                       what a backend implements
 
 Every method that changes routing state or the configuration is a
@@ -230,5 +231,23 @@ class KeyReserveStore(Protocol):
         ...
 
 
-class Store(RequestStore, JobStore, AdminStore, KeyReserveStore, Protocol):
+class KeyLifecycleStore(Protocol):
+    """A client key's conditional updates and rotations (``state/dynamo_key_lifecycle.py``)."""
+
+    async def find_client_key(self, key_id: str) -> ClientKey | None:
+        """The key with public id ``key_id``, or None."""
+        ...
+
+    async def update_client_key(self, key: ClientKey, expected_version: int) -> bool:
+        """Store ``key``'s settings if it is still at ``expected_version``; False if not."""
+        ...
+
+    async def rotate_client_key(
+        self, key: ClientKey, expected_version: int, previous: str | None, retired_until: float
+    ) -> bool:
+        """Add ``key.secret_digest`` as its secret, store ``key``, retire ``previous``."""
+        ...
+
+
+class Store(RequestStore, JobStore, AdminStore, KeyReserveStore, KeyLifecycleStore, Protocol):
     """Everything a backend implements (``DynamoStore``); each caller asks for its part."""

@@ -61,7 +61,8 @@ def test_create_list_revoke_through_the_admin_api(
     status, out, _ = run(capsys, "keys", "list", "--url", url)
     assert status == 0
     [line] = [row for row in out.splitlines() if row.startswith(key_id)]
-    assert line.split() == [key_id, key[:11] + "...", "pro", "active", "app"]
+    # id, prefix, role, status, rpm, tpm, budget (spent/limit/period), expiry, name
+    assert line.split() == [key_id, key[:11] + "...", "pro", "active", "-", "-", "-", "-", "app"]
     assert key not in out
 
     status, out, _ = run(capsys, "keys", "revoke", "--url", url, key_id)

@@ -183,7 +183,8 @@ def test_the_admin_openapi_document_describes_every_key_route() -> None:
     document = openapi_document(admin_routes())
     paths = document["paths"]
     assert {route.path for route in ROUTES} <= set(paths)
-    assert set(paths["/admin/keys/{key_id}"]) == {"get", "delete"}
+    assert set(paths["/admin/keys/{key_id}"]) == {"get", "delete", "patch"}
+    assert set(paths["/admin/keys/{key_id}/rotate"]) == {"post"}
     ids = [op["operationId"] for path in paths.values() for op in path.values()]
     assert len(ids) == len(set(ids))
     body = paths["/admin/keys"]["post"]["requestBody"]["content"]["application/json"]["schema"]

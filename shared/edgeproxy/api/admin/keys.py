@@ -16,9 +16,10 @@ OpenAPI document describes them, and every create and revoke is audited.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from pydantic import Field, ValidationError
 from starlette.responses import JSONResponse, Response
@@ -27,14 +28,24 @@ from edgeproxy.api.admin.guard import AdminCall, AdminRoute, json_body
 from edgeproxy.config.base import Positive, Strict
 from edgeproxy.config.roles import Role
 from edgeproxy.errors import NotFound, RequestError
-from edgeproxy.routing.access import ClientKey, KeyUsage
+from edgeproxy.routing.access import (
+    BudgetPeriod,
+    ClientKey,
+    KeyUsage,
+    key_status,
+    period_end,
+    spend_account,
+)
 from edgeproxy.service.admin import audit
+from edgeproxy.service.admin.key_lifecycle import check_models, revoke_key
 from edgeproxy.service.gateway import Gateway
 from edgeproxy.service.keys import mint_key
+from edgeproxy.state.store import AdminStore
 
 logger = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 64 * 1024
+_Body = TypeVar("_Body", bound=Strict)
 
 
 class CreateKey(Strict):
@@ -48,6 +59,7 @@ class CreateKey(Strict):
     rpm_limit: Positive | None = None
     tpm_limit: Positive | None = None
     budget_usd: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    budget_period: BudgetPeriod = BudgetPeriod.TOTAL  # when the budget starts again from zero
     expires_at: datetime | None = None  # ISO 8601 (or epoch seconds); naive times are UTC
 
 
@@ -57,8 +69,11 @@ def _time(value: float | None) -> str | None:
     return datetime.fromtimestamp(value, UTC).isoformat().replace("+00:00", "Z")
 
 
-def key_view(key: ClientKey, usage: KeyUsage | None = None) -> dict[str, Any]:
-    """A key as the admin API shows it: never the key or its digest."""
+def key_view(key: ClientKey, usage: KeyUsage | None = None, *, now: float) -> dict[str, Any]:
+    """A key as the admin API shows it at ``now``: never the key or its digest.
+
+    ``usage``: its counters, read for this budget period (``spend_account``).
+    """
     view: dict[str, Any] = {
         "object": "api_key",
         "id": key.id,
@@ -69,20 +84,36 @@ def key_view(key: ClientKey, usage: KeyUsage | None = None) -> dict[str, Any]:
         "rpm_limit": key.rpm_limit,
         "tpm_limit": key.tpm_limit,
         "budget_usd": key.budget_usd,
+        "budget_period": key.budget_period.value,
         "expires_at": _time(key.expires_at),
         "revoked": key.revoked,
+        "status": key_status(key, now),
         "created_at": _time(key.created_at),
         "last_used_at": _time(key.last_used_at),
+        "rotated_at": _time(key.rotated_at),
+        "previous_secret_until": _time(key.grace_until),
+        "version": key.version,
     }
     if usage is not None:
         view["spend_usd"] = usage.spend_usd
+        view["period_resets_at"] = _time(period_end(key.budget_period, now))
         view["tokens_this_minute"] = usage.tokens
     return view
 
 
+async def usage_now(store: AdminStore, key: ClientKey, now: float) -> KeyUsage:
+    """The key's tokens this minute and its spend this budget period."""
+    return await store.read_key_usage(spend_account(key, now), int(now // 60))
+
+
 def _parsed(body: dict[str, Any]) -> CreateKey:
+    return parsed(CreateKey, body)
+
+
+def parsed(model: type[_Body], body: dict[str, Any]) -> _Body:
+    """``body`` validated as ``model``; a 400 naming the first bad field."""
     try:
-        return CreateKey.model_validate(body)
+        return model.model_validate(body)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or None
@@ -96,7 +127,7 @@ def epoch_seconds(moment: datetime | None) -> float | None:
     return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
-async def _audit(
+async def audit_key(
     call: AdminCall, action: str, key: ClientKey, changes: list[dict[str, Any]]
 ) -> None:
     entry = audit.entry(call.actor, action, f"key:{key.id}", changes, call.gateway.now())
@@ -111,6 +142,7 @@ async def create(call: AdminCall) -> Response:
     expires_at = epoch_seconds(body.expires_at)
     if expires_at is not None and expires_at <= now:
         raise RequestError("expires_at: must be in the future", param="expires_at")
+    check_models(body.models, call.config)
     new = mint_key(
         body.name,
         body.role,
@@ -119,21 +151,25 @@ async def create(call: AdminCall) -> Response:
         rpm_limit=body.rpm_limit,
         tpm_limit=body.tpm_limit,
         budget_usd=body.budget_usd,
+        budget_period=body.budget_period,
         expires_at=expires_at,
     )
     if not await gateway.store.put_client_key(new.key):  # 2**-128: a digest collision
         raise RequestError("Could not create a unique key; try again.")
-    view = key_view(new.key)
+    view = key_view(new.key, now=now)
     # The audit names what the key may do; never the key or its digest.
-    await _audit(call, "key.create", new.key, [{"path": "key", "old": None, "new": view}])
+    await audit_key(call, "key.create", new.key, [{"path": "key", "old": None, "new": view}])
     logger.info("created client key id=%s name=%s role=%s", new.key.id, body.name, body.role)
     return JSONResponse({**view, "key": new.secret}, status_code=201)
 
 
 async def list_keys(call: AdminCall) -> Response:
-    """``GET /admin/keys``: every key, by display prefix."""
-    keys = await call.gateway.store.list_client_keys()
-    return JSONResponse({"object": "list", "data": [key_view(k) for k in keys]})
+    """``GET /admin/keys``: every key, by display prefix, with its limits and period's spend."""
+    store, now = call.gateway.store, call.gateway.keys.now()
+    keys = await store.list_client_keys()
+    usages = await asyncio.gather(*(usage_now(store, k, now) for k in keys))
+    data = [key_view(k, u, now=now) for k, u in zip(keys, usages, strict=True)]
+    return JSONResponse({"object": "list", "data": data})
 
 
 async def _found(gateway: Gateway, key_id: str) -> ClientKey:
@@ -147,21 +183,24 @@ async def show(call: AdminCall) -> Response:
     """``GET /admin/keys/{id}``: one key, with its spend and this minute's tokens."""
     gateway = call.gateway
     key = await _found(gateway, call.request.path_params["key_id"])
-    usage = await gateway.store.read_key_usage(key.id, int(gateway.keys.now() // 60))
-    return JSONResponse(key_view(key, usage))
+    now = gateway.keys.now()
+    return JSONResponse(key_view(key, await usage_now(gateway.store, key, now), now=now))
 
 
 async def revoke(call: AdminCall) -> Response:
-    """Revoke a key: refused at once here, within the key cache TTL everywhere."""
+    """Revoke a key: refused at once here, within the key cache TTL everywhere.
+
+    Revoking a revoked key answers the same and writes no second audit entry."""
     gateway = call.gateway
-    key_id = call.request.path_params["key_id"]
-    revoked = await gateway.store.revoke_client_key(key_id)
-    if revoked is None:
-        raise NotFound(f"No API key has the id `{key_id}`.", param="id")
+    change = await revoke_key(gateway.store, call.request.path_params["key_id"])
+    revoked = change.after
     gateway.keys.forget(revoked.digest)
-    await _audit(call, "key.revoke", revoked, [{"path": "revoked", "old": False, "new": True}])
-    logger.info("revoked client key id=%s name=%s", revoked.id, revoked.name)
-    return JSONResponse(key_view(revoked))
+    if change.changed:
+        await audit_key(
+            call, "key.revoke", revoked, [{"path": "revoked", "old": False, "new": True}]
+        )
+        logger.info("revoked client key id=%s name=%s", revoked.id, revoked.name)
+    return JSONResponse(key_view(revoked, now=gateway.keys.now()))
 
 
 KEYS = "keys"

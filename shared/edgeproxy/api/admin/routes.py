@@ -21,6 +21,7 @@ from starlette.routing import Route
 
 from edgeproxy.api.admin import config as admin_config
 from edgeproxy.api.admin import deployments as admin_deployments
+from edgeproxy.api.admin import key_changes as admin_key_changes
 from edgeproxy.api.admin import keys as admin_keys
 from edgeproxy.api.admin import ops as admin_ops
 from edgeproxy.api.admin import settings as admin_settings
@@ -43,6 +44,7 @@ ROUTE_TABLES: tuple[Sequence[AdminRoute], ...] = (
     admin_deployments.ROUTES,
     admin_ops.ROUTES,
     admin_keys.ROUTES,
+    admin_key_changes.ROUTES,
     admin_status.ROUTES,
     admin_strategies.ROUTES,
     admin_config.ROUTES,

@@ -31,3 +31,11 @@ AUDIT_ABSENT = "attribute_not_exists(#pk)"
 CIRCUIT_ABSENT = "attribute_not_exists(#pk)"
 # An operator's change must not overwrite a transition a request (or operator) made since the read.
 CIRCUIT_UNCHANGED = "#version = :expected"
+# A rotation's new secret must never take over an item that exists (a digest collision: a bug).
+ROTATION_ITEM_ABSENT = "attribute_not_exists(#pk)"
+# Two admins changing a never-updated key from the same read must not both commit.
+KEY_FIRST_VERSION = "attribute_exists(#pk) AND attribute_not_exists(#version)"
+# Two admins changing a key from the same version must not both commit: the second re-reads.
+KEY_UNCHANGED = "#version = :expected"
+# Retiring a previous secret must not recreate a secret item deleted meanwhile as an empty item.
+RETIRED_ITEM_EXISTS = "attribute_exists(#pk)"

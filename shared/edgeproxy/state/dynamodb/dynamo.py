@@ -31,6 +31,7 @@ from edgeproxy.routing.snapshot import (
 from edgeproxy.state import items, keys
 from edgeproxy.state.dynamodb import conditions as cond
 from edgeproxy.state.dynamodb.dynamo_admin import DynamoAdmin
+from edgeproxy.state.dynamodb.dynamo_key_lifecycle import DynamoKeyLifecycle
 from edgeproxy.state.dynamodb.dynamo_key_reserve import DynamoKeyReserve
 from edgeproxy.state.dynamodb.dynamo_keys import DynamoKeys
 from edgeproxy.state.dynamodb.dynamo_reads import DynamoReads
@@ -42,7 +43,7 @@ from edgeproxy.state.store import UsageDelta
 CAPACITY_RETENTION_S = 3600  # a throttle item is deleted by TTL this long after it ended
 
 
-class DynamoStore(DynamoReads, DynamoAdmin, DynamoKeys, DynamoKeyReserve):
+class DynamoStore(DynamoReads, DynamoAdmin, DynamoKeys, DynamoKeyReserve, DynamoKeyLifecycle):
     """The ``Store`` protocol on one table; the client is injected, never built here.
 
     The request path's writes are here, its reads in ``DynamoReads``; the

@@ -8,13 +8,14 @@ the key's own minute bucket; usage and spend are commutative ``ADD``s.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from edgeproxy.routing.access import ClientKey, KeyUsage
 from edgeproxy.state import keys
 from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy.state.dynamodb.table import Table
-from edgeproxy.state.items import Item, number, text
+from edgeproxy.state.items import Item, get_optional_float, number, text
 from edgeproxy.state.key_items import client_key_from, client_key_item, key_usage_from
 
 KEY_ID = re.compile(r"[0-9a-f]{16}")
@@ -32,13 +33,28 @@ class DynamoKeys:
     _table: Table
     _schema: TableSchema
 
-    async def get_client_key(self, digest: str) -> ClientKey | None:
-        """The key with this digest (one strongly consistent GetItem), or None."""
+    async def _key_item(self, digest: str) -> Item | None:
         response = await self._table.call(
             "get_item", Key=self._table.key(keys.client_key_key(digest)), ConsistentRead=True
         )
-        item = response.get("Item")
-        return client_key_from(digest, item) if item else None
+        item: Item | None = response.get("Item")
+        return item
+
+    async def get_client_key(self, digest: str) -> ClientKey | None:
+        """The key whose secret has this digest (one strongly consistent GetItem; two for a
+        rotated secret), or None; ``secret_expires_at`` is that secret's own."""
+        item = await self._key_item(digest)
+        if not item or "key_of" not in item:
+            return client_key_from(digest, item) if item else None
+        owner = item["key_of"]["S"]
+        found = await self._key_item(owner)
+        if not found:
+            return None
+        key = client_key_from(owner, found)
+        retired = get_optional_float(item, "retired_until")
+        if key.secret_digest != digest and retired is None:
+            return None  # neither the current secret nor a retired one
+        return replace(key, secret_expires_at=retired)
 
     async def admit_key(self, key_id: str, minute: int, rpm_limit: int, expires_at: float) -> bool:
         """Count one request in the key's bucket ``minute`` while it is under ``rpm_limit``."""
@@ -120,6 +136,8 @@ class DynamoKeys:
         while True:
             response = await self._table.call("query", **query)
             for item in response.get("Items", []):
+                if "key_of" in item:
+                    continue  # a rotated key's secret, not a key
                 found.append(client_key_from(item[self._schema.sk]["S"], item))
             if "LastEvaluatedKey" not in response:
                 return found
