@@ -115,6 +115,28 @@ def test_model_rules_are_written_reported_and_routed_by(
     assert _chat(base)["unified_routing"]["strategy"] == "weighted_random"
 
 
+def test_model_rules_written_through_an_alias_are_the_models(
+    start_gateway: Any, upstream_a: MockUpstream, upstream_b: MockUpstream
+) -> None:
+    aliases = {"legacy": {"model": "fast-chat"}}
+    gw = start_gateway(two_deployments(upstream_a, upstream_b, aliases=aliases))
+    stored = _put(gw.base_url, "/admin/model-rules/legacy", {"strategy": "least-busy"})
+    assert stored.status_code == 200, stored.text
+    assert stored.json()["model"] == "fast-chat"
+    rules = ok(admin(gw.base_url, "GET", "/admin/model-rules"))["models"]
+    assert rules == {
+        "fast-chat": {
+            "strategy": "least-busy",
+            "strategy_params": {},
+            "protocols": {},
+            "capabilities": {},
+        }
+    }
+    view = ok(admin(gw.base_url, "GET", "/admin/pools/legacy/effective"))
+    assert (view["pool"], view["tiers"]["0"]["strategy"]["level"]) == ("fast-chat", "model")
+    assert view["aliases"] == ["legacy"]
+
+
 @pytest.mark.parametrize(
     ("path", "body", "status", "words"),
     [

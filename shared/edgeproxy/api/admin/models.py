@@ -52,7 +52,9 @@ def _model(call: AdminCall) -> str:
     return str(call.request.path_params["model"])
 
 
-def _rules_view(document: dict[str, Any], model: str) -> dict[str, Any]:
+def _rules_view(document: dict[str, Any], name: str) -> dict[str, Any]:
+    alias = document.get("aliases", {}).get(name)
+    model = alias["model"] if alias else name  # an alias names its model's settings
     return {"model": model, "settings": document.get("models", {}).get(model)}
 
 

@@ -18,10 +18,17 @@ def _models(doc: Document) -> set[str]:
     return {d["model"] for d in doc.get("deployments", [])}
 
 
-def put_model_rules(model: str, body: dict[str, Any]) -> Change:
+def _canonical(doc: Document, name: str) -> str:
+    """An alias names its model's settings (001: the alias and its model share one set)."""
+    alias = doc.get("aliases", {}).get(name)
+    return str(alias["model"]) if isinstance(alias, dict) and "model" in alias else name
+
+
+def put_model_rules(name: str, body: dict[str, Any]) -> Change:
     """Set one model's levels (default, protocol rules, capability rules), replacing them."""
 
     def change(doc: Document) -> None:
+        model = _canonical(doc, name)
         if model not in _models(doc):
             raise NotFound(f"No deployment serves the model `{model}`.", param="model")
         doc.setdefault("models", {})[model] = body
@@ -29,10 +36,11 @@ def put_model_rules(model: str, body: dict[str, Any]) -> Change:
     return change
 
 
-def delete_model_rules(model: str) -> Change:
+def delete_model_rules(name: str) -> Change:
     """Drop one model's levels (its pools follow the global settings again)."""
 
     def change(doc: Document) -> None:
+        model = _canonical(doc, name)
         if model not in doc.get("models", {}):
             raise NotFound(f"The model `{model}` has no settings.", param="model")
         del doc["models"][model]
