@@ -41,8 +41,9 @@ async def count_tokens(request: Request) -> Response:
     gateway, config, who = await identified(request)
     limits = config.gateway
     body = await read_json_object(request, limits.max_body_bytes, limits.body_read_timeout_seconds)
-    model = check_count_request(body)
-    await admit(who, model, gateway.keys)
+    requested = check_count_request(body)
+    model = config.canonical(requested)
+    await admit(who, requested, gateway.keys, config.names_of(model))
     pool = config.pool(model)
     if not pool:
         raise ModelNotFound(f"The model `{model}` does not exist.", param="model")
@@ -59,9 +60,10 @@ async def count_tokens(request: Request) -> Response:
 
 
 async def models(request: Request) -> Response:
-    """``GET /v1/models``: the public model names this caller's key may use."""
+    """``GET /v1/models``: the public model names and aliases this caller's key may use."""
     _, config, who = await identified(request)  # authenticates
-    data = [_model(model) for model in config.public_models() if may_use(who, model)]
+    names = [*config.public_models(), *sorted(config.aliases)]
+    data = [_model(n) for n in names if may_use(who, n, config.names_of(config.canonical(n)))]
     return JSONResponse({"object": "list", "data": data})
 
 
@@ -72,7 +74,10 @@ async def model(request: Request) -> Response:
     """
     _, config, who = await identified(request)
     name = request.path_params["model"]
-    if name not in config.public_models() or not may_use(who, name):
+    canonical = config.canonical(name)
+    if canonical not in config.public_models() or not may_use(
+        who, name, config.names_of(canonical)
+    ):
         raise ModelNotFound(
             f"The model `{name}` does not exist or you do not have access to it.", param="model"
         )

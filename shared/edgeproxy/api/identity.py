@@ -124,14 +124,16 @@ async def identify(
     )
 
 
-def may_use(who: Identity, model: str) -> bool:
-    """Whether the caller's key lets it ask for ``model``."""
-    return who.key is None or who.key.allows(model)
+def may_use(who: Identity, model: str, names: Sequence[str] = ()) -> bool:
+    """Whether the caller's key lets it ask for ``model``, or for any of its other ``names``
+    (its aliases: a key allowed a model may call its aliases, and the other way round)."""
+    key = who.key
+    return key is None or key.allows(model) or any(key.allows(n) for n in names)
 
 
-async def admit(who: Identity, model: str, ring: KeyRing) -> None:
+async def admit(who: Identity, model: str, ring: KeyRing, names: Sequence[str] = ()) -> None:
     """The key's per-request checks: its models (404, as if absent), then its rpm limit (429)."""
-    if not may_use(who, model):
+    if not may_use(who, model, names):
         raise ModelNotFound(
             f"The model `{model}` does not exist or you do not have access to it.", param="model"
         )

@@ -30,6 +30,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from edgeproxy.api.codec import Codec, request_id
+from edgeproxy.api.deprecation import notice
 from edgeproxy.api.identity import Identity, admit, identify
 from edgeproxy.api.parsing import read_json_object
 from edgeproxy.api.rate_headers import for_surface
@@ -116,11 +117,12 @@ async def serve(request: Request, codec: Codec) -> Response:
     limits = config.gateway
     body = await read_json_object(request, limits.max_body_bytes, limits.body_read_timeout_seconds)
     parsed = codec.parse(body)
-    await admit(who, parsed.model, gateway.keys)
+    model = config.canonical(parsed.model)  # an alias routes as its model, sharing its state
+    await admit(who, parsed.model, gateway.keys, config.names_of(model))
     pin = request.headers.get("x-route-pin") if who.admin else None
     req = ProxyRequest(
         operation=codec.operation,
-        model=parsed.model,
+        model=model,
         body=parsed.body,
         caller=who.caller,
         request_id=request_id(request),
@@ -133,7 +135,7 @@ async def serve(request: Request, codec: Codec) -> Response:
         key=who.key,
         chat=parsed.chat,
     )
-    headers = codec.headers(req.request_id)
+    headers = {**codec.headers(req.request_id), **notice(config, parsed.model)}
     gone = Response(status_code=CLIENT_CLOSED, headers=headers)  # nobody is listening
     if req.stream:
         answer = await unless_client_leaves(request, gateway.open_stream(req, config))

@@ -70,6 +70,10 @@ class HttpAdmin:
             raise UpstreamError(f"{answer.status_code}: {message}", status=answer.status_code)
         return body
 
+    async def call(self, method: str, path: str, **kwargs: Any) -> Any:
+        """Any admin API call, errors as ``_call`` raises them (commands with own resources)."""
+        return await self._call(method, path, **kwargs)
+
     async def deep_health(self) -> dict[str, Any]:
         return dict(await self._call("GET", "/health/deep"))
 

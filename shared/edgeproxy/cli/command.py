@@ -10,6 +10,7 @@
     printf %s "$KEY" | edgeproxy hash-key      # the sha256 for gateway.api_keys
     edgeproxy status | settings get|set | audit  # see cli_admin
     edgeproxy strategies [--json]                # the strategy registry and its parameters
+    edgeproxy pools effective POOL | aliases list|set|delete  # levels, aliases (cli_models)
     edgeproxy keys create|list|show|revoke|import   # client keys (cli_keys)
     edgeproxy job health|quota-refresh           # one pass of a scheduled job (cli_jobs)
 
@@ -44,6 +45,7 @@ from edgeproxy.cli import config as cli_config
 from edgeproxy.cli import jobs as cli_jobs
 from edgeproxy.cli import keys as cli_keys
 from edgeproxy.cli import litellm as cli_litellm
+from edgeproxy.cli import models as cli_models
 from edgeproxy.cli import strategies as cli_strategies
 from edgeproxy.cli import target as cli_target
 from edgeproxy.cli.errors import one_line
@@ -84,6 +86,7 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("hash-key", help="print the sha256 of a key read from standard input")
     cli_admin.add_commands(commands)  # status, settings, audit
     cli_strategies.add_command(commands)
+    cli_models.add_commands(commands)  # pools effective, aliases
     cli_jobs.add_commands(commands)  # job
     cli_keys.register(commands)
     return parser
@@ -117,6 +120,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return asyncio.run(cli_bindings.run(args))
     if args.command == "strategies":
         return cli_strategies.run(args)
+    if args.command in cli_models.COMMANDS:
+        return asyncio.run(cli_models.run(args))
     if args.command in cli_admin.COMMANDS:
         return asyncio.run(cli_admin.run(args))
     if args.action == "check":

@@ -12,9 +12,12 @@ from typing import Annotated, Self
 
 from pydantic import Field, PrivateAttr, model_validator
 
+from edgeproxy.config import levels
+from edgeproxy.config.aliases import Alias, AliasName, alias_problems, canonical, names_of
 from edgeproxy.config.base import Positive, Strict
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.egress import EgressSettings
+from edgeproxy.config.levels import Layer, ModelSettings, params_of, strategy_of
 from edgeproxy.config.policies import Deadline, Operation
 from edgeproxy.config.quota import QuotaSource
 from edgeproxy.config.roles import Role
@@ -96,12 +99,18 @@ class GatewayConfig(Strict):
     router: RouterSettings = RouterSettings()
     gateway: GatewaySettings = GatewaySettings()
     pools: dict[str, PoolSettings] = Field(default_factory=dict)
+    # 003's model levels: model default, protocol rules, capability rules (config.levels).
+    models: dict[str, ModelSettings] = Field(default_factory=dict)
+    aliases: dict[AliasName, Alias] = Field(default_factory=dict)  # config.aliases
     deployments: list[Deployment] = Field(default_factory=list)
     fallbacks: list[FallbackChain] = Field(default_factory=list)
     quota_sources: list[QuotaSource] = Field(default_factory=list)
     # A quota snapshot older than this is ignored by routing (the refresh runs every minute).
     quota_max_age_seconds: Positive = 600
-    _params: dict[tuple[str, int, Strategy], StrategyParams] = PrivateAttr(default_factory=dict)
+    _params: dict[tuple[str, int, Strategy, Operation, str], StrategyParams] = PrivateAttr(
+        default_factory=dict
+    )
+    _layers: dict[tuple[str, int, Operation, str], list[Layer]] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
@@ -118,6 +127,15 @@ class GatewayConfig(Strict):
             raise ValueError(
                 "pools settings name no deployment's pool: " + ", ".join(unknown_pools)
             )
+        models = {d.model for d in self.deployments}
+        unknown_models = sorted(set(self.models) - models)
+        if unknown_models:
+            raise ValueError(
+                "models settings name no deployment's model: " + ", ".join(unknown_models)
+            )
+        problems = alias_problems(self.aliases, models)
+        if problems:
+            raise ValueError("; ".join(problems))
         for chain in self.fallbacks:
             for target in [chain.model, *chain.to]:
                 if target not in pools:
@@ -152,24 +170,66 @@ class GatewayConfig(Strict):
     def pool_settings(self, pool_key: str) -> PoolSettings:
         return self.pools.get(pool_key, PoolSettings())
 
-    def strategy_for(self, pool_key: str, tier: int) -> Strategy:
-        """Tier override, then pool default, then the global strategy."""
-        pool = self.pool_settings(pool_key)
-        return pool.tier_strategies.get(tier) or pool.strategy or self.router.strategy
+    def canonical(self, name: str) -> str:
+        """The public model (pool key) ``name`` stands for: itself unless it is an alias."""
+        return canonical(self.aliases, name)
 
-    def params_for(self, pool_key: str, tier: int, strategy: Strategy) -> StrategyParams:
-        """``strategy``'s parameters in ``tier`` of ``pool_key``: defaults, global, pool, tier."""
-        key = (pool_key, tier, strategy)
-        found = self._params.get(key)
+    def names_of(self, pool_key: str) -> list[str]:
+        """``pool_key`` and its aliases: a key allowed any of them may call every one."""
+        return names_of(self.aliases, pool_key)
+
+    def layers(
+        self, pool_key: str, tier: int, operation: Operation, protocol: str | None = None
+    ) -> list[Layer]:
+        """003's setting levels of one pool tier for one operation and protocol (config.levels)."""
+        protocol = protocol or f"openai.{operation.value}"
+        key = (pool_key, tier, operation, protocol)
+        found = self._layers.get(key)
         if found is None:
             pool = self.pool_settings(pool_key)
-            found = merged(
-                strategy,
-                self.router.strategy_params,
-                pool.strategy_params,
-                pool.tier_strategy_params.get(tier, {}),
+            found = levels.chain(
+                pool_key=pool_key,
+                tier=tier,
+                tier_strategy=pool.tier_strategies.get(tier),
+                tier_params=pool.tier_strategy_params.get(tier, {}),
+                pool_strategy=pool.strategy,
+                pool_params=pool.strategy_params,
+                model=self.models.get(pool_key.split(":", 1)[0]),
+                operation=operation,
+                protocol=protocol,
+                global_strategy=self.router.strategy,
+                global_params=self.router.strategy_params,
             )
-            self._params[key] = found  # the config is immutable: computed once per key
+            self._layers[key] = found  # the config is immutable: computed once per key
+        return found
+
+    def strategy_for(
+        self,
+        pool_key: str,
+        tier: int,
+        operation: Operation = Operation.CHAT,
+        protocol: str | None = None,
+    ) -> Strategy:
+        """The first strategy set along tier, pool, the model levels, then the global one."""
+        found = strategy_of(self.layers(pool_key, tier, operation, protocol)).strategy
+        assert found is not None  # the global level always sets one
+        return found
+
+    def params_for(
+        self,
+        pool_key: str,
+        tier: int,
+        strategy: Strategy,
+        operation: Operation = Operation.CHAT,
+        protocol: str | None = None,
+    ) -> StrategyParams:
+        """``strategy``'s parameters: its defaults, then each level up to the tier's."""
+        key = (pool_key, tier, strategy, operation, protocol or "")
+        found = self._params.get(key)
+        if found is None:
+            layers = self.layers(pool_key, tier, operation, protocol)
+            found = merged(strategy, *params_of(layers))
+            self._params[key] = found
         return found
 
     def sticky_for(self, pool_key: str) -> StickySettings:

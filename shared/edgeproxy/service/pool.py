@@ -99,8 +99,13 @@ async def open_pool(store: PoolSource, run: Run, model: str, now: float) -> Pool
         else None
     )
     # The strategies whose ordering reads the usage counters, judged with their parameters.
-    tiers = {(d.priority, config.strategy_for(model, d.priority)) for d in deployments}
-    counting = {s for t, s in tiers if reads_counters(s, config.params_for(model, t, s))}
+    op, protocol = req.operation, req.protocol  # the model levels' capability and protocol
+    tiers = {
+        (d.priority, config.strategy_for(model, d.priority, op, protocol)) for d in deployments
+    }
+    counting = {
+        s for t, s in tiers if reads_counters(s, config.params_for(model, t, s, op, protocol))
+    }
     snapshot = await store.read_pool(
         SnapshotRequest.of(model, deployments, now, key, None, counting)
     )

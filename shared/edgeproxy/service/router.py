@@ -118,12 +118,13 @@ class Router:
         if not ctx.deployments:
             return PoolFailure()  # a continuation with no prefill-capable deployment here
         pinned = run.req.pin is not None
+        cfg, op, proto = run.config, run.req.operation, run.req.protocol  # 003's levels
         route = RouteRequest(
             operation=run.req.operation,
             modalities=run.req.modalities,
             caller=run.req.caller,
-            strategy=functools.partial(run.config.strategy_for, model),
-            params=functools.partial(run.config.params_for, model),
+            strategy=functools.partial(cfg.strategy_for, model, operation=op, protocol=proto),
+            params=functools.partial(cfg.params_for, model, operation=op, protocol=proto),
             sticky=ctx.binding_key is not None,
             quota_max_age=run.config.quota_max_age_seconds,
             role=run.req.role,

@@ -23,6 +23,7 @@ from edgeproxy.api.admin import config as admin_config
 from edgeproxy.api.admin import deployments as admin_deployments
 from edgeproxy.api.admin import key_changes as admin_key_changes
 from edgeproxy.api.admin import keys as admin_keys
+from edgeproxy.api.admin import models as admin_models
 from edgeproxy.api.admin import ops as admin_ops
 from edgeproxy.api.admin import settings as admin_settings
 from edgeproxy.api.admin import status as admin_status
@@ -40,6 +41,7 @@ async def openapi(call: AdminCall) -> Response:
 
 # The registry: one entry per admin module.
 ROUTE_TABLES: tuple[Sequence[AdminRoute], ...] = (
+    admin_models.ROUTES,  # first: /admin/pools/{pool}/effective before /admin/pools/{pool}
     admin_settings.ROUTES,
     admin_deployments.ROUTES,
     admin_ops.ROUTES,

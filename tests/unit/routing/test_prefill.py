@@ -1,0 +1,107 @@
+"""001's prefill-aware extras in the pure core: two choices by prefill load, large requests,
+the affinity ceiling and prompt-size hints with their TTL (time is ``now``)."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from edgeproxy.config.deployment import Deployment
+from edgeproxy.routing.prefill.hints import HINT_TTL_SECONDS, pruned, remember, uncached
+from edgeproxy.routing.prefill.load import PrefillLoad, PrefillSettings, choose, keep_binding
+
+SETTINGS = PrefillSettings()
+
+
+def dep(dep_id: str, weight: int = 1) -> Deployment:
+    return Deployment.model_validate(
+        {
+            "id": dep_id,
+            "model": "chat",
+            "provider": "openai",
+            "base_url": "https://x.test/v1",
+            "upstream_model": "m",
+            "weight": weight,
+        }
+    )
+
+
+HEAVY, LIGHT = dep("heavy", 10), dep("light", 1)
+
+
+def split(loads: dict[str, PrefillLoad], n: int = 4000, **kw: int) -> Counter[str]:
+    rng = random.Random(7)
+    sizes = {"heavy": kw.get("uncached", 1000), "light": kw.get("uncached", 1000)}
+    return Counter(choose([HEAVY, LIGHT], loads, sizes, SETTINGS, rng).id for _ in range(n))
+
+
+def test_below_the_threshold_the_weights_decide_alone() -> None:
+    idle = split({})
+    busy = split({"heavy": PrefillLoad(tokens=49_999)})
+    for counts in (idle, busy):
+        assert 0.88 < counts["heavy"] / 4000 < 0.94  # 10:1 -> 90.9 %
+    assert idle == busy  # the same draws: the load did not enter
+
+
+def test_past_the_threshold_the_lighter_of_two_draws_wins() -> None:
+    counts = split({"heavy": PrefillLoad(tokens=60_000)})
+    # heavy is kept only when both draws are heavy: (10/11)^2 = 82.6 %
+    assert 0.79 < counts["heavy"] / 4000 < 0.86
+    both = split({"heavy": PrefillLoad(tokens=60_000), "light": PrefillLoad(tokens=70_000)})
+    # Now heavy is the lighter: it wins every mixed draw, light only (1/11)^2 = 0.8 %.
+    assert 0.98 < both["heavy"] / 4000 < 1
+
+
+def test_a_large_request_skips_a_deployment_at_its_limit() -> None:
+    loads = {"heavy": PrefillLoad(tokens=10, elephants=1)}
+    counts = split(loads, uncached=250_000)
+    assert counts == Counter({"light": 4000})
+    small = split(loads, uncached=1000)  # not large: the limit does not apply
+    assert small["heavy"] > 3000
+
+
+def test_when_every_candidate_is_at_its_limit_the_least_loaded_is_chosen() -> None:
+    loads = {
+        "heavy": PrefillLoad(tokens=400_000, elephants=1),
+        "light": PrefillLoad(tokens=300_000, elephants=1),
+    }
+    assert split(loads, n=50, uncached=250_000) == Counter({"light": 50})  # never a refusal
+
+
+def test_a_warmed_continuation_is_not_a_large_prefill_until_its_hint_expires() -> None:
+    book = remember({}, "alice", "heavy", 240_000, now=1000.0)
+    assert uncached(book, "alice", "heavy", 250_000, now=1000.0 + 60) == 10_000
+    assert uncached(book, "alice", "light", 250_000, now=1060.0) == 250_000  # other deployment
+    assert uncached(book, "bob", "heavy", 250_000, now=1060.0) == 250_000  # other caller
+    expired = 1000.0 + HINT_TTL_SECONDS
+    assert uncached(book, "alice", "heavy", 250_000, now=expired - 0.001) == 10_000
+    assert uncached(book, "alice", "heavy", 250_000, now=expired) == 250_000
+    assert pruned(book, now=expired) == {}
+    assert pruned(book, now=expired - 1) == book
+
+    # The hint decides whether the limit applies: warm on heavy, the request may go there.
+    loads = {"heavy": PrefillLoad(elephants=1)}
+    rng = random.Random(3)
+    warm = {d.id: uncached(book, "alice", d.id, 250_000, now=1060.0) for d in (HEAVY, LIGHT)}
+    picks = Counter(choose([HEAVY, LIGHT], loads, warm, SETTINGS, rng).id for _ in range(200))
+    assert picks["heavy"] > 150
+    cold = {d.id: uncached(book, "alice", d.id, 250_000, now=expired) for d in (HEAVY, LIGHT)}
+    picks = Counter(choose([HEAVY, LIGHT], loads, cold, SETTINGS, rng).id for _ in range(200))
+    assert picks == Counter({"light": 200})
+
+
+@pytest.mark.parametrize(("tokens", "kept"), [(0, True), (150_000, True), (150_001, False)])
+def test_a_binding_is_given_up_above_the_affinity_ceiling(tokens: int, kept: bool) -> None:
+    assert keep_binding(PrefillLoad(tokens=tokens), SETTINGS) is kept
+    assert keep_binding(PrefillLoad(tokens=tokens), PrefillSettings(enabled=False))
+
+
+def test_switched_off_it_is_a_plain_weighted_draw() -> None:
+    off = PrefillSettings(enabled=False)
+    rng = random.Random(7)
+    loads = {"heavy": PrefillLoad(tokens=10**6, elephants=5)}
+    sizes = {"heavy": 10**6, "light": 10**6}
+    picks = Counter(choose([HEAVY, LIGHT], loads, sizes, off, rng).id for _ in range(4000))
+    assert 0.88 < picks["heavy"] / 4000 < 0.94
