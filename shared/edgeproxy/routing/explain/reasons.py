@@ -124,7 +124,7 @@ def _excluded(dep: Deployment, status: Eligibility) -> Reason:
     )
 
 
-def _ranked(dep: Deployment, group: Group, chosen: str | None, notes: Notes) -> Reason:
+def _ranked(dep: Deployment, group: Group, chosen: str | None, notes: Notes, probe: str) -> Reason:
     if dep.id not in group.ordered:
         return Reason(
             dep.id,
@@ -142,7 +142,7 @@ def _ranked(dep: Deployment, group: Group, chosen: str | None, notes: Notes) -> 
         rank=group.ordered.index(dep.id) + 1,
         strategy=group.strategy,
         score=notes.scores.get(dep.id),
-        detail=notes.remarks.get(dep.id, ""),
+        detail="; ".join(t for t in (notes.remarks.get(dep.id, ""), probe) if t),
     )
 
 
@@ -168,7 +168,7 @@ def _reason(
         return Reason(dep.id, Outcome.CHOSEN, how, dep.priority, detail=probe)
     group = next((g for g in notes.groups if dep.id in g.members), None)
     if group is not None:
-        return _ranked(dep, group, chosen, notes)
+        return _ranked(dep, group, chosen, notes, probe)
     if how is Cause.STICKY:
         return Reason(dep.id, Outcome.RANKED, Cause.STICKY, dep.priority, detail="binding first")
     tries = counts.get(dep.id, 0)
