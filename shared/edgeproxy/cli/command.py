@@ -10,6 +10,7 @@
     printf %s "$KEY" | edgeproxy hash-key      # the sha256 for gateway.api_keys
     edgeproxy status | settings get|set | audit  # see cli_admin
     edgeproxy strategies [--json]                # the strategy registry and its parameters
+    edgeproxy route explain --model M --key-id ID  # which deployment, and why (cli/route.py)
     edgeproxy keys create|list|show|revoke|import   # client keys (cli_keys)
     edgeproxy job health|quota-refresh           # one pass of a scheduled job (cli_jobs)
 
@@ -44,6 +45,7 @@ from edgeproxy.cli import config as cli_config
 from edgeproxy.cli import jobs as cli_jobs
 from edgeproxy.cli import keys as cli_keys
 from edgeproxy.cli import litellm as cli_litellm
+from edgeproxy.cli import route as cli_route
 from edgeproxy.cli import strategies as cli_strategies
 from edgeproxy.cli import target as cli_target
 from edgeproxy.cli.errors import one_line
@@ -84,6 +86,7 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("hash-key", help="print the sha256 of a key read from standard input")
     cli_admin.add_commands(commands)  # status, settings, audit
     cli_strategies.add_command(commands)
+    cli_route.add_commands(commands)  # route explain
     cli_jobs.add_commands(commands)  # job
     cli_keys.register(commands)
     return parser
@@ -115,6 +118,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return cli_keys.run(args)
     if args.command == "bindings":
         return asyncio.run(cli_bindings.run(args))
+    if args.command == "route":
+        return asyncio.run(cli_route.run(args))
     if args.command == "strategies":
         return cli_strategies.run(args)
     if args.command in cli_admin.COMMANDS:

@@ -9,10 +9,13 @@ writes nothing: the mocks see no request and the table is unchanged.
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any
 
 import httpx
+import pytest
 
+from edgeproxy.cli import main
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.table import TableView
 from tests.integration.admin.helpers import ADMIN_KEY, CLIENT_KEY, admin, chat, ok, two_deployments
@@ -170,3 +173,43 @@ def test_bad_explain_orders_are_400(
     assert answer.status_code == 404
     client = admin(gw.base_url, "POST", "/admin/route/explain", key=CLIENT_KEY, json={"body": BODY})
     assert client.status_code == 403
+
+
+def test_the_cli_renders_the_explanation_as_a_table(
+    start_gateway,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Any,
+    upstream_a: MockUpstream,
+    upstream_b: MockUpstream,
+) -> None:
+    gw = start_gateway(
+        two_deployments(upstream_a, upstream_b, router={"sticky": {"enabled": False}})
+    )
+    monkeypatch.setenv("EDGEPROXY_ADMIN_KEY", ADMIN_KEY)
+    ok(
+        admin(
+            gw.base_url,
+            "POST",
+            "/admin/circuits/a/open",
+            json={"version": 0, "reason": "r", "seconds": 90},
+        )
+    )
+    body = tmp_path / "body.json"
+    body.write_text('{"model": "ignored", "messages": [{"role": "user", "content": "hi"}]}')
+    argv = ["route", "explain", "--url", gw.base_url, "--model", "fast-chat", "--caller", CALLER]
+
+    assert main([*argv, "--body", str(body)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+
+    assert lines[0] == "fast-chat (chat) for key:[redacted] (free): b by simple-shuffle"
+    assert lines[1].split() == [
+        "deployment", "tier", "outcome", "cause", "rank", "score", "retry-after", "detail",
+    ]  # fmt: skip
+    assert lines[2].split()[:4] == ["a", "1", "excluded", "circuit"]
+    assert "circuit open (maintenance)" in lines[2]
+    assert lines[3].split()[:6] == ["*b", "0", "chosen", "strategy", "(simple-shuffle)", "1"]
+    assert main([*argv, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["chosen"] == "b"
+    assert main(["route", "explain", "--url", gw.base_url, "--model", "fast-chat"]) == 2
+    assert "name the caller" in capsys.readouterr().err
