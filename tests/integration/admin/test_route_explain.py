@@ -213,3 +213,19 @@ def test_the_cli_renders_the_explanation_as_a_table(
     assert json.loads(capsys.readouterr().out)["chosen"] == "b"
     assert main(["route", "explain", "--url", gw.base_url, "--model", "fast-chat"]) == 2
     assert "name the caller" in capsys.readouterr().err
+
+
+def test_the_status_page_asks_the_explainer_from_its_own_script(
+    start_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream
+) -> None:
+    gw = start_gateway(two_deployments(upstream_a, upstream_b))
+    page = httpx.get(gw.base_url + "/admin/", timeout=30).text
+    assert 'src="assets/explain.js"' in page
+    assert 'id="explain-form"' in page
+    script = httpx.get(gw.base_url + "/admin/assets/explain.js", timeout=30)
+    assert script.status_code == 200
+    assert script.headers["content-type"].startswith("text/javascript")
+    assert "content-security-policy" in script.headers
+    # It posts where the API is (relative to admin/) and sets API data as text only.
+    assert 'fetch("route/explain"' in script.text
+    assert "innerHTML" not in script.text

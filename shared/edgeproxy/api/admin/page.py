@@ -40,6 +40,7 @@ HEADERS = {
 ASSETS = {
     "index.html": "text/html; charset=utf-8",
     "app.js": "text/javascript; charset=utf-8",
+    "explain.js": "text/javascript; charset=utf-8",
     "style.css": "text/css; charset=utf-8",
 }
 
