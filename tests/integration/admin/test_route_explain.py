@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import re
 from typing import Any
 
 import httpx
@@ -229,3 +231,24 @@ def test_the_status_page_asks_the_explainer_from_its_own_script(
     # It posts where the API is (relative to admin/) and sets API data as text only.
     assert 'fetch("route/explain"' in script.text
     assert "innerHTML" not in script.text
+
+
+def test_each_request_logs_its_reasons_in_one_field(
+    start_gateway,
+    caplog: pytest.LogCaptureFixture,
+    upstream_a: MockUpstream,
+    upstream_b: MockUpstream,
+) -> None:
+    gw = start_gateway(
+        two_deployments(upstream_a, upstream_b, router={"sticky": {"enabled": False}})
+    )
+    open_a = {"version": 0, "reason": "r", "seconds": 60}
+    ok(admin(gw.base_url, "POST", "/admin/circuits/a/open", json=open_a))
+    caplog.set_level(logging.INFO, logger="edgeproxy.service.gateway")
+
+    assert chat(gw.base_url).status_code == 200
+
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("routed ")]
+    assert len(lines) == 1
+    field = lines[0].split(" route=", 1)[1]
+    assert re.fullmatch(r"fast-chat: a:circuit\(\d+s\) \*b:strategy#1", field), field
