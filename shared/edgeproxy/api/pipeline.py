@@ -97,6 +97,10 @@ async def unless_client_leaves(request: Request, work: Awaitable[T]) -> T | Gone
     return task.result()
 
 
+def _asks(request: Request, header: str) -> bool:
+    return request.headers.get(header, "").lower() == "true"
+
+
 async def gateway_of(request: Request) -> Gateway:
     """The process's gateway (built on first use by the app's ``LazyGateway``)."""
     gateway: Gateway = await request.app.state.gateway.get()
@@ -129,6 +133,7 @@ async def serve(request: Request, codec: Codec) -> Response:
         stream=parsed.stream,
         pin=pin or None,
         want_routing=request.headers.get("x-unified-routing-metadata", "").lower() == "true",
+        want_reasons=who.admin and _asks(request, "x-unified-routing-reasons"),
         modalities=parsed.modalities,
         surface=codec.surface,
         role=who.role,

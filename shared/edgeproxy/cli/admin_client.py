@@ -77,6 +77,10 @@ class HttpAdmin:
     async def deep_health(self) -> dict[str, Any]:
         return dict(await self._call("GET", "/health/deep"))
 
+    async def explain(self, order: dict[str, Any]) -> dict[str, Any]:
+        """``POST /admin/route/explain`` (only a gateway answers it: ``edgeproxy route``)."""
+        return dict(await self._call("POST", "/admin/route/explain", json=order))
+
     async def router_settings(self) -> dict[str, Any]:
         return dict(await self._call("GET", "/admin/router-settings"))
 

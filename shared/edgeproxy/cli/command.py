@@ -11,6 +11,7 @@
     edgeproxy status | settings get|set | audit  # see cli_admin
     edgeproxy strategies [--json]                # the strategy registry and its parameters
     edgeproxy pools effective POOL | aliases list|set|delete  # levels, aliases (cli_models)
+    edgeproxy route explain --model M --key-id ID  # which deployment, and why (cli/route.py)
     edgeproxy keys create|list|show|revoke|import   # client keys (cli_keys)
     edgeproxy job health|quota-refresh           # one pass of a scheduled job (cli_jobs)
 
@@ -46,6 +47,7 @@ from edgeproxy.cli import jobs as cli_jobs
 from edgeproxy.cli import keys as cli_keys
 from edgeproxy.cli import litellm as cli_litellm
 from edgeproxy.cli import models as cli_models
+from edgeproxy.cli import route as cli_route
 from edgeproxy.cli import strategies as cli_strategies
 from edgeproxy.cli import target as cli_target
 from edgeproxy.cli.errors import one_line
@@ -87,6 +89,7 @@ def _parser() -> argparse.ArgumentParser:
     cli_admin.add_commands(commands)  # status, settings, audit
     cli_strategies.add_command(commands)
     cli_models.add_commands(commands)  # pools effective, aliases
+    cli_route.add_commands(commands)  # route explain
     cli_jobs.add_commands(commands)  # job
     cli_keys.register(commands)
     return parser
@@ -118,6 +121,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return cli_keys.run(args)
     if args.command == "bindings":
         return asyncio.run(cli_bindings.run(args))
+    if args.command == "route":
+        return asyncio.run(cli_route.run(args))
     if args.command == "strategies":
         return cli_strategies.run(args)
     if args.command in cli_models.COMMANDS:

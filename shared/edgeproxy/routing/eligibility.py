@@ -53,6 +53,7 @@ class Eligibility:
     retry_after: float = 0.0
     cause: OpenCause | None = None
     limit: Limit | None = None
+    detail: str = ""  # incompatible: ``operation:x``, ``native:x`` or ``modality:a,b``
 
     @property
     def circuit_blocked(self) -> bool:
@@ -71,11 +72,19 @@ def supports(
     operation itself serve it, and the others are filtered out before any
     attempt or rpm count is spent on them.
     """
+    return unsupported(dep, operation, modalities, native=native) is None
+
+
+def unsupported(
+    dep: Deployment, operation: Operation | None, modalities: Set[str], *, native: bool = False
+) -> str | None:
+    """What of the request ``dep`` cannot serve (``Eligibility.detail``), None if all of it."""
     if operation is not None:
         served_by = {operation} if native else _SERVED_BY.get(operation, {operation})
         if not served_by & dep.operations:
-            return False
-    return modalities <= dep.modalities
+            return f"{'native' if native else 'operation'}:{operation.value}"
+    missing = modalities - dep.modalities
+    return "modality:" + ",".join(sorted(missing)) if missing else None
 
 
 def assess(
@@ -94,8 +103,9 @@ def assess(
     ``quota_max_age``: seconds after which a quota reading is ignored.
     ``native``: the request can be served only natively (see ``supports``).
     """
-    if not supports(dep, operation, modalities, native=native):
-        return Eligibility(dep.id, Status.INCOMPATIBLE, eligible=False)
+    lacking = unsupported(dep, operation, modalities, native=native)
+    if lacking is not None:
+        return Eligibility(dep.id, Status.INCOMPATIBLE, eligible=False, detail=lacking)
     circuit = snapshot.circuit(dep.id)
     gate = admission(circuit, now)
     if gate.kind is AdmissionKind.BLOCKED:

@@ -38,6 +38,8 @@ from edgeproxy.config.strategies import Strategy, StrategyParams
 from edgeproxy.routing.access import reachable
 from edgeproxy.routing.affinity import binding_valid
 from edgeproxy.routing.eligibility import DEFAULT_QUOTA_MAX_AGE, Eligibility, Status, assess
+from edgeproxy.routing.explain.notes import Group, Notes
+from edgeproxy.routing.explain.reasons import Cause, Reason, account
 from edgeproxy.routing.health import with_usable_health
 from edgeproxy.routing.ordering.strategies import StrategyInputs, order
 from edgeproxy.routing.snapshot import OpenCause, PoolSnapshot
@@ -91,6 +93,7 @@ class Pick:
     pool). ``probe``: take the circuit's probe lease before calling.
     ``tries``: how often this request already tried it (> 0: back off first).
     ``ranked``: the strategy's order of the tier's candidates, for logs.
+    ``reasons``: every deployment's place in this decision (``routing.explain``).
     """
 
     deployment: Deployment
@@ -100,6 +103,7 @@ class Pick:
     sticky: bool = False
     tries: int = 0
     ranked: tuple[str, ...] = ()
+    reasons: tuple[Reason, ...] = ()
 
 
 class BlockReason(StrEnum):
@@ -118,6 +122,7 @@ class Blocked:
     reason: BlockReason
     retry_after: float | None = None
     statuses: tuple[Eligibility, ...] = field(default=())
+    reasons: tuple[Reason, ...] = ()  # every deployment's exclusion (``routing.explain``)
 
 
 def next_deployment(
@@ -139,10 +144,11 @@ def next_deployment(
     ``minute``: the current usage bucket, ``now // 60`` by default.
     """
     bucket = int(now // 60) if minute is None else minute
+    pool, notes = deployments, Notes()
     # Reserved capacity is absent for lower roles: never assessed, tried or counted.
     visible = [d for d in deployments if reachable(d, request.role)]
     if not visible:
-        return Blocked(BlockReason.RESERVED)
+        return Blocked(BlockReason.RESERVED, reasons=account(pool, {}, notes))
     deployments = visible
     counts = tried if isinstance(tried, Mapping) else dict.fromkeys(tried, 1)
     statuses = {
@@ -160,15 +166,23 @@ def next_deployment(
     }
     usable = [d for d in deployments if statuses[d.id].eligible and d.id not in skip]
     # Metric strategies rank only by recent health with data behind it.
-    inputs = StrategyInputs(with_usable_health(snapshot, now), bucket, request.caller)
+    inputs = StrategyInputs(with_usable_health(snapshot, now), bucket, request.caller, notes=notes)
 
-    binding = snapshot.binding
+    def reasons(chosen: str | None = None, how: Cause | None = None) -> tuple[Reason, ...]:
+        return account(
+            pool, statuses, notes, skip=skip, counts=counts, chosen=chosen, how=how, bound=bound_id
+        )
+
+    binding, bound_id = snapshot.binding, None
     if request.sticky and binding_valid(binding, now, snapshot.pool_generation):
         assert binding is not None
+        bound_id = binding.deployment_id
         bound = next((d for d in usable if d.id == binding.deployment_id), None)
         # Weight 0 drains a deployment: a binding must not keep traffic flowing to it.
         if bound is not None and bound.weight > 0 and counts.get(bound.id, 0) == 0:
-            return Pick(bound, bound.priority, None, statuses[bound.id].probe, sticky=True)
+            probe = statuses[bound.id].probe
+            why = reasons(bound.id, Cause.STICKY)
+            return Pick(bound, bound.priority, None, probe, sticky=True, reasons=why)
 
     by_tries: dict[int, list[Deployment]] = {}
     for dep in usable:
@@ -176,9 +190,12 @@ def next_deployment(
     for tries in sorted(by_tries):
         pick = _pick_in_tiers(by_tries[tries], len(deployments), request, inputs, rng)
         if pick is not None:
-            probe = statuses[pick.deployment.id].probe
-            return Pick(pick.deployment, pick.tier, pick.strategy, probe, False, tries, pick.ranked)
-    return _blocked(deployments, statuses, skip, weight_excluded=bool(usable))
+            dep = pick.deployment
+            why = reasons(dep.id, Cause.STRATEGY if pick.strategy else Cause.ONLY)
+            probe = statuses[dep.id].probe
+            return Pick(dep, pick.tier, pick.strategy, probe, False, tries, pick.ranked, why)
+    blocked = _blocked(deployments, statuses, skip, weight_excluded=bool(usable))
+    return replace(blocked, reasons=reasons())
 
 
 def _pick_in_tiers(
@@ -198,6 +215,9 @@ def _pick_in_tiers(
         group = [d for d in candidates if (d.priority, d.min_role.rank) == (tier, reserved)]
         params = request.params_for(tier, strategy)
         ordered = order(strategy, group, replace(inputs, params=params), rng)
+        if inputs.notes is not None:
+            ids = tuple(d.id for d in group)
+            inputs.notes.ordered(Group(tier, strategy.value, ids, tuple(d.id for d in ordered)))
         if ordered:
             return Pick(ordered[0], tier, strategy, ranked=tuple(d.id for d in ordered))
     return None

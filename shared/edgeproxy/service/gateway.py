@@ -157,7 +157,7 @@ class Gateway:
         assert response is not None
         body = response.body
         if req.want_routing:
-            body = {**body, "unified_routing": run.trace.metadata()}
+            body = {**body, "unified_routing": run.trace.metadata(reasons=req.want_reasons)}
 
         async def after() -> None:
             await settle(
@@ -229,9 +229,10 @@ class Gateway:
         if not logger.isEnabledFor(logging.INFO):
             return  # the trace's dict is built only for someone who reads it
         logger.info(
-            "routed model=%s served_by=%s attempts=%d",
+            "routed model=%s served_by=%s attempts=%d route=%s",
             run.req.model,
             run.trace.served_by,
             len(run.trace.attempts),
+            run.trace.reasons(),
             extra={"unified_routing": run.trace.metadata(), "request_id": run.req.request_id},
         )

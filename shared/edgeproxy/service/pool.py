@@ -8,6 +8,7 @@ the request then routes on its own writes without another read.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -18,7 +19,9 @@ from edgeproxy.config.router import CircuitSettings, StickySettings
 from edgeproxy.errors import RequestError
 from edgeproxy.routing.access import ClientKey
 from edgeproxy.routing.ordering.strategies import reads_counters
+from edgeproxy.routing.selection import RouteRequest
 from edgeproxy.routing.snapshot import BindingKey, Capacity, Circuit, PoolSnapshot
+from edgeproxy.service.attempts import untranslatable
 from edgeproxy.state.store import PoolSource, SnapshotRequest
 
 if TYPE_CHECKING:  # a Run carries PoolContexts (service.run imports this module)
@@ -113,4 +116,25 @@ async def open_pool(store: PoolSource, run: Run, model: str, now: float) -> Pool
     limits = {d.id: config.policy_for(d, req.operation, req.stream) for d in deployments}
     return PoolContext(
         model, deployments, snapshot, key, sticky, config.router.circuit, req.key, limits
+    )
+
+
+def route_request(run: Run, ctx: PoolContext) -> RouteRequest:
+    """What the core routes ``run`` in ``ctx``'s pool by (the router and the explainer alike)."""
+    req, config = run.req, run.config
+    return RouteRequest(
+        operation=req.operation,
+        modalities=req.modalities,
+        caller=req.caller,
+        # 003's levels: the request's operation and protocol pick the model rules.
+        strategy=functools.partial(
+            config.strategy_for, ctx.model, operation=req.operation, protocol=req.protocol
+        ),
+        params=functools.partial(
+            config.params_for, ctx.model, operation=req.operation, protocol=req.protocol
+        ),
+        sticky=ctx.binding_key is not None,
+        quota_max_age=config.quota_max_age_seconds,
+        role=req.role,
+        native=untranslatable(req) is not None,
     )

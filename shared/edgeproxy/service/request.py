@@ -47,6 +47,7 @@ class ProxyRequest:
     stream: bool = False
     pin: str | None = None
     want_routing: bool = False
+    want_reasons: bool = False  # an admin asked for the routing reasons in the metadata
     modalities: frozenset[str] = field(default_factory=lambda: frozenset({"text"}))
     surface: str | None = None
     role: Role = Role.FREE

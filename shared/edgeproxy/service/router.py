@@ -13,7 +13,6 @@ chain for the failure's reason runs the whole selection again.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import random
 from collections import deque
@@ -22,15 +21,14 @@ from collections.abc import Callable, Sequence
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import CredentialError, ModelNotFound, UpstreamFault
 from edgeproxy.routing.refusal import RouteFailure
-from edgeproxy.routing.selection import RouteRequest
 from edgeproxy.routing.step import AttemptLog, PoolFailure, Stop, Try, Wait, chain_reason, next_step
 from edgeproxy.routing.tokens import reservation, with_output_limit
 from edgeproxy.routing.verdict import CREDENTIAL_UNAVAILABLE, Verdict, judge
 from edgeproxy.service.admission import Attempt, InFlight, bucket_expiry
-from edgeproxy.service.attempts import Caller, native_refusal, untranslatable, wire
+from edgeproxy.service.attempts import Caller, native_refusal, wire
 from edgeproxy.service.credentials import CredentialResolver
 from edgeproxy.service.outcomes import Outcomes
-from edgeproxy.service.pool import PoolContext, Standing, open_pool
+from edgeproxy.service.pool import PoolContext, Standing, open_pool, route_request
 from edgeproxy.service.run import Run, Served
 from edgeproxy.service.trace import AttemptRecord
 from edgeproxy.state.store import RouterStore
@@ -118,18 +116,7 @@ class Router:
         if not ctx.deployments:
             return PoolFailure()  # a continuation with no prefill-capable deployment here
         pinned = run.req.pin is not None
-        cfg, op, proto = run.config, run.req.operation, run.req.protocol  # 003's levels
-        route = RouteRequest(
-            operation=run.req.operation,
-            modalities=run.req.modalities,
-            caller=run.req.caller,
-            strategy=functools.partial(cfg.strategy_for, model, operation=op, protocol=proto),
-            params=functools.partial(cfg.params_for, model, operation=op, protocol=proto),
-            sticky=ctx.binding_key is not None,
-            quota_max_age=run.config.quota_max_age_seconds,
-            role=run.req.role,
-            native=untranslatable(run.req) is not None,
-        )
+        route = route_request(run, ctx)
         log = AttemptLog(skip=skip)
         while True:
             step = next_step(
@@ -144,6 +131,7 @@ class Router:
                 pinned=pinned,
                 limits=ctx.limits,
             )
+            run.trace.decided(model, step)
             if isinstance(step, Stop):
                 if step.failure.blocked is not None:
                     run.trace.blocked.append(f"{model}:{step.failure.blocked.reason.value}")

@@ -2,13 +2,19 @@
 
 Sent to the client only when it asks (``x-unified-routing-metadata: true``)
 as the ``unified_routing`` object; always logged. Holds deployment ids,
-classes and statuses, never URLs or credentials.
+classes and statuses, never URLs or credentials. ``decisions``: each
+routing decision's reasons (``routing.explain``), logged compactly
+(``reasons``) and in the metadata only for an admin who asks
+(``x-unified-routing-reasons: true``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from edgeproxy.routing.explain.reasons import Reason, compact
+from edgeproxy.routing.step import Step, Stop, Try
 
 
 @dataclass(slots=True)
@@ -53,17 +59,35 @@ class Trace:
     served_model: str | None = None
     attempts: list[AttemptRecord] = field(default_factory=list)
     blocked: list[str] = field(default_factory=list)
+    decisions: list[tuple[str, tuple[Reason, ...]]] = field(default_factory=list)
+
+    def decided(self, model: str, step: Step) -> None:
+        """Keep the reasons of one decision in ``model``'s pool (one per attempt or stop)."""
+        if isinstance(step, Try):
+            self.decisions.append((model, step.pick.reasons))
+        elif isinstance(step, Stop) and step.failure.blocked is not None:
+            self.decisions.append((model, step.failure.blocked.reasons))
+
+    def reasons(self) -> str:
+        """Every decision's reasons in one log field: ``model: *a:strategy#1 b:circuit(5s)``."""
+        return "; ".join(f"{model}: {compact(reasons)}" for model, reasons in self.decisions)
 
     @property
     def fallback_used(self) -> bool:
         return self.served_model is not None and self.served_model != self.requested_model
 
-    def metadata(self) -> dict[str, Any]:
-        """The ``unified_routing`` object."""
-        return {
+    def metadata(self, *, reasons: bool = False) -> dict[str, Any]:
+        """The ``unified_routing`` object (``reasons``: with each decision's reasons)."""
+        out: dict[str, Any] = {
             "strategy": self.strategy,
             "deployment": self.served_by,
             "model": self.served_model,
             "fallback_used": self.fallback_used,
             "attempts": [a.as_dict() for a in self.attempts],
         }
+        if reasons:
+            out["decisions"] = [
+                {"model": model, "candidates": [r.as_dict() for r in why]}
+                for model, why in self.decisions
+            ]
+        return out

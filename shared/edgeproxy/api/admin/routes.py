@@ -21,6 +21,7 @@ from starlette.routing import Route
 
 from edgeproxy.api.admin import config as admin_config
 from edgeproxy.api.admin import deployments as admin_deployments
+from edgeproxy.api.admin import explain as admin_explain
 from edgeproxy.api.admin import key_changes as admin_key_changes
 from edgeproxy.api.admin import keys as admin_keys
 from edgeproxy.api.admin import models as admin_models
@@ -49,6 +50,7 @@ ROUTE_TABLES: tuple[Sequence[AdminRoute], ...] = (
     admin_key_changes.ROUTES,
     admin_status.ROUTES,
     admin_strategies.ROUTES,
+    admin_explain.ROUTES,
     admin_config.ROUTES,
     [AdminRoute("GET", OPENAPI_PATH, openapi, "This document", "meta")],
 )

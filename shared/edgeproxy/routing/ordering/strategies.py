@@ -24,30 +24,13 @@ import hashlib
 import math
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from itertools import groupby
 
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.strategies import LoadAware, Strategy, StrategyParams
+from edgeproxy.routing.ordering.inputs import StrategyInputs as StrategyInputs
 from edgeproxy.routing.ordering.registry import REGISTRY
-from edgeproxy.routing.snapshot import PoolSnapshot
-
-
-@dataclass(frozen=True, slots=True)
-class StrategyInputs:
-    """The shared state strategies rank by, and the parameters of the tier's strategy.
-
-    ``params``: None means the strategy's defaults.
-    """
-
-    snapshot: PoolSnapshot
-    minute: int
-    caller: str = ""
-    params: StrategyParams | None = None
-
-    def intervene(self) -> int | None:
-        """The power-of-two-choices threshold (None: never intervene)."""
-        return self.params.intervene_inflight if isinstance(self.params, LoadAware) else None
 
 
 def _draw(pool: Sequence[Deployment], rng: random.Random) -> Deployment:
@@ -97,6 +80,8 @@ def two_choices(
             other = _draw(pool, rng)
             busy = inflight(pick.id)
             if busy >= intervene and inflight(other.id) < busy:
+                if inputs.notes is not None:
+                    inputs.notes.remark(other.id, f"p2c: {busy} in flight on {pick.id}")
                 pick = other
         ordered.append(pick)
         pool.remove(pick)
@@ -112,6 +97,8 @@ def ranked(
     """Lowest metric first; ties by power-of-two-choices; deployments without a value last."""
     known = [(value, d) for d in candidates if (value := metric(d)) is not None]
     unknown = [d for d in candidates if metric(d) is None]
+    if inputs.notes is not None:
+        inputs.notes.metric(known, unknown)
     if not known:
         return weighted_order(candidates, rng, skip_zero=False)
     known.sort(key=lambda pair: pair[0])
@@ -228,7 +215,10 @@ def _hash_affinity(
     # callers whose top choice was that deployment.
     def key(d: Deployment) -> tuple[bool, float]:
         h = _unit_hash(i.caller, d.id)
-        return (d.weight > 0, d.weight / -math.log(h) if d.weight > 0 else h)
+        score = d.weight / -math.log(h) if d.weight > 0 else h
+        if i.notes is not None:
+            i.notes.score(d.id, -score)  # ranked highest first: lower-first like the others
+        return (d.weight > 0, score)
 
     return sorted(c, key=key, reverse=True)
 

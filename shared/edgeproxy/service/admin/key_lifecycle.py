@@ -42,10 +42,11 @@ class Change:
 
 
 def unknown_models(models: Iterable[str] | None, config: GatewayConfig) -> list[str]:
-    """The names in ``models`` that ``config`` serves no pool for (``m`` or ``m:group``)."""
+    """The names in ``models`` that ``config`` serves no pool for (``m``, ``m:group`` or an
+    alias of either)."""
     served = set(config.public_models())
     served |= {p.split(":", 1)[0] for p in served}
-    return sorted({m for m in models or () if m not in served})
+    return sorted({m for m in models or () if config.canonical(m) not in served})
 
 
 def check_models(models: Iterable[str] | None, config: GatewayConfig) -> None:

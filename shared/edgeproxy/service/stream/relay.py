@@ -207,7 +207,7 @@ class Relay:
         return closing
 
     def _routing(self, run: Run) -> dict[str, Any] | None:
-        return run.trace.metadata() if run.req.want_routing else None
+        return run.trace.metadata(reasons=run.req.want_reasons) if run.req.want_routing else None
 
     def _log(self, run: Run, level: int, message: str, *args: object) -> None:
         log_run(logger, run, level, message, *args)

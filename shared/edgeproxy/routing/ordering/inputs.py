@@ -1,0 +1,28 @@
+"""What the ordering strategies rank by: the pool's shared state and the tier's parameters."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from edgeproxy.config.strategies import LoadAware, StrategyParams
+from edgeproxy.routing.explain.notes import Notes
+from edgeproxy.routing.snapshot import PoolSnapshot
+
+
+@dataclass(frozen=True, slots=True)
+class StrategyInputs:
+    """The shared state strategies rank by, and the parameters of the tier's strategy.
+
+    ``params``: None means the strategy's defaults. ``notes``: where the rank
+    helpers put down what they ordered by (``routing.explain``), if anyone asks.
+    """
+
+    snapshot: PoolSnapshot
+    minute: int
+    caller: str = ""
+    params: StrategyParams | None = None
+    notes: Notes | None = None
+
+    def intervene(self) -> int | None:
+        """The power-of-two-choices threshold (None: never intervene)."""
+        return self.params.intervene_inflight if isinstance(self.params, LoadAware) else None
