@@ -73,7 +73,7 @@ def supports(
     """
     if operation is not None:
         served_by = {operation} if native else _SERVED_BY.get(operation, {operation})
-        if not served_by & dep.operations:
+        if not served_by & dep.served_operations:
             return False
     return modalities <= dep.modalities
 

@@ -69,6 +69,7 @@ class RouteRequest:
     role: Role = Role.ADMIN
     native: bool = False
     params: ParamsChoice | None = None  # None: every strategy's defaults
+    protocol: str = ""  # the inbound protocol (``ProxyRequest.protocol``), for hash_affinity
 
     def strategy_for(self, tier: int) -> Strategy:
         """The strategy of priority tier ``tier``."""
@@ -160,7 +161,9 @@ def next_deployment(
     }
     usable = [d for d in deployments if statuses[d.id].eligible and d.id not in skip]
     # Metric strategies rank only by recent health with data behind it.
-    inputs = StrategyInputs(with_usable_health(snapshot, now), bucket, request.caller)
+    inputs = StrategyInputs(
+        with_usable_health(snapshot, now), bucket, request.caller, protocol=request.protocol
+    )
 
     binding = snapshot.binding
     if request.sticky and binding_valid(binding, now, snapshot.pool_generation):

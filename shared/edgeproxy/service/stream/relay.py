@@ -37,6 +37,7 @@ from edgeproxy.service.stream.readahead import ReadAhead
 from edgeproxy.service.stream.recovery import Recovery, Resume, log_run
 from edgeproxy.service.stream.settlement import Deferred, RelayStream, Settlement
 from edgeproxy.service.telemetry import Telemetry
+from edgeproxy.upstream.stream import UpstreamStream
 
 logger = logging.getLogger(__name__)
 
@@ -144,7 +145,7 @@ class Relay:
         for chunk in answer.head:
             owed = progress.owed(chunk, hide_usage=answer.hide_usage)
             if owed is not None:
-                yield Chunk(owed)
+                yield Chunk(owed, reported_prompt(answer.stream))
         if answer.ended:
             return
         reader = ReadAhead(answer.stream, self._clock)
@@ -157,7 +158,7 @@ class Relay:
                         continue
                     owed = progress.owed(event.chunk, hide_usage=answer.hide_usage)
                     if owed is not None:
-                        yield Chunk(owed)
+                        yield Chunk(owed, reported_prompt(answer.stream))
         finally:
             await reader.aclose()
         leg.finished_at = reader.finished_at
@@ -225,3 +226,9 @@ async def _written(writes: list[asyncio.Future[None]]) -> None:
     # Shielded so a client disconnect cannot cancel the state writes half-way.
     if writes:
         await asyncio.shield(asyncio.gather(*writes))
+
+
+def reported_prompt(stream: UpstreamStream) -> int | None:
+    """The input tokens ``stream``'s upstream reported so far (None: not yet, or none)."""
+    usage = stream.usage
+    return usage.prompt_tokens if usage is not None and usage.prompt_tokens > 0 else None
