@@ -214,15 +214,16 @@ def _blocked(
     weight_excluded: bool,
 ) -> Blocked:
     every = tuple(statuses[d.id] for d in deployments)
-    if weight_excluded:
-        # Eligible deployments exist but every strategy dropped them (weight 0).
-        return Blocked(BlockReason.UNAVAILABLE, None, every)
     compatible = [s for s in every if s.status is not Status.INCOMPATIBLE]
     if not compatible:
         return Blocked(BlockReason.INCOMPATIBLE, None, every)
     blocked = [s for s in compatible if not s.eligible and s.deployment_id not in skip]
     if not blocked:
-        return Blocked(BlockReason.EXHAUSTED, None, every)
+        # Eligible deployments exist but every strategy dropped them (weight 0: drained).
+        return Blocked(
+            BlockReason.UNAVAILABLE if weight_excluded else BlockReason.EXHAUSTED, None, every
+        )
+    # A drained deployment waits for an operator; the others say when they free up.
     retry_after = min(s.retry_after for s in blocked)
     if all(s.circuit_blocked for s in blocked):
         if all(s.cause is OpenCause.CONFIGURATION for s in blocked):

@@ -8,11 +8,20 @@ from edgeproxy.config.router import Strategy
 from edgeproxy.routing.affinity import after_success, should_renew
 from edgeproxy.routing.faults import Fault, FaultKind
 from edgeproxy.routing.ordering.strategies import StrategyInputs, order
-from edgeproxy.routing.snapshot import Binding, BindingKey, PoolSnapshot
+from edgeproxy.routing.selection import Blocked, BlockReason, RouteRequest, next_deployment
+from edgeproxy.routing.snapshot import (
+    Binding,
+    BindingKey,
+    Circuit,
+    CircuitState,
+    OpenCause,
+    PoolSnapshot,
+)
 from edgeproxy.routing.verdict import judge
 
 from .builders import dep
 
+NOW = 60_000.0
 KEY = BindingKey(caller="key:abc", pool="gpt", protocol="openai.chat")
 
 
@@ -36,8 +45,7 @@ def test_price_based_does_not_compare_input_only_with_input_plus_output() -> Non
         dep("both", input_price_per_mtok=5, output_price_per_mtok=15, weight=1),
     ]
     firsts = {
-        order(Strategy.PRICE_BASED, deps, inputs(), random.Random(seed))[0].id
-        for seed in range(40)
+        order(Strategy.PRICE_BASED, deps, inputs(), random.Random(seed))[0].id for seed in range(40)
     }
     assert firsts == {"input-only", "both"}  # mixed bases: the weighted draw, not a ranking
 
@@ -46,9 +54,7 @@ def test_hash_affinity_keys_on_the_protocol_too() -> None:
     deps = [dep(f"d{i}") for i in range(8)]
 
     def first(caller: str, protocol: str) -> str:
-        return order(Strategy.HASH_AFFINITY, deps, inputs(caller, protocol), random.Random(0))[
-            0
-        ].id
+        return order(Strategy.HASH_AFFINITY, deps, inputs(caller, protocol), random.Random(0))[0].id
 
     # Stable per (caller, protocol)...
     assert first("key:alice", "openai.chat") == first("key:alice", "openai.chat")
@@ -88,3 +94,28 @@ def test_a_model_missing_404_keeps_the_binding() -> None:
     assert verdict.lowers_health  # the deployment is quarantined (configuration)
     assert not verdict.clears_binding  # 003: "A 400, 404 ... keeps it"
     assert judge(Fault(FaultKind.HTTP, "denied", 401)).clears_binding
+
+
+def test_a_drained_deployment_does_not_hide_a_circuit_that_reopens_soon() -> None:
+    deps = [dep("drained", weight=0), dep("open")]
+    snap = PoolSnapshot(
+        circuits={
+            "open": Circuit(
+                "open",
+                CircuitState.OPEN,
+                open_until=NOW + 5,
+                opened_at=NOW - 1,
+                cause=OpenCause.TRANSIENT,
+                version=1,
+            )
+        }
+    )
+    got = next_deployment(deps, snap, RouteRequest(), NOW, random.Random(0))
+    assert isinstance(got, Blocked)
+    assert got.reason is BlockReason.OVERLOADED  # 503 model_overloaded...
+    assert got.retry_after == 5.0  # ...with the honest Retry-After
+    # Drained everywhere: nothing will free up by itself.
+    drained = [dep("drained", weight=0), dep("also", weight=0)]
+    only = next_deployment(drained, snap, RouteRequest(), NOW, random.Random(0))
+    assert isinstance(only, Blocked)
+    assert (only.reason, only.retry_after) == (BlockReason.UNAVAILABLE, None)
