@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
 
+from edgeproxy.routing.tokens import unreported_usage
 from edgeproxy_dev.mock_upstream import MockUpstream
-from tests.integration.admin.helpers import admin, ok, two_deployments
+from tests.fixtures.table import wait_for
+from tests.integration.admin.helpers import CLIENT_KEY, admin, ok, two_deployments
 
 
 def _put(base_url: str, body: dict[str, Any]) -> httpx.Response:
@@ -74,3 +77,35 @@ def test_health_reports_routes_configured(
     answer = httpx.get(base + "/health", timeout=30)
     assert answer.status_code == 200
     assert answer.json() == {"status": "ok", "routes_configured": 2}
+
+
+def _tpm_used(base_url: str, deployment_id: str) -> int:
+    report = ok(admin(base_url, "GET", "/health/deep"))
+    rows = [row for pool in report["pools"] for row in pool["deployments"]]
+    return int(next(r for r in rows if r["id"] == deployment_id)["tpm"]["used"])
+
+
+def test_an_openai_compat_stream_without_stream_usage_counts_its_estimate(
+    start_gateway: Any, upstream_a: MockUpstream, upstream_b: MockUpstream
+) -> None:
+    base = start_gateway(two_deployments(upstream_a, upstream_b)).base_url
+    body = {"model": "fast-chat", "messages": [{"role": "user", "content": "Hi there"}]}
+    with httpx.stream(
+        "POST",
+        base + "/v1/chat/completions",
+        json={**body, "stream": True},
+        headers={"authorization": f"Bearer {CLIENT_KEY}"},
+        timeout=30,
+    ) as answer:
+        assert answer.status_code == 200
+        lines = [line for line in answer.iter_lines() if line.startswith("data: {")]
+    [sent] = [r for r in upstream_a.requests() if r["path"] == "/v1/chat/completions"]
+    assert "stream_options" not in sent["body"]  # openai_compat: not asked for usage
+    text = "".join(
+        json.loads(line.removeprefix("data: "))["choices"][0]["delta"].get("content") or ""
+        for line in lines
+    )
+    assert text.startswith("Hello from a!")
+    expected = sum(unreported_usage(body, text))
+    assert expected > 0
+    wait_for(lambda: _tpm_used(base, "a"), lambda used: used == expected, "tokens counted")

@@ -29,6 +29,7 @@ from typing import Any
 from edgeproxy.errors import EdgeproxyError, UpstreamFault
 from edgeproxy.routing.refusal import fault_error
 from edgeproxy.routing.stream.completeness import Complete
+from edgeproxy.routing.tokens import unreported_usage
 from edgeproxy.service.outcomes import Outcomes
 from edgeproxy.service.run import Run, Served
 from edgeproxy.service.stream.continuation import Progress, added
@@ -195,12 +196,18 @@ class Relay:
         )
         if isinstance(outcome, Complete) and outcome.anomalies:
             self._log(run, logging.INFO, "stream anomalies: %s", ",".join(outcome.anomalies))
+        # Without the upstream's count (no usage chunk), tpm and throughput count an estimate.
+        prompt, completion = (
+            (own.prompt_tokens, own.completion_tokens)
+            if own is not None
+            else unreported_usage(run.req.body, "".join(progress.text))
+        )
         after.set(
             self._outcomes.success(
                 served.ctx,
                 served.attempt,
-                prompt_tokens=own.prompt_tokens if own else 0,
-                completion_tokens=own.completion_tokens if own else 0,
+                prompt_tokens=prompt,
+                completion_tokens=completion,
                 latency_s=(finished_at or self._clock()) - served.attempt.started_at,
                 rate_limits=stream.rate_limits,
             )
