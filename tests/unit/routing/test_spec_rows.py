@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 from edgeproxy.config.router import Strategy
 from edgeproxy.routing.affinity import after_success, should_renew
 from edgeproxy.routing.faults import Fault, FaultKind
 from edgeproxy.routing.ordering.strategies import StrategyInputs, order
+from edgeproxy.routing.quota import FETCHER_AGE_S, HEADERS, worth_recording
 from edgeproxy.routing.selection import Blocked, BlockReason, RouteRequest, next_deployment
 from edgeproxy.routing.snapshot import (
     Binding,
@@ -16,6 +18,8 @@ from edgeproxy.routing.snapshot import (
     CircuitState,
     OpenCause,
     PoolSnapshot,
+    Quota,
+    QuotaStatus,
 )
 from edgeproxy.routing.verdict import judge
 
@@ -119,3 +123,15 @@ def test_a_drained_deployment_does_not_hide_a_circuit_that_reopens_soon() -> Non
     only = next_deployment(drained, snap, RouteRequest(), NOW, random.Random(0))
     assert isinstance(only, Blocked)
     assert (only.reason, only.retry_after) == (BlockReason.UNAVAILABLE, None)
+
+
+def test_header_quota_does_not_overwrite_a_fresh_fetcher_reading() -> None:
+    daily = Quota("cred", "requests", 4000, 5000, NOW + 80_000, "acme-daily", NOW - 100)
+    minute = Quota("cred", "requests", 40, 500, NOW + 60, HEADERS, NOW)  # runs low: 8 %
+    assert not worth_recording(minute, QuotaStatus("cred", (daily,)), NOW)
+    assert not worth_recording(minute, QuotaStatus("cred", (daily,)), NOW + 400)
+    # A fetcher reading nobody refreshed for FETCHER_AGE_S gives way.
+    assert worth_recording(minute, QuotaStatus("cred", (daily,)), NOW - 100 + FETCHER_AGE_S)
+    # An answer that succeeded while the fetcher said spent shows quota left: recorded.
+    spent = replace(daily, remaining=0)
+    assert worth_recording(minute, QuotaStatus("cred", (spent,)), NOW)
