@@ -118,11 +118,12 @@ def test_only_deployments_that_serve_completions_are_asked(
         answer = client.completions.create(model="fast-chat", prompt="Hi")
         assert answer.choices[0].text.startswith("Hello from b!")
     assert completion_requests(upstream_a) == []
-    # A pool where nothing serves completions: the gateway's usual answer for that.
-    with pytest.raises(openai.InternalServerError) as caught:
+    # A pool where nothing serves completions: 404 naming the model and operation.
+    with pytest.raises(openai.NotFoundError) as caught:
         client.completions.create(model="only-chat", prompt="Hi")
-    assert caught.value.status_code == 503
-    assert caught.value.code == "model_unavailable"
+    assert caught.value.status_code == 404
+    assert caught.value.code == "operation_not_supported"
+    assert "`only-chat`" in caught.value.message
 
 
 def test_bad_prompts_are_clear_400s(pair: GatewayServer) -> None:

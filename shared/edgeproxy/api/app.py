@@ -53,6 +53,10 @@ class LazyGateway:
                     self._gateway = await self._factory()
         return self._gateway
 
+    def built(self) -> Gateway | None:
+        """The gateway if it was built already (never builds it)."""
+        return self._gateway
+
     async def aclose(self) -> None:
         """Close the gateway's clients, if it was ever built."""
         if self._gateway is not None:

@@ -36,6 +36,7 @@ class Parsed:
     stream: bool
     modalities: frozenset[str]
     chat: Translated | None = None  # a Responses body's chat translation (``ProxyRequest.chat``)
+    prompt_estimate: int | None = None  # the surface's own input-token estimate, if it makes one
 
 
 class Codec(Protocol):
@@ -68,8 +69,8 @@ class Codec(Protocol):
         """The client's JSON answer for the gateway's (OpenAI-format) one."""
         ...
 
-    def stream(self, events: AsyncIterator[StreamItem]) -> AsyncIterator[bytes]:
-        """The client's SSE body for a relayed stream; closes ``events`` when done."""
+    def stream(self, events: AsyncIterator[StreamItem], parsed: Parsed) -> AsyncIterator[bytes]:
+        """The client's SSE body for a relayed stream of ``parsed``; closes ``events`` when done."""
         ...
 
     def error(self, exc: EdgeproxyError, request: Request) -> Response:

@@ -99,5 +99,12 @@ async def deployments(request: Request) -> Response:
 
 
 async def health(request: Request) -> Response:
-    """``GET /health``: the process answers (touches neither the store nor upstreams)."""
-    return JSONResponse({"status": "ok"})
+    """``GET /health``: the process answers (touches neither the store nor upstreams).
+
+    ``routes_configured`` (001): the deployments in the configuration this process
+    holds; null until it first loaded one (a cold process is still alive).
+    """
+    gateway = request.app.state.gateway.built()
+    config = gateway.cached_config() if gateway is not None else None
+    routes = len(config.deployments) if config is not None else None
+    return JSONResponse({"status": "ok", "routes_configured": routes})

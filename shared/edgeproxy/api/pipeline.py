@@ -148,7 +148,7 @@ async def serve(request: Request, codec: Codec) -> Response:
             return gone
         return RelayedResponse(
             answer.body,
-            codec.stream(answer.body),
+            codec.stream(answer.body, parsed),
             media_type="text/event-stream",
             headers={
                 **headers,

@@ -93,6 +93,14 @@ class Deployment(Strict):
         return self.provider in (ProviderKind.OPENAI, ProviderKind.AZURE)
 
     @property
+    def served_operations(self) -> frozenset[Operation]:
+        """``operations`` this deployment's provider can carry out: Anthropic and Bedrock
+        deployments translate chat only, whatever the list says (embeddings is a default)."""
+        if self.provider in (ProviderKind.ANTHROPIC, ProviderKind.BEDROCK):
+            return self.operations & {Operation.CHAT}
+        return self.operations
+
+    @property
     def pool_key(self) -> str:
         """``model`` or ``model:group``: the pool this deployment belongs to."""
         return f"{self.model}:{self.group}" if self.group else self.model

@@ -15,6 +15,7 @@ import yaml
 from pydantic import ValidationError
 
 from edgeproxy.config.entry_rules import entry_problems
+from edgeproxy.config.legacy_policies import without_legacy_deadlines
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.config.policies import default_execution_policies
 from edgeproxy.errors import ConfigError, EntryRefused
@@ -77,12 +78,13 @@ def to_document(config: GatewayConfig) -> str:
 
 
 def from_document(document: str, source: str = "stored configuration") -> GatewayConfig:
-    """Parse a stored document (one stored by an older release too: ``with_new_operations``)."""
+    """Parse a stored document (one stored by an older release too: ``with_new_operations``,
+    ``legacy_policies``)."""
     try:
         data = json.loads(document)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{source}: not valid JSON: {exc}") from None
-    return parse_config(with_new_operations(data), source, entry=False)
+    return parse_config(with_new_operations(without_legacy_deadlines(data)), source, entry=False)
 
 
 def with_new_operations(data: Any) -> Any:

@@ -3,8 +3,10 @@
 The caller is the first that applies of: the client key's hash, the grant,
 the client IP bucket. IPv6 addresses fold to their /64 so that rotating
 privacy addresses of one host stay on one deployment. A binding is valid
-until its idle TTL passes or its pool's generation moves on; renewal writes
-are skipped while more than half the TTL remains.
+until its idle TTL passes or its pool's generation moves on; a success
+renews it, except within ``RENEW_SLACK_S`` of its last write (at most one
+write a minute per conversation: it may lapse that much before a full idle
+TTL after the last success, never more).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import ipaddress
 from edgeproxy.routing.snapshot import Binding, BindingKey
 
 UNKNOWN_IP = "ip:unknown"
+RENEW_SLACK_S = 60.0  # successes this soon after a binding's write do not rewrite it
 
 
 def _ip_bucket(client_ip: str) -> str:
@@ -66,12 +69,12 @@ def binding_valid(binding: Binding | None, now: float, pool_generation: int) -> 
 
 
 def should_renew(binding: Binding, now: float, ttl: float) -> bool:
-    """Whether a success should rewrite the binding's expiry.
+    """Whether a success at ``now`` should rewrite the binding's expiry (003: each renews it).
 
-    Skipped while more than half the TTL remains: the binding cannot lapse
-    before the next renewal chance, and the write is saved.
+    Skipped within ``RENEW_SLACK_S`` (or half of a shorter TTL) of the last write,
+    so a busy conversation costs one write a minute, not one a request.
     """
-    return binding.expires_at - now <= ttl / 2.0
+    return binding.expires_at - now <= ttl - min(RENEW_SLACK_S, ttl / 2.0)
 
 
 def new_binding(
@@ -107,8 +110,8 @@ def after_success(
 ) -> Binding | None:
     """The binding to write after ``deployment_id`` served the caller, or None to write nothing.
 
-    A valid binding to the same deployment is renewed only past half its
-    TTL; anything else (absent, expired, stale, or naming another
+    A valid binding to the same deployment is renewed (``should_renew``);
+    anything else (absent, expired, stale, or naming another
     deployment) is replaced.
     """
     if (

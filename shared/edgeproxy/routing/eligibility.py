@@ -81,7 +81,7 @@ def unsupported(
     """What of the request ``dep`` cannot serve (``Eligibility.detail``), None if all of it."""
     if operation is not None:
         served_by = {operation} if native else _SERVED_BY.get(operation, {operation})
-        if not served_by & dep.operations:
+        if not served_by & dep.served_operations:
             return f"{'native' if native else 'operation'}:{operation.value}"
     missing = modalities - dep.modalities
     return "modality:" + ",".join(sorted(missing)) if missing else None

@@ -36,21 +36,33 @@ def spent_for(status: QuotaStatus | None, now: float, max_age: float) -> float |
 # write per request. A reading is worth a write when it says something new.
 RECORD_EVERY_S = 30.0
 LOW_FRACTION = 0.1
+HEADERS = "headers"  # the source of readings taken from answers' rate-limit headers
+FETCHER_AGE_S = 600.0  # a fetcher's reading this fresh is never replaced by headers'
 
 
 def worth_recording(reading: Quota, stored: QuotaStatus | None, now: float) -> bool:
     """Whether an answer's rate-limit reading should be written beside its stored one.
 
-    Yes when nothing is stored for its unit, when the stored reading is older
-    than ``RECORD_EVERY_S``, when the credential runs low (at most 10 % left:
-    routing must learn before it is spent), or when a spent credential has
-    refilled.
+    Over a configured fetcher's reading of the same unit younger than
+    ``FETCHER_AGE_S`` only when that one says spent and this answer shows
+    quota left (the quota source the operator chose is the authority; headers
+    often describe another window, e.g. per minute against a daily quota).
+    Otherwise yes when nothing is stored for its unit, when the stored
+    reading is older than ``RECORD_EVERY_S``, when the credential runs low (at
+    most 10 % left: routing must learn before it is spent), or when a spent
+    credential has refilled.
     """
     previous = next((q for q in (stored.quotas if stored else ()) if q.unit == reading.unit), None)
-    if previous is None or now - previous.fetched_at >= RECORD_EVERY_S:
+    if previous is None:
         return True
     remaining, limit = reading.remaining, reading.limit
+    refilled = previous.remaining is not None and previous.remaining <= 0
+    refilled = refilled and remaining is not None and remaining > 0
+    fetched = previous.source not in ("", HEADERS, reading.source)
+    if fetched and now - previous.fetched_at < FETCHER_AGE_S:
+        return refilled
+    if now - previous.fetched_at >= RECORD_EVERY_S:
+        return True
     if remaining is not None and limit and remaining <= LOW_FRACTION * limit:
         return True
-    was_spent = previous.remaining is not None and previous.remaining <= 0
-    return was_spent and remaining is not None and remaining > 0
+    return refilled

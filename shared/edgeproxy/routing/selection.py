@@ -71,6 +71,7 @@ class RouteRequest:
     role: Role = Role.ADMIN
     native: bool = False
     params: ParamsChoice | None = None  # None: every strategy's defaults
+    protocol: str = ""  # the inbound protocol (``ProxyRequest.protocol``), for hash_affinity
 
     def strategy_for(self, tier: int) -> Strategy:
         """The strategy of priority tier ``tier``."""
@@ -166,7 +167,13 @@ def next_deployment(
     }
     usable = [d for d in deployments if statuses[d.id].eligible and d.id not in skip]
     # Metric strategies rank only by recent health with data behind it.
-    inputs = StrategyInputs(with_usable_health(snapshot, now), bucket, request.caller, notes=notes)
+    inputs = StrategyInputs(
+        with_usable_health(snapshot, now),
+        bucket,
+        request.caller,
+        notes=notes,
+        protocol=request.protocol,
+    )
 
     def reasons(chosen: str | None = None, how: Cause | None = None) -> tuple[Reason, ...]:
         return account(
@@ -231,15 +238,16 @@ def _blocked(
     weight_excluded: bool,
 ) -> Blocked:
     every = tuple(statuses[d.id] for d in deployments)
-    if weight_excluded:
-        # Eligible deployments exist but every strategy dropped them (weight 0).
-        return Blocked(BlockReason.UNAVAILABLE, None, every)
     compatible = [s for s in every if s.status is not Status.INCOMPATIBLE]
     if not compatible:
         return Blocked(BlockReason.INCOMPATIBLE, None, every)
     blocked = [s for s in compatible if not s.eligible and s.deployment_id not in skip]
     if not blocked:
-        return Blocked(BlockReason.EXHAUSTED, None, every)
+        # Eligible deployments exist but every strategy dropped them (weight 0: drained).
+        return Blocked(
+            BlockReason.UNAVAILABLE if weight_excluded else BlockReason.EXHAUSTED, None, every
+        )
+    # A drained deployment waits for an operator; the others say when they free up.
     retry_after = min(s.retry_after for s in blocked)
     if all(s.circuit_blocked for s in blocked):
         if all(s.cause is OpenCause.CONFIGURATION for s in blocked):

@@ -74,6 +74,13 @@ def estimate_tokens(body: Mapping[str, Any], operation: Operation) -> int:
     return max(1, prompt + (DEFAULT_OUTPUT_TOKENS if limit is None else limit) * _choices(body))
 
 
+def unreported_usage(body: Mapping[str, Any], text: str) -> tuple[int, int]:
+    """(prompt, completion) tokens counted for a stream whose upstream reported no usage
+    (an ``openai_compat`` server asked for none): the prompt estimate above, and the
+    streamed text at ``CHARS_PER_TOKEN``. Counted, never shown to the client."""
+    return _prompt(body), math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
 def reservation(
     body: Mapping[str, Any], operation: Operation, tpm_limit: int | None, used: int
 ) -> Reservation:

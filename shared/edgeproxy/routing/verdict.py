@@ -23,6 +23,7 @@ _RULED_OUT = frozenset(
 # A route that accepted the request and went silent: the mature behaviour is to
 # fail over after the first expiry, not to wait it out again on the same route.
 _SILENT = frozenset({FaultKind.TIMEOUT, FaultKind.IDLE})
+_KEEPS_BINDING = frozenset({400, 404})  # 003: "A 400, 404 ... keeps it"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,9 +61,11 @@ def judge(fault: Fault) -> Verdict:
         rules_out=cls in _RULED_OUT or fault.kind in _SILENT,
         # Gateway failures (credential fetch, store, bugs) never touch a deployment's standing.
         lowers_health=cls in (FailureClass.TRANSIENT, FailureClass.CONFIGURATION),
-        # Kept on 400/404-class request errors and on shapes the deployment cannot serve.
+        # Kept on 400/404-class request errors and on shapes the deployment cannot serve;
+        # 003 keeps it on any 400 or 404, a "model missing" one (configuration) too.
         clears_binding=cls
-        in (FailureClass.THROTTLE, FailureClass.TRANSIENT, FailureClass.CONFIGURATION),
+        in (FailureClass.THROTTLE, FailureClass.TRANSIENT, FailureClass.CONFIGURATION)
+        and not (fault.kind is FaultKind.HTTP and fault.status in _KEEPS_BINDING),
         fallback=fallback_reason(fault, cls),
     )
 

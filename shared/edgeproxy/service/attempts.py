@@ -9,13 +9,15 @@ replayed when the stream is relayed.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.policies import Operation
+from edgeproxy.errors import ModelNotFound
 from edgeproxy.routing.deadlines import AttemptTimeouts
+from edgeproxy.routing.eligibility import supports
 from edgeproxy.routing.faults import Fault, FaultKind
 from edgeproxy.routing.selection import BlockReason
 from edgeproxy.routing.step import PoolFailure
@@ -58,7 +60,7 @@ def wire(req: ProxyRequest, deployment: Deployment) -> tuple[Operation, Mapping[
     INCOMPATIBLE there (routing never picks such a deployment for it).
     """
     operation, body = req.operation, req.body
-    if operation is Operation.RESPONSES and operation not in deployment.operations:
+    if operation is Operation.RESPONSES and operation not in deployment.served_operations:
         chat = req.chat
         if chat is None or chat.body is None:
             # Routing filters these deployments out first (RouteRequest.native): a guard.
@@ -88,15 +90,67 @@ def untranslatable(req: ProxyRequest) -> Fault | None:
     return Fault(FaultKind.INCOMPATIBLE, f"{param}: {reason}", param=param)
 
 
-def native_refusal(req: ProxyRequest, failure: PoolFailure) -> PoolFailure:
-    """``failure`` with the untranslatable request's 400 when no compatible deployment exists."""
+def native_refusal(
+    req: ProxyRequest, failure: PoolFailure, pool: Sequence[Deployment] = ()
+) -> PoolFailure:
+    """``failure`` with a 400 naming what no deployment of ``pool`` accepts, when that blocked it:
+    the untranslatable request's native feature, or the inputs' modalities."""
     blocked = failure.blocked
-    refusal = untranslatable(req)
-    if refusal is None or failure.fault is not None or blocked is None:
+    if failure.fault is not None or blocked is None:
         return failure
     if blocked.reason is not BlockReason.INCOMPATIBLE:
         return failure
-    return replace(failure, fault=refusal)
+    refusal = untranslatable(req) or modality_refusal(req, pool)
+    return failure if refusal is None else replace(failure, fault=refusal)
+
+
+def modality_refusal(req: ProxyRequest, pool: Sequence[Deployment]) -> Fault | None:
+    """The 400 for inputs no deployment of ``pool`` serving the operation accepts."""
+    serving = [d for d in pool if supports(d, req.operation, frozenset())]
+    if not serving or any(req.modalities <= d.modalities for d in serving):
+        return None
+    missing = sorted(req.modalities - frozenset().union(*(d.modalities for d in serving)))
+    needed = ", ".join(missing) or "+".join(sorted(req.modalities))
+    accepted = " or ".join(sorted("+".join(sorted(d.modalities)) for d in serving))
+    return Fault(
+        FaultKind.INCOMPATIBLE,
+        f"this request has {needed} input, and this model's deployments accept {accepted} only",
+        param="messages",
+    )
+
+
+def check_pool(req: ProxyRequest, pool: Sequence[Deployment]) -> None:
+    """Raise the 404 for a model with no pool, or with none of its deployments offering
+    ``req``'s operation (configuration, not state: no fallback chain changes it)."""
+    if not pool:
+        raise ModelNotFound(
+            f"The model `{req.model}` does not exist or you do not have access to it.",
+            param="model",
+        )
+    if any(supports(d, req.operation, frozenset()) for d in pool):
+        return
+    error = ModelNotFound(
+        f"The model `{req.model}` does not support the {req.operation.value} operation "
+        f"({_path(req)}): "
+        "none of its deployments offers it.",
+        param="model",
+    )
+    error.code = "operation_not_supported"
+    raise error
+
+
+OPERATION_PATHS = {
+    Operation.CHAT: "/v1/chat/completions",
+    Operation.COMPLETIONS: "/v1/completions",
+    Operation.EMBEDDINGS: "/v1/embeddings",
+    Operation.RESPONSES: "/v1/responses",
+}
+
+
+def _path(req: ProxyRequest) -> str:
+    if req.surface == "anthropic.messages":
+        return "/v1/messages"
+    return OPERATION_PATHS.get(req.operation, req.operation.value)
 
 
 def usage_only(chunk: Mapping[str, Any]) -> bool:

@@ -73,6 +73,10 @@ class ConfigCache:
         assert self._config is not None
         return self._config
 
+    def cached(self) -> GatewayConfig | None:
+        """The copy held now, never reading the store (None before the first load)."""
+        return self._config
+
     def invalidate(self) -> None:
         """Force the next ``get`` to re-read the store."""
         self._fetched_at = float("-inf")

@@ -107,6 +107,10 @@ class Gateway:
         """The current configuration (cached in process for a short TTL)."""
         return await self._configs.get()
 
+    def cached_config(self) -> GatewayConfig | None:
+        """The configuration this process holds, without reading the store (None: not loaded)."""
+        return self._configs.cached()
+
     @property
     def store(self) -> Store:
         """The state store (the admin API edits configuration and circuits through it)."""

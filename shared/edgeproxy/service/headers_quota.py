@@ -13,7 +13,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from edgeproxy.config.deployment import Deployment
-from edgeproxy.routing.quota import worth_recording
+from edgeproxy.routing.quota import HEADERS, worth_recording
 from edgeproxy.routing.snapshot import credential_key
 from edgeproxy.service.pool import PoolContext
 from edgeproxy.state.store import QuotaSink
@@ -35,6 +35,6 @@ def quota_writes(
     stored = ctx.snapshot.quotas.get(credential)
     return [
         store.put_quota(reading)
-        for reading in readings_from_headers(credential, rate_limits, now, "headers")
+        for reading in readings_from_headers(credential, rate_limits, now, HEADERS)
         if worth_recording(reading, stored, now)
     ]

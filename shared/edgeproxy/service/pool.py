@@ -137,4 +137,5 @@ def route_request(run: Run, ctx: PoolContext) -> RouteRequest:
         quota_max_age=config.quota_max_age_seconds,
         role=req.role,
         native=untranslatable(req) is not None,
+        protocol=req.protocol,
     )

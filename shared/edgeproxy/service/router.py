@@ -19,13 +19,13 @@ from collections import deque
 from collections.abc import Callable, Sequence
 
 from edgeproxy.config.models import GatewayConfig
-from edgeproxy.errors import CredentialError, ModelNotFound, UpstreamFault
+from edgeproxy.errors import CredentialError, UpstreamFault
 from edgeproxy.routing.refusal import RouteFailure
 from edgeproxy.routing.step import AttemptLog, PoolFailure, Stop, Try, Wait, chain_reason, next_step
 from edgeproxy.routing.tokens import reservation, with_output_limit
 from edgeproxy.routing.verdict import CREDENTIAL_UNAVAILABLE, Verdict, judge
 from edgeproxy.service.admission import Attempt, InFlight, bucket_expiry
-from edgeproxy.service.attempts import Caller, native_refusal, wire
+from edgeproxy.service.attempts import Caller, check_pool, native_refusal, wire
 from edgeproxy.service.credentials import CredentialResolver
 from edgeproxy.service.outcomes import Outcomes
 from edgeproxy.service.pool import PoolContext, Standing, open_pool, route_request
@@ -57,11 +57,7 @@ class Router:
     async def route(self, run: Run, caller: Caller) -> Served | RouteFailure:
         """Try the requested model's pool, then its fallback chains."""
         req, config = run.req, run.config
-        if not config.pool(req.model):
-            raise ModelNotFound(
-                f"The model `{req.model}` does not exist or you do not have access to it.",
-                param="model",
-            )
+        check_pool(req, config.pool(req.model))  # 404: no such model, or not this operation
         result = await self._pool(run, req.model, caller)
         if isinstance(result, Served):
             return result
@@ -135,7 +131,7 @@ class Router:
             if isinstance(step, Stop):
                 if step.failure.blocked is not None:
                     run.trace.blocked.append(f"{model}:{step.failure.blocked.reason.value}")
-                return native_refusal(run.req, step.failure)
+                return native_refusal(run.req, step.failure, ctx.deployments)
             if isinstance(step, Wait):
                 # Our own 429 closed the domain's capacity: honour its Retry-After, then retry.
                 await asyncio.sleep(step.seconds)

@@ -7,7 +7,7 @@ the answer and stream events read back in OpenAI format.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -54,9 +54,22 @@ class Adapter(Protocol):
         """A 2xx JSON answer in OpenAI format; raises ``UpstreamFault`` (MALFORMED)."""
         ...
 
-    def translator(self, created: int, secrets: Sequence[str | None]) -> ChunkTranslator:
-        """A fresh translator for one stream; ``secrets`` are scrubbed from errors."""
+    def translator(
+        self, created: int, secrets: Sequence[str | None], include_usage: bool = False
+    ) -> ChunkTranslator:
+        """A fresh translator for one stream; ``secrets`` are scrubbed from errors.
+
+        ``include_usage``: the client asked for the final usage chunk
+        (``stream_options.include_usage``); a translator whose upstream does
+        not send one in OpenAI's shape makes it from the usage it reported.
+        """
         ...
+
+
+def wants_usage(body: Mapping[str, Any]) -> bool:
+    """Whether a chat body asks for the final usage chunk (``stream_options.include_usage``)."""
+    options = body.get("stream_options")
+    return isinstance(options, Mapping) and options.get("include_usage") is True
 
 
 def wire_body(call: UpstreamCall) -> dict[str, Any]:

@@ -48,9 +48,11 @@ class AnthropicAdapter:
         """The Messages answer as a ``chat.completion``."""
         return to_chat_completion(payload, created)
 
-    def translator(self, created: int, secrets: Sequence[str | None]) -> AnthropicChunks:
-        """A translator for one Messages event stream."""
-        return AnthropicChunks(created, secrets)
+    def translator(
+        self, created: int, secrets: Sequence[str | None], include_usage: bool = False
+    ) -> AnthropicChunks:
+        """A translator for one Messages event stream (a usage chunk at its end if asked)."""
+        return AnthropicChunks(created, secrets, include_usage=include_usage)
 
 
 def count_tokens_request(call: UpstreamCall) -> Prepared:

@@ -4,7 +4,9 @@ message_start            -> first chunk: delta {"role": "assistant", "content": 
 content_block_start      -> tool_use: a tool_calls delta with id and name
 content_block_delta      -> text_delta: content; input_json_delta: tool arguments
 message_delta            -> a chunk with finish_reason (and the output usage)
-message_stop             -> the end marker
+message_stop             -> the end marker, after a usage-only chunk (``choices: []``,
+                            the tokens Anthropic reported) when the client asked for
+                            one (``stream_options.include_usage``)
 ping, content_block_stop -> nothing
 error                    -> UpstreamFault (HTTP), as the provider meant it
 """
@@ -32,8 +34,11 @@ FINISH_REASONS = {
 class AnthropicChunks:
     """Stateful translator for one stream: remembers id, model and tool indices."""
 
-    def __init__(self, created: int, secrets: Sequence[str | None]) -> None:
+    def __init__(
+        self, created: int, secrets: Sequence[str | None], *, include_usage: bool = False
+    ) -> None:
         self._created = created
+        self._include_usage = include_usage
         self._secrets = secrets
         self._id = ""
         self._model = ""
@@ -54,7 +59,7 @@ class AnthropicChunks:
         if kind == "message_delta":
             return [self._message_delta(payload)]
         if kind == "message_stop":
-            return [DONE]
+            return [*self._usage_chunk(), DONE]
         if kind == "error":
             raise stream_error_fault(payload, self._secrets)
         return []
@@ -99,6 +104,20 @@ class AnthropicChunks:
         if isinstance(output, int):
             self.usage = Usage(self._prompt_tokens, output)
         return self._chunk({}, FINISH_REASONS.get(stop_reason or ""))
+
+    def _usage_chunk(self) -> list[StreamEvent]:
+        """OpenAI's final ``include_usage`` chunk, when asked for and Anthropic reported usage."""
+        if not self._include_usage or self.usage is None:
+            return []
+        usage = self.usage
+        chunk = self._chunk({}).chunk or {}
+        chunk["choices"] = []
+        chunk["usage"] = {
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "total_tokens": usage.total_tokens,
+        }
+        return [StreamEvent(chunk=chunk)]
 
     def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> StreamEvent:
         return StreamEvent(

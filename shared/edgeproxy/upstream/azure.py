@@ -56,6 +56,11 @@ class AzureAdapter:
         """Already OpenAI format."""
         return payload
 
-    def translator(self, created: int, secrets: Sequence[str | None]) -> OpenAIChunks:
-        """Azure streams ``chat.completion.chunk``s like OpenAI."""
+    def translator(
+        self, created: int, secrets: Sequence[str | None], include_usage: bool = False
+    ) -> OpenAIChunks:
+        """Azure streams ``chat.completion.chunk``s like OpenAI.
+
+        The upstream sends the usage chunk itself when asked (``include_usage`` unused).
+        """
         return OpenAIChunks(secrets)

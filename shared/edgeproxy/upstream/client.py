@@ -22,7 +22,7 @@ from edgeproxy.config.deployment import ProviderKind
 from edgeproxy.config.providers import RESERVED_HEADERS
 from edgeproxy.errors import UpstreamFault
 from edgeproxy.routing.faults import FaultKind
-from edgeproxy.upstream.adapter import Adapter, Prepared
+from edgeproxy.upstream.adapter import Adapter, Prepared, wants_usage
 from edgeproxy.upstream.anthropic import AnthropicAdapter, count_tokens_request
 from edgeproxy.upstream.azure import AzureAdapter
 from edgeproxy.upstream.bedrock import BedrockClient
@@ -190,7 +190,7 @@ class UpstreamClient:
         now = self._clock()
         return UpstreamStream.over_sse(
             response,
-            adapter.translator(int(now), _secrets(call)),
+            adapter.translator(int(now), _secrets(call), wants_usage(call.body)),
             idle_timeout_s=call.idle_timeout_s,
             limits=call.limits,
             secrets=_echoed(call),

@@ -50,8 +50,13 @@ class OpenAIAdapter:
         """Already OpenAI format; ``created`` is unused."""
         return payload
 
-    def translator(self, created: int, secrets: Sequence[str | None]) -> OpenAIChunks:
-        """A parser for one ``chat.completion.chunk`` (or ``text_completion``) stream."""
+    def translator(
+        self, created: int, secrets: Sequence[str | None], include_usage: bool = False
+    ) -> OpenAIChunks:
+        """A parser for one ``chat.completion.chunk`` (or ``text_completion``) stream.
+
+        The upstream sends the usage chunk itself when asked (``include_usage`` unused).
+        """
         return OpenAIChunks(secrets)
 
 

@@ -40,7 +40,7 @@ def test_a_conversation_stays_on_one_deployment_across_two_processes(
     assert {n: len(m.requests()) for n, m in mocks.items()} == {
         n: TURNS if n == first else 0 for n in mocks
     }
-    # Far from half its TTL, no turn rewrote the binding: one create, no renewals.
+    # Within a minute of its write, no turn rewrote the binding: one create, no renewals.
     assert table.binding(ALICE) == bound
 
 
@@ -110,7 +110,7 @@ def test_request_errors_keep_the_binding(
     assert len(b.requests()) == 0
 
 
-def test_a_missing_model_404_is_a_configuration_fault_and_clears(
+def test_a_missing_model_404_is_a_configuration_fault_and_the_next_success_rebinds(
     start_gateway: Any, make_upstream: MakeUpstream, table: TableView
 ) -> None:
     a, _, cfg = _primary_and_backup(make_upstream)

@@ -230,3 +230,21 @@ def test_an_in_band_error_carries_the_routing_trace_when_asked() -> None:
     assert kind == "error"
     assert payload["unified_routing"] == routing
     assert payload["error"]["type"] == "rate_limit_error"
+
+
+def test_message_start_reports_the_upstreams_input_tokens_else_the_estimate() -> None:
+    reported = [Chunk(chunk({"role": "assistant", "content": ""}).data, prompt_tokens=21)]
+    start = translate_with(reported + TEXT_STREAM[1:], estimate=9)[0][1]
+    assert start["message"]["usage"] == {"input_tokens": 21, "output_tokens": 0}
+    start = translate_with(TEXT_STREAM, estimate=9)[0][1]
+    assert start["message"]["usage"] == {"input_tokens": 9, "output_tokens": 0}
+    assert translate(TEXT_STREAM)[0][1]["message"]["usage"]["input_tokens"] == 0  # neither
+    # The end reports what the upstream counted, whatever message_start said.
+    end = next(data for name, data in translate_with(TEXT_STREAM, 9) if name == "message_delta")
+    assert end["usage"] == {"input_tokens": 11, "output_tokens": 3}
+
+
+def translate_with(items: list[StreamItem], estimate: int) -> list[tuple[str, Any]]:
+    events = MessageEvents(estimate)
+    out = b"".join(b"".join(events.feed(item)) for item in items) + b"".join(events.close())
+    return parse(out)

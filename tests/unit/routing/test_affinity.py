@@ -61,11 +61,11 @@ def test_binding_validity_by_expiry_and_generation() -> None:
     assert not binding_valid(None, 100.0, 0)
 
 
-def test_renewal_only_past_half_the_ttl() -> None:
+def test_renewal_past_the_slack_after_the_last_write() -> None:
     b = Binding(KEY, "d1", expires_at=1000.0 + 3600)
     assert not should_renew(b, 1000.0, 3600)
-    assert not should_renew(b, 2799.0, 3600)
-    assert should_renew(b, 2800.0, 3600)
+    assert not should_renew(b, 1059.0, 3600)  # within RENEW_SLACK_S of the write
+    assert should_renew(b, 1060.0, 3600)
 
 
 def test_new_binding_versions_follow_the_stored_one() -> None:

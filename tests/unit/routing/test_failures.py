@@ -77,9 +77,10 @@ def test_incompatible_is_its_own_class_and_keeps_binding() -> None:
         http(400, code="model_not_found"),
     ],
 )
-def test_wrong_upstream_model_is_configuration(fault: Fault) -> None:
+def test_wrong_upstream_model_is_configuration_and_keeps_the_binding(fault: Fault) -> None:
     assert classify(fault) is FailureClass.CONFIGURATION
-    assert clears_binding(fault)
+    assert judge(fault).lowers_health  # quarantined: the binding's deployment is skipped
+    assert not clears_binding(fault)  # 003: a 404 (or 400) keeps the binding
 
 
 def test_plain_404_without_model_signal_is_a_request_error() -> None:

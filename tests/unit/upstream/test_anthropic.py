@@ -295,3 +295,41 @@ def test_stream_bad_json_is_malformed() -> None:
     with pytest.raises(UpstreamFault) as info:
         AnthropicChunks(0, []).feed(ServerSentEvent(data="{oops", event="content_block_delta"))
     assert info.value.fault.kind is FaultKind.MALFORMED
+
+
+def usage_stream() -> list[ServerSentEvent]:
+    return events(
+        {
+            "type": "message_start",
+            "message": {"id": "msg_u", "model": "claude-x", "usage": {"input_tokens": 21}},
+        },
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn"},
+            "usage": {"output_tokens": 4},
+        },
+        {"type": "message_stop"},
+    )
+
+
+def test_stream_ends_with_the_usage_chunk_when_the_client_asked() -> None:
+    translator = AnthropicChunks(created=5, secrets=[], include_usage=True)
+    out = [item for event in usage_stream() for item in translator.feed(event)]
+    assert out[-1] is DONE
+    last = out[-2].chunk
+    assert last is not None
+    assert last["choices"] == []
+    assert last["usage"] == {"prompt_tokens": 21, "completion_tokens": 4, "total_tokens": 25}
+    assert (last["id"], last["model"], last["object"]) == (
+        "msg_u",
+        "claude-x",
+        "chat.completion.chunk",
+    )
+
+
+def test_stream_has_no_usage_chunk_unless_asked() -> None:
+    translator = AnthropicChunks(created=5, secrets=[])
+    out = [item for event in usage_stream() for item in translator.feed(event)]
+    assert all(item.chunk is None or item.chunk["choices"] for item in out)

@@ -15,6 +15,7 @@ from pydantic import Field
 from starlette.responses import Response
 
 from edgeproxy.api.admin.guard import AdminCall, AdminRoute, json_body, version_of, versioned
+from edgeproxy.api.admin.spec_names import from_spec_names
 from edgeproxy.config.base import Strict
 from edgeproxy.config.models import FallbackReason
 from edgeproxy.config.router import PoolSettings, RouterSettings
@@ -61,8 +62,11 @@ async def get_router_settings(call: AdminCall) -> Response:
 
 
 async def put_router_settings(call: AdminCall) -> Response:
-    """Partial update: omitted fields keep their value; ``execution_policies`` whole."""
-    body = await json_body(call)
+    """Partial update: omitted fields keep their value; ``execution_policies`` whole.
+
+    000's field names (``routingStrategy``, ``allowedFails``...) are accepted too.
+    """
+    body = from_spec_names(await json_body(call))
     body.pop(PLATFORM, None)  # what the platform imposes is not a setting
     version = version_of(call, body)
     done = await edit(

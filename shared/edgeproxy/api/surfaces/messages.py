@@ -14,6 +14,7 @@ every error on this route come back in Anthropic's shapes, with the HTTP status
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 from starlette.requests import Request
@@ -24,6 +25,7 @@ from edgeproxy.api.rate_headers import ANTHROPIC_RATES
 from edgeproxy.api.surfaces.messages_answer import error_response, to_message
 from edgeproxy.api.surfaces.messages_request import SURFACE, to_chat_request
 from edgeproxy.api.surfaces.messages_stream import message_stream
+from edgeproxy.api.surfaces.messages_tokens import estimate
 from edgeproxy.config.policies import Operation
 from edgeproxy.errors import EdgeproxyError
 from edgeproxy.service.stream.events import StreamItem
@@ -37,8 +39,9 @@ class MessagesSurface:
     rate_names = ANTHROPIC_RATES
 
     def parse(self, body: dict[str, Any]) -> Parsed:
-        """Validate a Messages body and translate it to a chat body."""
-        return to_chat_request(body)
+        """Validate a Messages body and translate it to a chat body (with its token estimate)."""
+        parsed = to_chat_request(body)
+        return replace(parsed, prompt_estimate=estimate(body)) if parsed.stream else parsed
 
     def headers(self, request_id: str) -> dict[str, str]:
         """Anthropic's SDK reads ``request-id``; the OpenAI surface's header is kept too."""
@@ -48,9 +51,9 @@ class MessagesSurface:
         """The chat completion as an Anthropic ``message``."""
         return to_message(body)
 
-    def stream(self, events: AsyncIterator[StreamItem]) -> AsyncIterator[bytes]:
+    def stream(self, events: AsyncIterator[StreamItem], parsed: Parsed) -> AsyncIterator[bytes]:
         """Anthropic Messages events for the relay's events."""
-        return message_stream(events)
+        return message_stream(events, parsed.prompt_estimate)
 
     def error(self, exc: EdgeproxyError, request: Request) -> Response:
         """Anthropic's error JSON (``messages_answer.error_response``), naming the request."""

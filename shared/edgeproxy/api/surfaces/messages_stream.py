@@ -1,6 +1,10 @@
 """The relay's typed stream events, rendered as an Anthropic Messages event stream.
 
-first Chunk                 -> message_start
+first Chunk                 -> message_start (input tokens: the upstream's own count
+                               when it reported one by then, an Anthropic upstream's
+                               message_start; otherwise the gateway's estimate,
+                               ``messages_tokens.estimate``; message_delta carries
+                               the count reported at the end)
 delta.content               -> content_block_start (text) + content_block_delta text_delta
 delta.tool_calls[i]         -> content_block_start (tool_use) + input_json_delta
 finish_reason               -> remembered for message_delta
@@ -19,7 +23,7 @@ from typing import Any
 from edgeproxy.api.stream import UNFINISHED, Renderer, drive
 from edgeproxy.api.surfaces.messages_answer import error_body, error_json, stop_reason
 from edgeproxy.errors import EdgeproxyError
-from edgeproxy.service.stream.events import Closing, Failed, StreamItem
+from edgeproxy.service.stream.events import Chunk, Closing, Failed, StreamItem
 
 
 def event(kind: str, payload: Mapping[str, Any]) -> bytes:
@@ -31,8 +35,10 @@ def event(kind: str, payload: Mapping[str, Any]) -> bytes:
 class MessageEvents(Renderer):
     """Stateful renderer for one stream; feed it events, then ``close()`` at the end."""
 
-    def __init__(self) -> None:
+    def __init__(self, prompt_estimate: int | None = None) -> None:
         super().__init__()
+        self._estimate = prompt_estimate
+        self._reported: int | None = None  # the upstream's input tokens, once it said
         self._started = False
         self._id = ""
         self._model = ""
@@ -41,6 +47,11 @@ class MessageEvents(Renderer):
         self._text: int | None = None  # index of the open block if it is text
         self._tools: dict[int, int] = {}  # OpenAI tool_calls index -> block index
         self._finish: Any = None
+
+    def feed(self, item: StreamItem) -> list[bytes]:
+        if isinstance(item, Chunk) and item.prompt_tokens is not None:
+            self._reported = item.prompt_tokens
+        return super().feed(item)
 
     def closing(self, item: Closing) -> list[bytes]:
         return self._end(item)
@@ -73,9 +84,15 @@ class MessageEvents(Renderer):
             "content": [],
             "stop_reason": None,
             "stop_sequence": None,
-            "usage": {"input_tokens": 0, "output_tokens": 0},
+            "usage": {"input_tokens": self._input_tokens(), "output_tokens": 0},
         }
         return [event("message_start", {"type": "message_start", "message": message})]
+
+    def _input_tokens(self) -> int:
+        """What message_start reports: the upstream's count, else the estimate, else 0."""
+        if self._reported is not None:
+            return self._reported
+        return self._estimate or 0
 
     def _delta(self, delta: Mapping[str, Any]) -> list[bytes]:
         out: list[bytes] = []
@@ -159,6 +176,11 @@ def _block_delta(index: int, delta: Mapping[str, Any]) -> bytes:
     )
 
 
-def message_stream(source: AsyncIterator[StreamItem]) -> AsyncIterator[bytes]:
-    """Render ``source`` (the relay's events) as Anthropic's stream (``api/stream.py``)."""
-    return drive(source, MessageEvents())
+def message_stream(
+    source: AsyncIterator[StreamItem], prompt_estimate: int | None = None
+) -> AsyncIterator[bytes]:
+    """Render ``source`` (the relay's events) as Anthropic's stream (``api/stream.py``).
+
+    ``prompt_estimate``: message_start's input tokens when the upstream reports none first.
+    """
+    return drive(source, MessageEvents(prompt_estimate))

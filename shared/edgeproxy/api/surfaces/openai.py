@@ -76,7 +76,7 @@ class OpenAISurface:
         """Already the OpenAI answer."""
         return body
 
-    def stream(self, events: AsyncIterator[StreamItem]) -> AsyncIterator[bytes]:
+    def stream(self, events: AsyncIterator[StreamItem], parsed: Parsed) -> AsyncIterator[bytes]:
         """OpenAI SSE for the relay's events."""
         return openai_sse(events, text=self.operation is Operation.COMPLETIONS)
 

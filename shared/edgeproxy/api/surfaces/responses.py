@@ -52,7 +52,7 @@ class ResponsesSurface:
         """A ``response`` object (a native deployment's passes as it is)."""
         return to_response(body)
 
-    def stream(self, events: AsyncIterator[StreamItem]) -> AsyncIterator[bytes]:
+    def stream(self, events: AsyncIterator[StreamItem], parsed: Parsed) -> AsyncIterator[bytes]:
         """Responses API events for the relay's events."""
         return response_stream(events)
 

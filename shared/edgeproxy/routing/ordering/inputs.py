@@ -22,6 +22,7 @@ class StrategyInputs:
     caller: str = ""
     params: StrategyParams | None = None
     notes: Notes | None = None
+    protocol: str = ""  # the inbound protocol (``openai.chat``...): part of hash_affinity's key
 
     def intervene(self) -> int | None:
         """The power-of-two-choices threshold (None: never intervene)."""

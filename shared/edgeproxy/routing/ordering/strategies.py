@@ -175,13 +175,12 @@ def _throughput(c: Sequence[Deployment], i: StrategyInputs, rng: random.Random) 
 
 
 @REGISTRY.register(
-    Strategy.PRICE_BASED, "The lowest input plus output price per million tokens", counters=True
+    Strategy.PRICE_BASED, "The lowest token price (input plus output, or input only)", counters=True
 )
 def _price(c: Sequence[Deployment], i: StrategyInputs, rng: random.Random) -> list[Deployment]:
-    prices = [(d.input_price_per_mtok, d.output_price_per_mtok) for d in c]
-    if any(p is None for pair in prices for p in pair):
-        # One unknown price makes any numeric comparison false: do not pretend.
-        return weighted_order(c, rng)
+    bases = {d.output_price_per_mtok is None for d in c}  # in+out, or input only (embeddings)
+    if len(bases) > 1 or any(d.input_price_per_mtok is None for d in c):
+        return weighted_order(c, rng)  # an unknown price or mixed bases: do not pretend
     return ranked(
         c, lambda d: (d.input_price_per_mtok or 0.0) + (d.output_price_per_mtok or 0.0), i, rng
     )
@@ -204,7 +203,7 @@ def _unit_hash(caller: str, deployment_id: str) -> float:
 
 @REGISTRY.register(
     Strategy.HASH_AFFINITY,
-    "A stable weighted preference per caller (rendezvous hash)",
+    "A stable weighted preference per caller and protocol (rendezvous hash)",
     counters=False,
 )
 def _hash_affinity(
@@ -214,7 +213,7 @@ def _hash_affinity(
     # independent score, so adding or removing a deployment only moves the
     # callers whose top choice was that deployment.
     def key(d: Deployment) -> tuple[bool, float]:
-        h = _unit_hash(i.caller, d.id)
+        h = _unit_hash(f"{i.caller}\x00{i.protocol}" if i.protocol else i.caller, d.id)
         score = d.weight / -math.log(h) if d.weight > 0 else h
         if i.notes is not None:
             i.notes.score(d.id, -score)  # ranked highest first: lower-first like the others

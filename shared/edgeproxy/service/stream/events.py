@@ -25,9 +25,14 @@ from edgeproxy.upstream.call import (
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
-    """One chunk as the upstream adapter read it (its ``model`` is the upstream's)."""
+    """One chunk as the upstream adapter read it (its ``model`` is the upstream's).
+
+    ``prompt_tokens``: the input tokens the upstream had reported by this chunk
+    (an Anthropic upstream's ``message_start``), None while it has reported none.
+    """
 
     data: dict[str, Any]
+    prompt_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,7 @@ from typing import Any
 from edgeproxy.errors import EdgeproxyError, UpstreamFault
 from edgeproxy.routing.refusal import fault_error
 from edgeproxy.routing.stream.completeness import Complete
+from edgeproxy.routing.tokens import unreported_usage
 from edgeproxy.service.outcomes import Outcomes
 from edgeproxy.service.run import Run, Served
 from edgeproxy.service.stream.continuation import Progress, added
@@ -37,6 +38,7 @@ from edgeproxy.service.stream.readahead import ReadAhead
 from edgeproxy.service.stream.recovery import Recovery, Resume, log_run
 from edgeproxy.service.stream.settlement import Deferred, RelayStream, Settlement
 from edgeproxy.service.telemetry import Telemetry
+from edgeproxy.upstream.stream import UpstreamStream
 
 logger = logging.getLogger(__name__)
 
@@ -144,7 +146,7 @@ class Relay:
         for chunk in answer.head:
             owed = progress.owed(chunk, hide_usage=answer.hide_usage)
             if owed is not None:
-                yield Chunk(owed)
+                yield Chunk(owed, reported_prompt(answer.stream))
         if answer.ended:
             return
         reader = ReadAhead(answer.stream, self._clock)
@@ -157,7 +159,7 @@ class Relay:
                         continue
                     owed = progress.owed(event.chunk, hide_usage=answer.hide_usage)
                     if owed is not None:
-                        yield Chunk(owed)
+                        yield Chunk(owed, reported_prompt(answer.stream))
         finally:
             await reader.aclose()
         leg.finished_at = reader.finished_at
@@ -194,12 +196,18 @@ class Relay:
         )
         if isinstance(outcome, Complete) and outcome.anomalies:
             self._log(run, logging.INFO, "stream anomalies: %s", ",".join(outcome.anomalies))
+        # Without the upstream's count (no usage chunk), tpm and throughput count an estimate.
+        prompt, completion = (
+            (own.prompt_tokens, own.completion_tokens)
+            if own is not None
+            else unreported_usage(run.req.body, "".join(progress.text))
+        )
         after.set(
             self._outcomes.success(
                 served.ctx,
                 served.attempt,
-                prompt_tokens=own.prompt_tokens if own else 0,
-                completion_tokens=own.completion_tokens if own else 0,
+                prompt_tokens=prompt,
+                completion_tokens=completion,
                 latency_s=(finished_at or self._clock()) - served.attempt.started_at,
                 rate_limits=stream.rate_limits,
             )
@@ -225,3 +233,9 @@ async def _written(writes: list[asyncio.Future[None]]) -> None:
     # Shielded so a client disconnect cannot cancel the state writes half-way.
     if writes:
         await asyncio.shield(asyncio.gather(*writes))
+
+
+def reported_prompt(stream: UpstreamStream) -> int | None:
+    """The input tokens ``stream``'s upstream reported so far (None: not yet, or none)."""
+    usage = stream.usage
+    return usage.prompt_tokens if usage is not None and usage.prompt_tokens > 0 else None
