@@ -291,7 +291,7 @@
           "div",
           { class: "pool-title" },
           el("h2", { text: pool.pool }),
-          el("span", { class: "pool-state state-" + pool.state, text: pool.state }),
+          el("span", { class: "state pool-state state-" + pool.state, text: pool.state }),
           el("span", { class: "muted", text: `${pool.strategy} · ${sticky}${spread}` }),
         ),
         el("button", { type: "button", class: "act-invalidate", text: "Invalidate bindings…", onclick: () => invalidate(pool.pool) }),
