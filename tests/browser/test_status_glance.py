@@ -120,6 +120,16 @@ async def test_error_rate_and_last_error_after_upstream_failures(
         "(4 of 8 attempts)"
     )
     assert SECRET not in await page.content()
+    # The hour's sparklines are read when a card is unfolded, and stay across redraws.
+    assert not [r for r in watched.requests if "/admin/history" in r.url]
+    await a.locator("details.more > summary").click()
+    await expect(a.locator(".sparks")).to_contain_text("Failures by class (4)")
+    seen = int(await page.get_attribute("#updated", "data-refreshes") or 0)
+    await page.wait_for_function(
+        "n => Number(document.querySelector('#updated').dataset.refreshes) >= n", arg=seen + 2
+    )
+    await expect(a.locator(".sparks")).to_contain_text("Failures by class (4)")
+    await expect(card(page, "b").locator("details.more")).not_to_have_attribute("open", "")
     assert watched.problems() == []
 
 

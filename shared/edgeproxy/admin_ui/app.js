@@ -228,7 +228,13 @@
 
   function details(dep, share, series) {
     const box = el("details", { class: "more", open: opened.has(dep.id) }, el("summary", { text: "Details" }), facts(dep), shares(dep, share), sparks(series));
-    box.addEventListener("toggle", () => (box.open ? opened.add(dep.id) : opened.delete(dep.id)));
+    box.addEventListener("toggle", () => {
+      if (!box.open) opened.delete(dep.id);
+      else if (!opened.has(dep.id)) {
+        opened.add(dep.id);
+        tick(); // newly unfolded: read its pool's history now, not at the next redraw
+      }
+    });
     return box;
   }
 
@@ -338,20 +344,22 @@
 
   // -- loading -------------------------------------------------------------------------
 
-  async function refresh() {
+  async function refresh(mine) {
     const report = await api("GET", "status");
     const minutes = $("window").value;
     const pools = await Promise.all(
       report.pools.map(async (pool) => {
+        // The hour's sparklines are read only for a pool with a card unfolded.
+        const unfolded = pool.deployments.some((d) => opened.has(d.id));
         const [share, history] = await Promise.all([
           api("GET", `bindings/share?pool=${enc(pool.pool)}&minutes=${enc(minutes)}`),
-          api("GET", `history?pool=${enc(pool.pool)}&minutes=${HISTORY_MINUTES}`),
+          unfolded ? api("GET", `history?pool=${enc(pool.pool)}&minutes=${HISTORY_MINUTES}`) : null,
         ]);
         return { pool, share, history };
       }),
     );
     const audit = await api("GET", "audit?limit=10");
-    if (!signedIn) return;
+    if (!signedIn || mine !== round) return; // a newer refresh draws instead
     showBoard();
     $("summary").replaceChildren(...summaryItems(report.summary));
     $("pools").replaceChildren(...pools.map(poolSection));
@@ -378,7 +386,7 @@
     if (!signedIn) return;
     const mine = ++round;
     try {
-      await refresh();
+      await refresh(mine);
       $("board-error").hidden = true;
     } catch (error) {
       if (authFailure(error)) {
