@@ -219,7 +219,8 @@ async def test_actions_are_confirmed_and_audited_and_a_screenshot_is_saved(
     await _confirm(page, '[data-deployment="b"] .act-close')
     await expect(_state(page, "b")).to_have_text("available")
     await _confirm(page, '[data-deployment="a"] .act-drain')
-    await expect(page.locator('[data-deployment="a"] .act-drain')).to_have_text("Drained")
+    await expect(_state(page, "a")).to_have_text("drained")
+    await expect(page.locator('[data-deployment="a"] .act-undrain')).to_have_text("Undo drain…")
     await _confirm(page, '[data-pool="fast-chat"] .act-invalidate')
     await expect(page.locator('#audit li[data-action="binding.invalidate"]')).to_have_count(1)
 

@@ -16,6 +16,7 @@
   let refreshes = 0;
   let signedIn = false;
   let round = 0; // the latest tick: an older one still in flight schedules nothing
+  const opened = new Set(); // deployments whose details are open: kept across redraws
 
   class ApiError extends Error {
     constructor(status, message) {
@@ -83,6 +84,9 @@
     return ms < 1000 ? Math.round(ms) + " ms" : (ms / 1000).toFixed(1) + " s";
   }
 
+  // An epoch-seconds time as "HH:MM UTC" (the per-minute counters date to the minute).
+  const fmtClock = (at) => new Date(at * 1000).toISOString().slice(11, 16) + " UTC";
+
   function fmtAge(seconds) {
     if (seconds < 90) return Math.round(seconds) + " s";
     if (seconds < 5400) return Math.round(seconds / 60) + " min";
@@ -124,9 +128,16 @@
 
   // -- what one deployment card shows ---------------------------------------------------
 
+  // What the state badge says: a drained deployment is drained, whatever its circuit.
+  const shown = (dep) => (dep.drained ? "drained" : dep.status);
+
   function why(dep) {
     const parts = [];
     const c = dep.circuit;
+    if (dep.drained) {
+      const d = dep.drain;
+      parts.push(d ? `drained by ${d.actor} at ${fmtClock(d.at)}` : "drained (weight 0)");
+    }
     if (dep.status === "cooldown" || dep.status === "half_open") {
       parts.push("circuit " + c.state + (c.cause ? " (" + c.cause + ")" : ""));
       if (c.reason) parts.push("“" + c.reason + "”");
@@ -196,6 +207,37 @@
     return box;
   }
 
+  function errorsText(e) {
+    if (!e.requests) return `no attempts in ${e.minutes} min`;
+    return `${fmtPct(e.rate)} of ${fmtInt(e.requests)} attempts (${fmtInt(e.errors)} failed)`;
+  }
+
+  function glance(dep) {
+    const e = dep.errors_5m;
+    const last = dep.last_error;
+    return el(
+      "p",
+      { class: "glance" },
+      el("span", { class: "muted", text: `Errors ${e.minutes} min ` }),
+      el("span", { class: "err-rate" + (e.rate >= 0.1 ? " hot" : ""), text: errorsText(e) }),
+      el("span", { class: "muted", text: " · last error " }),
+      el("span", { class: "last-error", text: last ? `${last.class} at ${fmtClock(last.at)}` : "none in the last hour" }),
+      el("span", { class: "muted", text: ` · health ${dep.health_score.toFixed(2)}` }),
+    );
+  }
+
+  function details(dep, share, series) {
+    const box = el("details", { class: "more", open: opened.has(dep.id) }, el("summary", { text: "Details" }), facts(dep), shares(dep, share), sparks(series));
+    box.addEventListener("toggle", () => {
+      if (!box.open) opened.delete(dep.id);
+      else if (!opened.has(dep.id)) {
+        opened.add(dep.id);
+        tick(); // newly unfolded: read its pool's history now, not at the next redraw
+      }
+    });
+    return box;
+  }
+
   function card(pool, dep, share, series) {
     const c = dep.circuit;
     const reason = el("p", { class: "why muted" });
@@ -210,18 +252,30 @@
       { class: "actions" },
       el("button", { type: "button", class: "act-open", text: "Force open…", onclick: () => forceOpen(dep.id) }),
       el("button", { type: "button", class: "act-close", text: "Close circuit", disabled: c.state === "closed", onclick: () => closeCircuit(dep.id) }),
-      el("button", { type: "button", class: "act-drain", text: dep.weight === 0 ? "Drained" : "Drain…", disabled: dep.weight === 0, onclick: () => drain(dep.id) }),
+      dep.drained
+        ? el("button", { type: "button", class: "act-undrain", text: "Undo drain…", onclick: () => undrain(dep) })
+        : el("button", { type: "button", class: "act-drain", text: "Drain…", onclick: () => drain(dep.id) }),
     );
     return el(
       "article",
-      { class: "deployment", "data-deployment": dep.id },
-      el("header", {}, el("h3", { text: dep.id }), el("span", { class: "state state-" + dep.status, text: dep.status })),
+      { class: "deployment", "data-deployment": dep.id, "data-state": shown(dep) },
+      el("header", {}, el("h3", { text: dep.id }), el("span", { class: "state state-" + shown(dep), text: shown(dep) })),
       reason,
-      facts(dep),
-      shares(dep, share),
-      sparks(series),
+      glance(dep),
       actions,
+      details(dep, share, series),
     );
+  }
+
+  // A pool no deployment can serve says what it answers, and which deployment is why.
+  function notice(pool) {
+    const a = pool.answer;
+    if (!a) return null;
+    const blockers = pool.deployments.map((d) => `${d.id} ${shown(d)}`).join(", ");
+    const wait = a.retry_after_s ? ` (Retry-After ${Math.ceil(a.retry_after_s)} s)` : "";
+    const rest = a.fallbacks.length ? ` Fallbacks may still serve it: ${a.fallbacks.join(", ")}.` : "";
+    const text = `Answers ${a.status} ${a.code}${wait} now: no deployment can take a request (${blockers}).${rest}`;
+    return el("p", { class: "notice", role: "status", text });
   }
 
   function poolSection(entry) {
@@ -235,15 +289,44 @@
     }
     return el(
       "section",
-      { class: "card pool", "data-pool": pool.pool },
+      { class: "card pool pool-" + pool.state, "data-pool": pool.pool, "data-state": pool.state },
       el(
         "div",
         { class: "pool-head" },
-        el("div", {}, el("h2", { text: pool.pool }), el("span", { class: "muted", text: `${pool.strategy} · ${sticky}${spread}` })),
+        el(
+          "div",
+          { class: "pool-title" },
+          el("h2", { text: pool.pool }),
+          el("span", { class: "state pool-state state-" + pool.state, text: pool.state }),
+          el("span", { class: "muted", text: `${pool.strategy} · ${sticky}${spread}` }),
+        ),
         el("button", { type: "button", class: "act-invalidate", text: "Invalidate bindings…", onclick: () => invalidate(pool.pool) }),
       ),
+      notice(pool),
       list,
     );
+  }
+
+  // The summary bar: what is wrong, counted, before any pool is read.
+  function summaryItems(summary) {
+    const p = summary.pools;
+    const d = summary.deployments;
+    const e = summary.errors_5m;
+    const item = (name, n, text) => el("li", { class: "tile" + (n > 0 ? " hot" : ""), "data-summary": name }, el("strong", { class: "n", text: fmtInt(n) }), el("span", { text: " " + text }));
+    const rate = el(
+      "li",
+      { class: "tile" + (e.rate >= 0.1 ? " hot" : ""), "data-summary": "errors" },
+      el("strong", { class: "n", text: fmtPct(e.rate) }),
+      el("span", { text: ` errors, last ${e.minutes} min (${fmtInt(e.errors)} of ${fmtInt(e.requests)} attempts)` }),
+    );
+    return [
+      item("pools-down", p.down, `of ${p.total} pools down`),
+      item("pools-degraded", p.degraded, "degraded"),
+      item("cooldown", d.cooldown + d.half_open, "in cooldown (circuit open)"),
+      item("throttled", d.rate_limited, "throttled or at a limit"),
+      item("drained", d.drained, "drained"),
+      rate,
+    ];
   }
 
   function auditItem(entry) {
@@ -261,21 +344,24 @@
 
   // -- loading -------------------------------------------------------------------------
 
-  async function refresh() {
+  async function refresh(mine) {
     const report = await api("GET", "status");
     const minutes = $("window").value;
     const pools = await Promise.all(
       report.pools.map(async (pool) => {
+        // The hour's sparklines are read only for a pool with a card unfolded.
+        const unfolded = pool.deployments.some((d) => opened.has(d.id));
         const [share, history] = await Promise.all([
           api("GET", `bindings/share?pool=${enc(pool.pool)}&minutes=${enc(minutes)}`),
-          api("GET", `history?pool=${enc(pool.pool)}&minutes=${HISTORY_MINUTES}`),
+          unfolded ? api("GET", `history?pool=${enc(pool.pool)}&minutes=${HISTORY_MINUTES}`) : null,
         ]);
         return { pool, share, history };
       }),
     );
     const audit = await api("GET", "audit?limit=10");
-    if (!signedIn) return;
+    if (!signedIn || mine !== round) return; // a newer refresh draws instead
     showBoard();
+    $("summary").replaceChildren(...summaryItems(report.summary));
     $("pools").replaceChildren(...pools.map(poolSection));
     if (!pools.length) $("pools").append(el("p", { class: "card muted", text: "No pools are configured." }));
     $("audit").replaceChildren(...audit.data.map(auditItem));
@@ -300,7 +386,7 @@
     if (!signedIn) return;
     const mine = ++round;
     try {
-      await refresh();
+      await refresh(mine);
       $("board-error").hidden = true;
     } catch (error) {
       if (authFailure(error)) {
@@ -324,6 +410,7 @@
     signedIn = false;
     clearTimeout(timer);
     window.sessionStorage.removeItem(KEY);
+    $("summary").replaceChildren();
     $("pools").replaceChildren();
     $("audit").replaceChildren();
     $("board").hidden = true;
@@ -405,6 +492,18 @@
     confirmAction("Drain the deployment", `Set ${id}'s weight to 0: new traffic goes to the rest of its pool.`, false, async () => {
       const current = await api("GET", `deployments/${enc(id)}`);
       await api("PATCH", `deployments/${enc(id)}`, { body: { weight: 0 }, version: current.version });
+    });
+  }
+
+  function undrain(dep) {
+    const d = dep.drain;
+    const weight = d && d.weight_before > 0 ? d.weight_before : 1;
+    const text = d && d.weight_before > 0
+      ? `Set ${dep.id}'s weight back to ${weight}, what it was before ${d.actor} drained it at ${fmtClock(d.at)}.`
+      : `Set ${dep.id}'s weight to 1 (the default): the recent audit log does not say what it was before.`;
+    confirmAction("Undo the drain", text, false, async () => {
+      const current = await api("GET", `deployments/${enc(dep.id)}`);
+      await api("PATCH", `deployments/${enc(dep.id)}`, { body: { weight }, version: current.version });
     });
   }
 

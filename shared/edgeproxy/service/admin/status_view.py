@@ -6,6 +6,10 @@ with what an operator looks at beside it: the weight and priority, the
 health job's EWMAs, the credential's quota snapshot and its age, the
 circuit's end and version. Availability is judged exactly as the router and
 ``/v1/models/{model}/deployments`` judge it (the configured quota age).
+Beside that, what makes trouble visible at a glance (``service/admin/standing.py``):
+each deployment's error rate and last error, whether it is drained (and the
+audited drain an undo restores), each pool's state and what it answers when
+it cannot serve, the summary counts; pools come in trouble first.
 
 ``history`` (``GET /admin/history``) is one value per minute from the
 per-minute usage items: requests, successes, failures by class, the median
@@ -23,6 +27,7 @@ from edgeproxy.errors import NotFound
 from edgeproxy.routing.counters import FAILURE_COUNTERS, median_ms
 from edgeproxy.routing.eligibility import Eligibility, pool_status
 from edgeproxy.routing.snapshot import PoolSnapshot, Usage, credential_key
+from edgeproxy.service.admin import standing
 from edgeproxy.service.admin.deep_health import deployment_row
 from edgeproxy.state.store import AdminStore, SnapshotRequest
 
@@ -54,7 +59,7 @@ def _quota(dep: Deployment, snapshot: PoolSnapshot, now: float) -> dict[str, Any
 
 
 def _row(
-    dep: Deployment, snapshot: PoolSnapshot, status: Eligibility, now: float
+    dep: Deployment, snapshot: PoolSnapshot, status: Eligibility, buckets: list[Usage], now: float
 ) -> dict[str, Any]:
     row = deployment_row(dep, status, snapshot, now)
     c = snapshot.circuit(dep.id)
@@ -69,6 +74,10 @@ def _row(
         ewma_tokens_per_s=health.ewma_tokens_per_s,
         health_samples=health.samples,
         quota=_quota(dep, snapshot, now),
+        drained=dep.weight == 0,
+        drain=None,
+        errors_5m=standing.error_rate(buckets, int(now // 60)),
+        last_error=standing.last_error(buckets),
     )
     return row
 
@@ -77,24 +86,49 @@ async def _pool(store: AdminStore, config: GatewayConfig, pool: str, now: float)
     deployments = config.pool(pool)
     snapshot = await store.read_pool(SnapshotRequest.of(pool, deployments, now))
     statuses = pool_status(deployments, snapshot, now, config.quota_max_age_seconds)
+    last = int(now // 60)
+    first = last - standing.LAST_ERROR_MINUTES + 1
+    usage = await asyncio.gather(*(store.read_usage(d.id, first, last) for d in deployments))
     sticky = config.sticky_for(pool)
+    rows = [
+        _row(dep, snapshot, status, buckets, now)
+        for dep, status, buckets in zip(deployments, statuses, usage, strict=True)
+    ]
+    answer = standing.answer(config, pool, snapshot, now)
     return {
         "pool": pool,
+        "state": standing.pool_state(rows, answer),
+        "answer": answer,
         "strategy": config.strategy_for(pool, 0).value,
         "sticky": {"enabled": sticky.enabled, "idle_ttl_seconds": sticky.idle_ttl_seconds},
-        "deployments": [
-            _row(dep, snapshot, status, now)
-            for dep, status in zip(deployments, statuses, strict=True)
-        ],
+        "deployments": rows,
     }
+
+
+async def _with_drains(store: AdminStore, pools: list[dict[str, Any]]) -> None:
+    """Each drained deployment's audited drain (read only when some deployment is drained)."""
+    drained = [r for p in pools for r in p["deployments"] if r["drained"]]
+    if not drained:
+        return
+    entries, _ = await store.read_audit(standing.AUDIT_SCAN)
+    found = standing.drains(entries, {r["id"] for r in drained})
+    for row in drained:
+        row["drain"] = found.get(row["id"])
 
 
 async def status_report(
     store: AdminStore, config: GatewayConfig, config_version: int, now: float
 ) -> dict[str, Any]:
-    """Every pool's deployments, as the status page shows them."""
-    pools = await asyncio.gather(*(_pool(store, config, p, now) for p in config.public_models()))
-    return {"checked_at": now, "config_version": config_version, "pools": list(pools)}
+    """Every pool's deployments, as the status page shows them: pools in trouble first."""
+    found = await asyncio.gather(*(_pool(store, config, p, now) for p in config.public_models()))
+    pools = standing.trouble_first(found)
+    await _with_drains(store, pools)
+    return {
+        "checked_at": now,
+        "config_version": config_version,
+        "summary": standing.summary(pools),
+        "pools": pools,
+    }
 
 
 def series(buckets: list[Usage], first: int, last: int) -> dict[str, Any]:

@@ -1,0 +1,184 @@
+"""``/admin/status`` at a glance: error rates, last errors, drains, pool states and the summary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from edgeproxy_dev.mock_upstream import MockUpstream
+from tests.fixtures.clock import FleetClock
+from tests.fixtures.configs import config, deployment
+from tests.fixtures.secrets import remember
+from tests.fixtures.table import wait_for
+from tests.integration.admin.helpers import admin, chat, keys, ok
+
+SECRET = "sk-upstream-leaked-0123456789abcdef"
+remember(SECRET)
+NO_CIRCUIT = {"circuit": {"allowed_fails": 100}, "sticky": {"enabled": False}}
+
+
+def _status(base_url: str) -> dict[str, Any]:
+    return ok(admin(base_url, "GET", "/admin/status"))
+
+
+def _rows(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {row["id"]: row for pool in report["pools"] for row in pool["deployments"]}
+
+
+def _version(base_url: str, dep: str) -> str:
+    return str(admin(base_url, "GET", f"/admin/deployments/{dep}").headers["etag"])
+
+
+def test_error_rate_and_last_error_count_the_last_five_minutes_by_class(
+    start_gateway, clock: FleetClock, upstream_a: MockUpstream, upstream_b: MockUpstream
+) -> None:
+    gw = start_gateway(
+        config(
+            deployment("a", upstream_a, priority=1),
+            deployment("b", upstream_b),
+            gateway=keys(),
+            router=NO_CIRCUIT,
+        )
+    )
+    # a fails every attempt with a body that names a secret; b serves each request after it.
+    upstream_a.set_faults([], persistent={"status": 500, "error": {"message": SECRET}})
+    for _ in range(3):
+        assert chat(gw.base_url).headers["x-edgeproxy-deployment"] == "b"
+    minute = int(clock.now() // 60)
+
+    report = wait_for(
+        lambda: _status(gw.base_url),
+        lambda r: _rows(r)["a"]["errors_5m"]["errors"] == 3,
+        "a's three failures counted",
+    )
+    a, b = _rows(report)["a"], _rows(report)["b"]
+    assert (a["errors_5m"]["requests"], a["errors_5m"]["rate"]) == (3, 1.0)
+    assert a["errors_5m"]["by_class"]["transient"] == 3
+    assert a["last_error"] == {"class": "transient", "at": minute * 60}
+    assert (b["errors_5m"]["errors"], b["last_error"]) == (0, None)
+    assert report["summary"]["errors_5m"] == {
+        "minutes": 5,
+        "requests": 6,
+        "errors": 3,
+        "rate": 0.5,
+    }
+    pool = report["pools"][0]
+    assert (pool["state"], pool["answer"]) == ("degraded", None)  # it serves, failing half
+    assert report["summary"]["pools"] == {"total": 1, "down": 0, "degraded": 1}
+    assert SECRET not in admin(gw.base_url, "GET", "/admin/status").text
+
+    # Five minutes on, the failures are out of the rate's window; the last error stays.
+    upstream_a.clear()
+    clock.advance(5 * 60)
+    a = _rows(_status(gw.base_url))["a"]
+    assert (a["errors_5m"]["requests"], a["errors_5m"]["rate"]) == (0, 0.0)
+    assert a["last_error"] == {"class": "transient", "at": minute * 60}
+    assert _status(gw.base_url)["pools"][0]["state"] == "healthy"
+
+
+def test_a_drained_pool_answers_503_and_says_so_and_the_drain_is_traced(
+    start_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream
+) -> None:
+    gw = start_gateway(
+        config(
+            deployment("a", upstream_a, weight=3),
+            deployment("b", upstream_b),
+            gateway=keys(),
+        )
+    )
+    answer = admin(
+        gw.base_url,
+        "PATCH",
+        "/admin/deployments/a",
+        json={"weight": 0},
+        headers={"if-match": _version(gw.base_url, "a")},
+    )
+    ok(answer)
+    report = _status(gw.base_url)
+    a = _rows(report)["a"]
+    assert (a["status"], a["drained"]) == ("available", True)  # the router's verdict, and drained
+    assert a["drain"]["weight_before"] == 3
+    assert a["drain"]["actor"] == "ops"
+    assert report["pools"][0]["state"] == "degraded"
+    assert report["summary"]["deployments"]["drained"] == 1
+
+    circuit = ok(admin(gw.base_url, "GET", "/admin/circuits/b"))
+    ok(
+        admin(
+            gw.base_url,
+            "POST",
+            "/admin/circuits/b/open",
+            json={"reason": "maintenance", "seconds": 600},
+            headers={"if-match": f'"{circuit["version"]}"'},
+        )
+    )
+    report = _status(gw.base_url)
+    pool = report["pools"][0]
+    assert pool["state"] == "down"
+    assert pool["answer"] == {
+        "status": 503,
+        "code": "model_unavailable",
+        "retry_after_s": None,
+        "fallbacks": [],
+    }
+    assert report["summary"]["pools"]["down"] == 1
+    assert report["summary"]["deployments"]["cooldown"] == 1
+    # What the gateway really answers is what the view says.
+    refused = chat(gw.base_url)
+    assert refused.status_code == 503
+    assert refused.json()["error"]["code"] == "model_unavailable"
+
+
+def test_a_drain_back_to_the_default_weight_is_traced_as_weight_1(
+    start_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream
+) -> None:
+    gw = start_gateway(
+        config(deployment("a", upstream_a), deployment("b", upstream_b), gateway=keys())
+    )
+    ok(
+        admin(
+            gw.base_url,
+            "PATCH",
+            "/admin/deployments/a",
+            json={"weight": 0},
+            headers={"if-match": _version(gw.base_url, "a")},
+        )
+    )
+    assert _rows(_status(gw.base_url))["a"]["drain"]["weight_before"] == 1.0
+    assert _rows(_status(gw.base_url))["b"]["drain"] is None
+
+
+def test_pools_in_trouble_come_first(
+    start_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream
+) -> None:
+    gw = start_gateway(
+        config(
+            deployment("ok-1", upstream_b, model="alpha"),
+            deployment("ok-2", upstream_b, model="beta"),
+            deployment("open-1", upstream_a, model="zulu"),
+            deployment("open-2", upstream_b, model="zulu"),
+            deployment("alone", upstream_a, model="yankee"),
+            gateway=keys(),
+        )
+    )
+    for dep in ("open-1", "alone"):
+        circuit = ok(admin(gw.base_url, "GET", f"/admin/circuits/{dep}"))
+        ok(
+            admin(
+                gw.base_url,
+                "POST",
+                f"/admin/circuits/{dep}/open",
+                json={"reason": "maintenance", "seconds": 600},
+                headers={"if-match": f'"{circuit["version"]}"'},
+            )
+        )
+    report = _status(gw.base_url)
+    order = [(p["pool"], p["state"]) for p in report["pools"]]
+    assert order == [
+        ("yankee", "down"),
+        ("zulu", "degraded"),
+        ("alpha", "healthy"),
+        ("beta", "healthy"),
+    ]
+    assert report["pools"][0]["answer"]["code"] == "model_overloaded"
+    assert report["pools"][0]["answer"]["retry_after_s"] > 500
+    assert report["summary"]["pools"] == {"total": 4, "down": 1, "degraded": 1}
