@@ -184,14 +184,18 @@ async def test_a_pool_left_with_drained_and_open_deployments_says_it_answers_503
     await expect(pool.locator(".notice")).to_have_count(0)
 
     await asyncio.to_thread(force_open, gw.base_url, "b")
+    # a drained, b forced open: the router's answer is 503 model_overloaded with b's wait.
     await expect(pool.locator(".notice")).to_contain_text(
-        "Answers 503 model_unavailable now: no deployment can take a request (a drained, b cooldown)"
+        "Answers 503 model_overloaded (Retry-After"
+    )
+    await expect(pool.locator(".notice")).to_contain_text(
+        "now: no deployment can take a request (a drained, b cooldown)"
     )
     await expect(pool.locator(".pool-state")).to_have_text("down")
     await expect(tile(page, "pools-down")).to_have_text("1")
     refused = await asyncio.to_thread(chat, gw.base_url)
     assert refused.status_code == 503
-    assert refused.json()["error"]["code"] == "model_unavailable"
+    assert refused.json()["error"]["code"] == "model_overloaded"
 
     await confirm(page, '[data-deployment="b"] .act-close')
     await expect(pool.locator(".notice")).to_have_count(0)

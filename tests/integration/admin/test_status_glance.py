@@ -114,18 +114,17 @@ def test_a_drained_pool_answers_503_and_says_so_and_the_drain_is_traced(
     report = _status(gw.base_url)
     pool = report["pools"][0]
     assert pool["state"] == "down"
-    assert pool["answer"] == {
-        "status": 503,
-        "code": "model_unavailable",
-        "retry_after_s": None,
-        "fallbacks": [],
-    }
+    # a drained, b open for 600 s: the router answers 503 model_overloaded with b's wait.
+    answer = pool["answer"]
+    assert (answer["status"], answer["code"], answer["fallbacks"]) == (503, "model_overloaded", [])
+    assert 590 <= answer["retry_after_s"] <= 600
     assert report["summary"]["pools"]["down"] == 1
     assert report["summary"]["deployments"]["cooldown"] == 1
     # What the gateway really answers is what the view says.
     refused = chat(gw.base_url)
     assert refused.status_code == 503
-    assert refused.json()["error"]["code"] == "model_unavailable"
+    assert refused.json()["error"]["code"] == "model_overloaded"
+    assert 590 <= int(refused.headers["retry-after"]) <= 600
 
 
 def test_a_drain_back_to_the_default_weight_is_traced_as_weight_1(

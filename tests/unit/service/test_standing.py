@@ -73,12 +73,13 @@ def test_a_pool_answers_what_the_router_would() -> None:
     )
     # b can serve: the pool answers.
     assert standing.answer(config, "p", PoolSnapshot(), NOW) is None
-    # Only the drained one is left: 503 model_unavailable, its fallback named.
+    # Only the drained one is left, b's circuit open for 300 s: 503 model_overloaded with
+    # b's wait (a drained deployment does not hide a circuit that reopens), fallback named.
     only_drained = PoolSnapshot(circuits={"b": _open("b")})
     assert standing.answer(config, "p", only_drained, NOW) == {
         "status": 503,
-        "code": "model_unavailable",
-        "retry_after_s": None,
+        "code": "model_overloaded",
+        "retry_after_s": 300.0,
         "fallbacks": ["q"],
     }
     # Every circuit open: 503 model_overloaded, with the wait until the first one ends.
