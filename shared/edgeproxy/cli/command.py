@@ -11,6 +11,7 @@
     edgeproxy status | settings get|set | audit  # see cli_admin
     edgeproxy strategies [--json]                # the strategy registry and its parameters
     edgeproxy keys create|list|show|revoke|import   # client keys (cli_keys)
+    edgeproxy usage [--from --to --group-by --format] # spend and tokens (cli_usage)
     edgeproxy job health|quota-refresh           # one pass of a scheduled job (cli_jobs)
 
 Every admin command acts through a running gateway (``--url`` or
@@ -46,6 +47,7 @@ from edgeproxy.cli import keys as cli_keys
 from edgeproxy.cli import litellm as cli_litellm
 from edgeproxy.cli import strategies as cli_strategies
 from edgeproxy.cli import target as cli_target
+from edgeproxy.cli import usage as cli_usage
 from edgeproxy.cli.errors import one_line
 from edgeproxy.config.loader import load_config_file
 from edgeproxy.errors import ConfigError, EdgeproxyError, StoreError, UsageError
@@ -86,6 +88,7 @@ def _parser() -> argparse.ArgumentParser:
     cli_strategies.add_command(commands)
     cli_jobs.add_commands(commands)  # job
     cli_keys.register(commands)
+    cli_usage.add_command(commands)
     return parser
 
 
@@ -115,6 +118,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return cli_keys.run(args)
     if args.command == "bindings":
         return asyncio.run(cli_bindings.run(args))
+    if args.command == "usage":
+        return asyncio.run(cli_usage.run(args))
     if args.command == "strategies":
         return cli_strategies.run(args)
     if args.command in cli_admin.COMMANDS:
