@@ -126,8 +126,9 @@ def print_report(report: dict[str, Any], out: TextIO) -> None:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip(), file=out)
 
 
-async def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
-    """Print the report (or the log) from ``--url`` or ``--table``."""
+async def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Print the report (or the log) from ``--url`` or ``--table`` (to ``out``: stdout)."""
+    out = out or sys.stdout
     if args.limit <= 0:
         raise UsageError("--limit must be positive")
     url = cli_target.url_of(args)
