@@ -1,6 +1,6 @@
 """``/admin/``: the status page, three static files served by the same app.
 
-The page (``edgeproxy/admin_ui/``: HTML, CSS and one script, no build step)
+The page (``edgeproxy/admin_ui/``: HTML, CSS and two scripts, no build step)
 holds no data and needs no key to load; everything it shows comes from the
 admin API, which the script calls with the admin key the operator typed
 (kept in the tab's session storage, sent as ``Authorization: Bearer``). Every
@@ -40,6 +40,7 @@ HEADERS = {
 ASSETS = {
     "index.html": "text/html; charset=utf-8",
     "app.js": "text/javascript; charset=utf-8",
+    "usage.js": "text/javascript; charset=utf-8",  # the usage view
     "style.css": "text/css; charset=utf-8",
 }
 
