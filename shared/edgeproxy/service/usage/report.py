@@ -209,6 +209,8 @@ def report_csv(report: dict[str, Any]) -> str:
 
 
 def _cell(value: Any) -> str:
+    if isinstance(value, float):  # a cost that came through JSON: its shortest decimal
+        value = Decimal(repr(value))
     if isinstance(value, Decimal):
         return format(value.normalize(), "f") if value else "0"
     text = str(value)

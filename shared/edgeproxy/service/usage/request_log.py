@@ -4,8 +4,10 @@
 aggregate (one UpdateItem ADD) are written when the request ends, alongside
 its outcome write and after the answer was sent. ``window_s`` > 0 (a
 long-lived process): both are buffered (``LogBuffer``) and written once per
-window: records 25 to a BatchWriteItem, aggregates summed per hour, key,
-model and deployment into one ADD each.
+``LOG_WINDOW_S`` (nothing routes on them, so they can wait longer than the
+counters' window; a crash loses at most that much): records 25 to a
+BatchWriteItem, aggregates summed per hour, key, model and deployment into
+one ADD each.
 
 A store failure costs the record (logged, never raised): the answer is out.
 """
@@ -32,6 +34,8 @@ from edgeproxy.state.usage_log import (
 )
 
 logger = logging.getLogger(__name__)
+
+LOG_WINDOW_S = 1.0  # a long-lived process's flush window of the request log
 
 
 def usage_row(record: RequestRecord) -> UsageRow:
@@ -63,7 +67,9 @@ class RequestLog:
         """``store`` None: no log (tests and tools that build a gateway by hand)."""
         self.store = store
         self._clock = clock
-        self.buffer = LogBuffer(store, window_s) if store is not None and window_s > 0 else None
+        self.buffer: LogBuffer | None = None
+        if store is not None and window_s > 0:
+            self.buffer = LogBuffer(store, max(window_s, LOG_WINDOW_S))
 
     def begin(self, run: Run) -> Entry | None:
         """The request's entry (None when there is no log, or the configuration turned it off)."""

@@ -115,3 +115,12 @@ def test_json_costs_are_numbers_rounded_to_a_millionth() -> None:
     ready = json_ready(report)
     assert ready["rows"][0]["cost_usd"] == 0.123457
     assert ready["totals"]["cost_usd"] == 0.123457
+
+
+def test_csv_of_a_report_read_back_from_json_still_writes_plain_decimals() -> None:
+    report = {"rows": [{**_report(row(H, requests=1))["rows"][0], "cost_usd": 5e-06}]}  # type: ignore[index]
+    [line] = list(csv.DictReader(io.StringIO(report_csv(report))))
+    assert line["cost_usd"] == "0.000005"
+    report["rows"][0]["cost_usd"] = 0.0
+    [line] = list(csv.DictReader(io.StringIO(report_csv(report))))
+    assert line["cost_usd"] == "0"
