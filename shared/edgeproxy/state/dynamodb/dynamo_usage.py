@@ -25,6 +25,7 @@ BATCH_WRITE_LIMIT = 25  # DynamoDB's BatchWriteItem maximum
 BATCH_ATTEMPTS = 4
 BATCH_BACKOFF_S = 0.05
 RETRY_AFTER_S = 1.0
+PARALLEL_QUERIES = 8  # a long report's day queries in flight at once
 _COUNTERS = ("requests", "failures", "prompt_tokens", "completion_tokens", "cost_usd")
 _FIELDS = [f.name for f in dataclasses.fields(RequestRecord)]
 
@@ -184,15 +185,16 @@ class DynamoUsageLog:
         return ttl is None or float(ttl["N"]) > now
 
     async def read_usage_rows(self, first_hour: int, last_hour: int, now: float) -> list[UsageRow]:
-        """The aggregates of ``[first_hour, last_hour]``: one Query per day, in parallel."""
+        """The aggregates of ``[first_hour, last_hour]``: one Query per day, 8 at a time."""
         first_day, last_day = first_hour * 3600 // 86400, last_hour * 3600 // 86400
         first, last = layout.hour_prefix(first_hour), layout.hour_prefix(last_hour) + "\uffff"
-        days = await asyncio.gather(
-            *(
-                self._query(layout.usage_partition(day), first, last)
-                for day in range(first_day, last_day + 1)
-            )
-        )
+        gate = asyncio.Semaphore(PARALLEL_QUERIES)
+
+        async def day_rows(day: int) -> list[Item]:
+            async with gate:
+                return await self._query(layout.usage_partition(day), first, last)
+
+        days = await asyncio.gather(*(day_rows(d) for d in range(first_day, last_day + 1)))
         return [row_from(item) for items in days for item in items if self._live(item, now)]
 
     async def read_requests(self, hour: int, limit: int, now: float) -> list[RequestRecord]:
