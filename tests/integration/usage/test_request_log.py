@@ -131,10 +131,13 @@ def test_a_refused_request_is_logged_with_its_reason(
     assert (newest["attempts"], newest["tried"], newest["deployment"]) == (0, [], None)
 
 
+@pytest.mark.parametrize("coalesce_ms", ["25", "0"], ids=["buffered", "direct"])
 def test_a_stream_records_its_time_to_first_token_and_usage(
-    start_gateway, clock: FleetClock, upstream_a: MockUpstream
+    start_gateway, clock: FleetClock, upstream_a: MockUpstream, coalesce_ms: str
 ) -> None:
-    gw = start_gateway(gateway_config(priced("a", upstream_a)), env=ENV)
+    gw = start_gateway(
+        gateway_config(priced("a", upstream_a)), env={**ENV, "EDGEPROXY_COALESCE_MS": coalesce_ms}
+    )
     key = new_key(gw.base_url)
     answer = chat(gw.base_url, key["key"], stream=True, stream_options={"include_usage": True})
     [usage] = [e["usage"] for e in sse_events(answer) if isinstance(e, dict) and e.get("usage")]

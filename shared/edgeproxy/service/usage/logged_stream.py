@@ -4,11 +4,12 @@ It passes every event on unchanged and notes the first content chunk (the
 time to first token) and how the stream ended: ``Closing`` (served),
 ``Failed`` (cut for good, or routing failed after the header hold), or
 neither (the client left). ``aclose`` closes the relay first (its outcome
-writes), then writes the record: after the last byte was sent.
+writes), then writes the record: without holding back the response's end.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Protocol
 
 from edgeproxy.service.stream.events import Chunk, Closing, Failed, StreamItem
@@ -29,13 +30,23 @@ class Relayed(Protocol):
 
 
 class LoggedStream:
-    """``inner``'s events; its record written by ``aclose`` (see the module doc)."""
+    """``inner``'s events; its record written by ``aclose`` (see the module doc).
+
+    ``aclose`` is called twice on a stream that ran to its end: by the
+    surface's driver right after the last event (before the response's final
+    frame: the record's write starts then but is not awaited, so it cannot
+    hold the end of the response back), and by the response once it is over,
+    which awaits the write (on the streaming Lambda it must land before the
+    invocation ends). A stream that never reached its end is closed once,
+    after the response: that call writes and awaits.
+    """
 
     def __init__(self, inner: Relayed, entry: Entry, log: RequestLog) -> None:
         self._inner = inner
         self._entry = entry
         self._log = log
         self._end: Closing | Failed | None = None
+        self._write: asyncio.Future[None] | None = None
         self.headers = inner.headers
 
     def __aiter__(self) -> LoggedStream:
@@ -52,11 +63,15 @@ class LoggedStream:
         return item
 
     async def aclose(self) -> None:
-        """Close the relay, then write the record (once)."""
-        try:
-            await self._inner.aclose()
-        finally:
-            await self._log.write(self._entry, self._record())
+        """Close the relay, then write the record (once; see the class doc for when)."""
+        if self._write is None:
+            try:
+                await self._inner.aclose()
+            finally:
+                self._write = asyncio.ensure_future(self._log.write(self._entry, self._record()))
+            if self._end is not None:
+                return  # called at the body's end: the response's own close awaits the write
+        await asyncio.shield(self._write)
 
     def _record(self) -> RequestRecord:
         entry, end = self._entry, self._end
