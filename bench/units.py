@@ -21,6 +21,9 @@ def capacity_units(operation: str, body: bytes) -> tuple[float, float]:
         return 0.0, 1.0
     if operation == "TransactWriteItems":
         return 0.0, 2.0 * len(json.loads(body).get("TransactItems", []))
+    if operation == "BatchWriteItem":  # the request log's buffered records: one unit each
+        items = json.loads(body).get("RequestItems", {}).values()
+        return 0.0, float(sum(len(requests) for requests in items))
     if operation == "BatchGetItem":
         read = 0.0
         for table in json.loads(body).get("RequestItems", {}).values():

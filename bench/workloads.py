@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +45,8 @@ def gateway_config(ports: tuple[int, int]) -> dict[str, Any]:
                 {"name": "bench", "sha256": hashlib.sha256(CLIENT_KEY.encode()).hexdigest()}
             ],
             "egress": {"allow": ["127.0.0.0/8"]},  # the mocks listen on loopback
+            # EDGEPROXY_BENCH_REQUEST_LOG=off: the same run without the request log (its cost).
+            "request_log": {"enabled": os.environ.get("EDGEPROXY_BENCH_REQUEST_LOG") != "off"},
         },
         "deployments": [
             deployment("mock-a", ports[0], CHAT_MODEL),

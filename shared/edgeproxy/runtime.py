@@ -25,9 +25,11 @@ from edgeproxy.service.router import Router
 from edgeproxy.service.sharing.coalescing import CoalescingStore
 from edgeproxy.service.telemetry import NoTelemetry, Telemetry
 from edgeproxy.service.token_count import TokenCounter
+from edgeproxy.service.usage.request_log import RequestLog
 from edgeproxy.settings import Settings
 from edgeproxy.state.dynamodb.client import DynamoClient
 from edgeproxy.state.dynamodb.dynamo import DynamoStore
+from edgeproxy.state.dynamodb.dynamo_usage import DynamoUsageLog
 from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy.state.dynamodb.table import BoundedClient
 from edgeproxy.state.secrets import AwsSecrets
@@ -118,6 +120,9 @@ async def build_gateway(
     # per window). Registered after the store: its last flush runs before the client closes.
     requests = CoalescingStore(store, settings.coalesce_ms / 1000.0)
     stack.push_async_callback(requests.aclose)
+    # The request log (buffered as the counters are; flushed before the client closes).
+    usage_log = RequestLog(DynamoUsageLog.sharing(store), clock, settings.coalesce_ms / 1000.0)
+    stack.push_async_callback(usage_log.aclose)
     http = make_http_client()
     stack.push_async_callback(http.aclose)
     credentials = open_credentials(settings, stack, session)
@@ -151,4 +156,5 @@ async def build_gateway(
         aclose=stack.aclose,
         keys=keys,
         tokens=TokenCounter(upstream, credentials),
+        usage_log=usage_log,
     )

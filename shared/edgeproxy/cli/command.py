@@ -13,6 +13,7 @@
     edgeproxy pools effective POOL | aliases list|set|delete  # levels, aliases (cli_models)
     edgeproxy route explain --model M --key-id ID  # which deployment, and why (cli/route.py)
     edgeproxy keys create|list|show|revoke|import   # client keys (cli_keys)
+    edgeproxy usage [--from --to --group-by --format] # spend and tokens (cli_usage)
     edgeproxy job health|quota-refresh           # one pass of a scheduled job (cli_jobs)
 
 Every admin command acts through a running gateway (``--url`` or
@@ -50,6 +51,7 @@ from edgeproxy.cli import models as cli_models
 from edgeproxy.cli import route as cli_route
 from edgeproxy.cli import strategies as cli_strategies
 from edgeproxy.cli import target as cli_target
+from edgeproxy.cli import usage as cli_usage
 from edgeproxy.cli.errors import one_line
 from edgeproxy.config.loader import load_config_file
 from edgeproxy.errors import ConfigError, EdgeproxyError, StoreError, UsageError
@@ -92,6 +94,7 @@ def _parser() -> argparse.ArgumentParser:
     cli_route.add_commands(commands)  # route explain
     cli_jobs.add_commands(commands)  # job
     cli_keys.register(commands)
+    cli_usage.add_command(commands)
     return parser
 
 
@@ -123,6 +126,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return asyncio.run(cli_bindings.run(args))
     if args.command == "route":
         return asyncio.run(cli_route.run(args))
+    if args.command == "usage":
+        return asyncio.run(cli_usage.run(args))
     if args.command == "strategies":
         return cli_strategies.run(args)
     if args.command in cli_models.COMMANDS:

@@ -20,6 +20,7 @@ from edgeproxy.config.egress import EgressSettings
 from edgeproxy.config.levels import Layer, ModelSettings, params_of, strategy_of
 from edgeproxy.config.policies import Deadline, Operation
 from edgeproxy.config.quota import QuotaSource
+from edgeproxy.config.request_log import RequestLogSettings
 from edgeproxy.config.roles import Role
 from edgeproxy.config.router import (
     Continuation,
@@ -91,6 +92,7 @@ class GatewaySettings(Strict):
     upstream_limits: UpstreamLimits = UpstreamLimits()
     api_keys: list[ApiKey] = Field(default_factory=list)
     egress: EgressSettings = EgressSettings()  # hosts and ranges upstreams may reach
+    request_log: RequestLogSettings = RequestLogSettings()  # the request log and its reports
 
 
 class GatewayConfig(Strict):

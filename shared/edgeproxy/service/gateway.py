@@ -7,6 +7,7 @@ limits and routing all see one configuration.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 import uuid
@@ -22,7 +23,7 @@ from edgeproxy.routing.refusal import final_error
 from edgeproxy.service.attempts import JsonCaller, StreamCaller
 from edgeproxy.service.config_cache import ConfigCache
 from edgeproxy.service.credentials import CredentialResolver
-from edgeproxy.service.key_reserve import priced_pool, released, reserve
+from edgeproxy.service.key_reserve import Reservation, priced_pool, released, reserve
 from edgeproxy.service.keys import KeyRing
 from edgeproxy.service.outcomes import Outcomes, settle
 from edgeproxy.service.request import ProxyRequest
@@ -34,6 +35,8 @@ from edgeproxy.service.stream.settlement import Deferred
 from edgeproxy.service.telemetry import Telemetry
 from edgeproxy.service.token_count import TokenCounter
 from edgeproxy.service.trace import Trace
+from edgeproxy.service.usage.logged_stream import LoggedStream
+from edgeproxy.service.usage.request_log import RequestLog
 from edgeproxy.state.store import SnapshotRequest, Store
 from edgeproxy.upstream.client import UpstreamClient
 
@@ -78,6 +81,7 @@ class Gateway:
         aclose: Callable[[], Awaitable[None]] | None = None,
         keys: KeyRing | None = None,
         tokens: TokenCounter | None = None,
+        usage_log: RequestLog | None = None,
     ) -> None:
         self._store = store
         self._configs = configs
@@ -102,6 +106,8 @@ class Gateway:
         self.keys = keys or KeyRing(store, clock)
         # Token counts (``/v1/messages/count_tokens``) asked of Anthropic deployments.
         self.tokens = tokens or TokenCounter(upstream, CredentialResolver({}))
+        # The request log and its usage aggregates (``service/usage/``).
+        self.usage_log = usage_log or RequestLog(None, clock)
 
     async def config(self) -> GatewayConfig:
         """The current configuration (cached in process for a short TTL)."""
@@ -147,15 +153,21 @@ class Gateway:
         """A JSON request: the serving upstream's answer, or an ``EdgeproxyError``."""
         run = self._run(req, config)
         self._telemetry.count("Requests")
-        held = await reserve(self._store, req, priced_pool(config, req.model), self._clock())
+        entry = self.usage_log.begin(run)
+        held: Reservation | None = None
         try:
+            held = await reserve(self._store, req, priced_pool(config, req.model), self._clock())
             result = await self._router.route(run, self._json)
             self._log(run)
+            if entry is not None:
+                entry.routed()
             if not isinstance(result, Served):
                 raise final_error(result, now=self._clock())
-        except BaseException:
+        except BaseException as exc:
+            ended = [self.usage_log.failed(entry, exc)]
             if held is not None:
-                await held.release(self._outcomes.key_usage)
+                ended.append(held.release(self._outcomes.key_usage))
+            await asyncio.gather(*ended)
             raise
         response = result.answer.response
         assert response is not None
@@ -164,16 +176,15 @@ class Gateway:
             body = {**body, "unified_routing": run.trace.metadata(reasons=req.want_reasons)}
 
         async def after() -> None:
-            await settle(
-                self._outcomes.success(
-                    result.ctx,
-                    result.attempt,
-                    prompt_tokens=response.usage.prompt_tokens,
-                    completion_tokens=response.usage.completion_tokens,
-                    latency_s=response.elapsed_s,
-                    rate_limits=response.rate_limits,
-                )
+            success = self._outcomes.success(
+                result.ctx,
+                result.attempt,
+                prompt_tokens=response.usage.prompt_tokens,
+                completion_tokens=response.usage.completion_tokens,
+                latency_s=response.elapsed_s,
+                rate_limits=response.rate_limits,
             )
+            await asyncio.gather(settle(success), self.usage_log.answered(entry, result))
             if held is not None:  # after the actual usage, on the same counter path
                 await held.release(self._outcomes.key_usage)
 
@@ -189,23 +200,30 @@ class Gateway:
         run = self._run(req, config)
         self._telemetry.count("Requests")
         hold = run.config.router.stream_header_hold_ms / 1000.0
-        held = await reserve(self._store, req, priced_pool(config, req.model), self._clock())
+        entry = self.usage_log.begin(run)
 
         async def route() -> Served:
             result = await self._router.route(run, self._stream)
             self._log(run)
+            if entry is not None:
+                entry.routed()
             if not isinstance(result, Served):
                 raise final_error(result, now=self._clock())
             return result
 
         after = Deferred()
+        held: Reservation | None = None
         try:
+            held = await reserve(self._store, req, priced_pool(config, req.model), self._clock())
             stream = await self._relay.open(run, route(), hold, after)
-        except BaseException:
+        except BaseException as exc:
+            ended = [self.usage_log.failed(entry, exc)]
             if held is not None:
-                await held.release(self._outcomes.key_usage)
+                ended.append(held.release(self._outcomes.key_usage))
+            await asyncio.gather(*ended)
             raise
-        return StreamAnswer(stream, stream.headers, after=released(after, held, self._outcomes))
+        body = stream if entry is None else LoggedStream(stream, entry, self.usage_log)
+        return StreamAnswer(body, stream.headers, after=released(after, held, self._outcomes))
 
     async def deployment_status(self, model: str, config: GatewayConfig) -> dict[str, Any]:
         """Each deployment's availability (the admin view; reveals deployment ids only)."""

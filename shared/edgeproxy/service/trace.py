@@ -32,6 +32,9 @@ class AttemptRecord:
     anomalies: list[str] = field(default_factory=list)  # a complete answer's irregularities
     continuation: bool = False  # carried the continuation of a stream cut after its commit
     usage: dict[str, int] | None = None  # tokens this attempt reported (streams)
+    # The tokens counted for it (limits, spend, the request log): what it reported, else
+    # the estimate of a stream that reported none. Not in the routing metadata.
+    counted: dict[str, int] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -23,3 +23,9 @@ def test_reads_cost_one_unit_per_key_or_half_when_eventually_consistent() -> Non
 def test_writes_cost_one_unit_and_a_transaction_twice_its_items() -> None:
     assert capacity_units("UpdateItem", b"{}") == (0.0, 1.0)
     assert capacity_units("TransactWriteItems", b'{"TransactItems": [{}, {}]}') == (0.0, 4.0)
+
+
+def test_a_batch_write_costs_one_unit_per_item() -> None:
+    put = {"PutRequest": {"Item": {"pk": {"S": "log#1"}, "sk": {"S": "x"}}}}
+    body = json.dumps({"RequestItems": {"t": [put] * 7}}).encode()
+    assert capacity_units("BatchWriteItem", body) == (0.0, 7.0)

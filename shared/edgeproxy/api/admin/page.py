@@ -41,6 +41,7 @@ ASSETS = {
     "index.html": "text/html; charset=utf-8",
     "app.js": "text/javascript; charset=utf-8",
     "explain.js": "text/javascript; charset=utf-8",
+    "usage.js": "text/javascript; charset=utf-8",  # the usage view
     "style.css": "text/css; charset=utf-8",
 }
 

@@ -202,6 +202,8 @@ class Relay:
             if own is not None
             else unreported_usage(run.req.body, "".join(progress.text))
         )
+        if record is not None:
+            record.counted = {"prompt_tokens": prompt, "completion_tokens": completion}
         after.set(
             self._outcomes.success(
                 served.ctx,

@@ -1,0 +1,183 @@
+"""The request log and its hourly usage aggregates: records, item layout, store protocol.
+
+One log record per request, and one ``ADD`` to the aggregate of its hour,
+client key, public model and serving deployment; reports read only the
+aggregates (``service/usage/report.py``), never the log.
+
+==================  ======================  ==================================  ==================
+item                pk                      sk                                  attributes
+==================  ======================  ==================================  ==================
+request log record  ``log#<hour>``          ``<epoch ms, 13 digits>#<request>`` the record's
+                                                                                fields (below),
+                                                                                expires_at
+usage aggregate     ``usage#<day>``         ``<hour, 7 digits>#<key>#<model>#   requests,
+                                            <deployment>``                      failures,
+                                                                                prompt_tokens,
+                                                                                completion_tokens,
+                                                                                cost_usd,
+                                                                                key_id, key_name,
+                                                                                model, deployment,
+                                                                                hour, expires_at
+==================  ======================  ==================================  ==================
+
+``<hour>`` and ``<day>`` are whole hours and days since the epoch (UTC).
+``<key>`` is the client key's public id (``-``: no table key, e.g. the
+bootstrap admin key or authentication off); ``<deployment>`` is ``-`` for a
+request no deployment served. ``#`` and ``%`` inside a name are written
+``%23`` and ``%25`` so that the sort key stays unambiguous; readers take the
+names from the attributes, never from the key. Both kinds carry the table's
+TTL attribute (the log: ``request_log.retention_days``, the aggregates:
+``request_log.report_days``); readers skip expired items themselves (TTL
+deletion is lazy).
+
+Partitions: one log partition per hour and one aggregate partition per day
+take every request's write. DynamoDB holds about 1,000 writes a second per
+partition; past that, the plan is a shard suffix (``log#<hour>#<n>``,
+``usage#<day>#<n>``, ``n`` from the request id / the key id) read back with
+one Query per shard.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Protocol
+
+HOUR_S = 3600
+DAY_S = 86400
+NO_KEY = "-"  # a request without a table key
+NONE_SERVED = "-"  # a request no deployment served
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRecord:
+    """One request as the log keeps it (times in epoch seconds, durations in ms).
+
+    ``tried``: every deployment attempted, in order; ``deployment``: the one
+    that served (None: none did). ``cost_usd`` is the serving deployment's
+    prices applied to the answer's tokens: the same figure the key's spend
+    got. ``outcome``: ``success``, ``failed`` (every attempt failed),
+    ``refused`` (no attempt was made: limits, open circuits, bad input),
+    ``client_gone`` or ``stream_cut`` (an opened stream ended in an error).
+    ``prompt``/``answer``: only for pools an operator opted in, redacted and
+    cut at the configured size.
+    """
+
+    at: float
+    request_id: str
+    model: str
+    operation: str
+    stream: bool
+    status: int
+    outcome: str
+    expires_at: float
+    key_id: str | None = None
+    key_name: str | None = None
+    served_model: str | None = None
+    deployment: str | None = None
+    tried: tuple[str, ...] = ()
+    failure_class: str | None = None
+    attempts: int = 0
+    continued: bool = False
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_ms: int = 0
+    upstream_ms: int = 0
+    added_ms: int = 0
+    ttft_ms: int | None = None
+    prompt: str | None = None
+    answer: str | None = None
+
+    @property
+    def hour(self) -> int:
+        return int(self.at // HOUR_S)
+
+
+@dataclass(frozen=True, slots=True)
+class UsageRow:
+    """The counters of one (hour, key, model, deployment): an increment or a stored total.
+
+    ``cost_usd`` is a ``Decimal`` (DynamoDB numbers are decimal): increments
+    enter as the exact decimal of the float the key's spend got, so the
+    stored sum is the same sum the key's spend holds.
+    """
+
+    hour: int
+    key_id: str
+    model: str
+    deployment: str
+    key_name: str = ""
+    requests: int = 0
+    failures: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: Decimal = field(default_factory=Decimal)
+
+    @property
+    def bucket(self) -> tuple[int, str, str, str]:
+        return (self.hour, self.key_id, self.model, self.deployment)
+
+    def plus(self, other: UsageRow) -> UsageRow:
+        """The sum of two rows of one bucket (the later key name wins)."""
+        return UsageRow(
+            self.hour,
+            self.key_id,
+            self.model,
+            self.deployment,
+            other.key_name or self.key_name,
+            self.requests + other.requests,
+            self.failures + other.failures,
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.cost_usd + other.cost_usd,
+        )
+
+
+def _part(name: str) -> str:
+    return name.replace("%", "%25").replace("#", "%23")
+
+
+def log_key(record: RequestRecord) -> tuple[str, str]:
+    """The log record's ``(pk, sk)``."""
+    return (f"log#{record.hour}", f"{int(record.at * 1000):013d}#{record.request_id}")
+
+
+def log_partition(hour: int) -> str:
+    return f"log#{hour}"
+
+
+def usage_key(row: UsageRow) -> tuple[str, str]:
+    """The aggregate's ``(pk, sk)``."""
+    day = row.hour * HOUR_S // DAY_S
+    parts = "#".join(_part(p) for p in (row.key_id, row.model, row.deployment))
+    return (f"usage#{day}", f"{row.hour:07d}#{parts}")
+
+
+def usage_partition(day: int) -> str:
+    return f"usage#{day}"
+
+
+def hour_prefix(hour: int) -> str:
+    """The sort-key prefix of one hour's aggregates."""
+    return f"{hour:07d}#"
+
+
+class UsageLogStore(Protocol):
+    """Where the request log and its aggregates are written and read back."""
+
+    async def put_requests(self, records: list[RequestRecord]) -> None:
+        """Store log records (one PutItem, or BatchWriteItem for several)."""
+        ...
+
+    async def add_usage(self, row: UsageRow, expires_at: float) -> None:
+        """ADD ``row``'s counters to its aggregate (commutative)."""
+        ...
+
+    async def read_usage_rows(self, first_hour: int, last_hour: int, now: float) -> list[UsageRow]:
+        """Every aggregate of the hours ``[first_hour, last_hour]`` (one Query per day)."""
+        ...
+
+    async def read_requests(self, hour: int, limit: int, now: float) -> list[RequestRecord]:
+        """Up to ``limit`` log records of ``hour``, newest first."""
+        ...

@@ -1,0 +1,122 @@
+"""The request log's buffer (``service/usage/log_buffer.py``) on an in-memory store.
+
+The real table is in tests/integration/usage/; here the summing, batching and
+the retry of failed writes are checked exactly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from decimal import Decimal
+
+import pytest
+
+from edgeproxy.errors import StoreUnavailable
+from edgeproxy.service.usage import log_buffer
+from edgeproxy.service.usage.log_buffer import LogBuffer
+from edgeproxy.service.usage.request_log import usage_row
+from edgeproxy.state.usage_log import RequestRecord, UsageRow
+
+
+class Memory:
+    """``UsageLogStore``'s writes, kept in order (failing while ``down``)."""
+
+    def __init__(self) -> None:
+        self.records: list[RequestRecord] = []
+        self.rows: list[UsageRow] = []
+        self.down = False
+        self.calls = 0
+
+    async def put_requests(self, records: list[RequestRecord]) -> None:
+        self.calls += 1
+        await asyncio.sleep(0)
+        if self.down:
+            raise StoreUnavailable("down", retry_after=1.0)
+        self.records.extend(records)
+
+    async def add_usage(self, row: UsageRow, expires_at: float) -> None:
+        self.calls += 1
+        await asyncio.sleep(0)
+        if self.down:
+            raise StoreUnavailable("down", retry_after=1.0)
+        self.rows.append(row)
+
+
+def record(i: int, key: str = "k1", cost: float = 0.1) -> RequestRecord:
+    return RequestRecord(
+        at=7200.0 + i,
+        request_id=f"r{i}",
+        model="fast-chat",
+        operation="chat",
+        stream=False,
+        status=200,
+        outcome="success",
+        expires_at=99.0,
+        key_id=key,
+        deployment="a",
+        prompt_tokens=2,
+        completion_tokens=3,
+        cost_usd=cost,
+    )
+
+
+def add(buffer: LogBuffer, r: RequestRecord) -> None:
+    buffer.add(r, usage_row(r), 1000.0)
+
+
+async def test_a_window_of_requests_is_one_add_per_bucket_and_one_batch_of_records() -> None:
+    store = Memory()
+    buffer = LogBuffer(store, 60.0)  # type: ignore[arg-type]
+    for i in range(10):
+        add(buffer, record(i))
+    add(buffer, record(10, key="k2"))
+    await buffer.flush()
+    assert len(store.records) == 11
+    by_key = {r.key_id: r for r in store.rows}
+    assert set(by_key) == {"k1", "k2"}
+    assert (by_key["k1"].requests, by_key["k1"].prompt_tokens) == (10, 20)
+    # Ten 0.1s as decimals: exactly 1.0 (a float sum would be 0.9999999999999999).
+    assert by_key["k1"].cost_usd == Decimal("1.0")
+    assert store.calls == 3  # two ADDs and one BatchWriteItem-sized put
+    await buffer.aclose()
+
+
+async def test_a_failed_flush_keeps_everything_for_the_next_one() -> None:
+    store = Memory()
+    buffer = LogBuffer(store, 60.0)  # type: ignore[arg-type]
+    add(buffer, record(1))
+    store.down = True
+    assert await buffer.flush() is True
+    add(buffer, record(2))
+    store.down = False
+    assert await buffer.flush() is False
+    assert sorted(r.request_id for r in store.records) == ["r1", "r2"]
+    assert [r.requests for r in store.rows] == [2]  # the failed ADD merged with the new one
+
+
+async def test_the_window_flushes_by_itself() -> None:
+    store = Memory()
+    buffer = LogBuffer(store, 0.01)  # type: ignore[arg-type]
+    add(buffer, record(1))
+    for _ in range(500):
+        if store.records:
+            break
+        await asyncio.sleep(0.01)
+    assert [r.request_id for r in store.records] == ["r1"]
+    await buffer.aclose()
+
+
+async def test_what_still_fails_at_shutdown_is_logged_as_lost_without_its_fields(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store = Memory()
+    buffer = LogBuffer(store, 60.0)  # type: ignore[arg-type]
+    add(buffer, record(1))
+    store.down = True
+    with caplog.at_level(logging.ERROR, logger=log_buffer.__name__):
+        await buffer.aclose()
+    [lost] = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert "1 records, 1 aggregates" in lost.getMessage()
+    assert "r1" not in lost.getMessage()
+    assert buffer.pending == 0
