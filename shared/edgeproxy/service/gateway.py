@@ -34,6 +34,8 @@ from edgeproxy.service.stream.settlement import Deferred
 from edgeproxy.service.telemetry import Telemetry
 from edgeproxy.service.token_count import TokenCounter
 from edgeproxy.service.trace import Trace
+from edgeproxy.service.tracing.recording import TracedStream, finish_json, opened
+from edgeproxy.service.tracing.span import NoTracer, Tracer
 from edgeproxy.state.store import SnapshotRequest, Store
 from edgeproxy.upstream.client import UpstreamClient
 
@@ -78,6 +80,7 @@ class Gateway:
         aclose: Callable[[], Awaitable[None]] | None = None,
         keys: KeyRing | None = None,
         tokens: TokenCounter | None = None,
+        tracer: Tracer | None = None,
     ) -> None:
         self._store = store
         self._configs = configs
@@ -86,6 +89,7 @@ class Gateway:
         self._clock = clock
         self._rng = rng
         self._telemetry = telemetry
+        self._tracer = tracer or NoTracer()
         self._json = JsonCaller(upstream)
         self._stream = StreamCaller(upstream)
         self._relay = Relay(
@@ -144,17 +148,20 @@ class Gateway:
         run = self._run(req, config)
         self._telemetry.count("Requests")
         held = await reserve(self._store, req, priced_pool(config, req.model), self._clock())
+        span = opened(self._tracer, req, config, run.budget.started_at)
         try:
             result = await self._router.route(run, self._json)
             self._log(run)
             if not isinstance(result, Served):
                 raise final_error(result, now=self._clock())
-        except BaseException:
+        except BaseException as exc:
+            finish_json(self._tracer, span, run.trace, self._clock(), error=exc)
             if held is not None:
                 await held.release(self._outcomes.key_usage)
             raise
         response = result.answer.response
         assert response is not None
+        finish_json(self._tracer, span, run.trace, self._clock(), response=response)
         body = response.body
         if req.want_routing:
             body = {**body, "unified_routing": run.trace.metadata()}
@@ -186,6 +193,7 @@ class Gateway:
         self._telemetry.count("Requests")
         hold = run.config.router.stream_header_hold_ms / 1000.0
         held = await reserve(self._store, req, priced_pool(config, req.model), self._clock())
+        span = opened(self._tracer, req, config, run.budget.started_at)
 
         async def route() -> Served:
             result = await self._router.route(run, self._stream)
@@ -197,11 +205,17 @@ class Gateway:
         after = Deferred()
         try:
             stream = await self._relay.open(run, route(), hold, after)
-        except BaseException:
+        except BaseException as exc:
+            finish_json(self._tracer, span, run.trace, self._clock(), error=exc)
             if held is not None:
                 await held.release(self._outcomes.key_usage)
             raise
-        return StreamAnswer(stream, stream.headers, after=released(after, held, self._outcomes))
+        body = (
+            stream
+            if span is None
+            else TracedStream(stream, self._tracer, span, run.trace, self._clock)
+        )
+        return StreamAnswer(body, stream.headers, after=released(after, held, self._outcomes))
 
     async def deployment_status(self, model: str, config: GatewayConfig) -> dict[str, Any]:
         """Each deployment's availability (the admin view; reveals deployment ids only)."""

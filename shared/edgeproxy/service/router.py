@@ -232,6 +232,7 @@ class Router:
             sticky=attempt.sticky,
             probe=attempt.probe,
             continuation=run.resume,
+            started_at=attempt.started_at,
         )
         run.trace.attempts.append(record)
         try:

@@ -26,6 +26,7 @@ class AttemptRecord:
     anomalies: list[str] = field(default_factory=list)  # a complete answer's irregularities
     continuation: bool = False  # carried the continuation of a stream cut after its commit
     usage: dict[str, int] | None = None  # tokens this attempt reported (streams)
+    started_at: float = 0.0  # epoch seconds (for spans; not in the metadata)
 
     def as_dict(self) -> dict[str, Any]:
         return {
