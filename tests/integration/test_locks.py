@@ -91,6 +91,8 @@ def test_the_layer_lock_pins_pyprojects_dependencies_and_only_them(
     _assert_pinned(pins, wanted, LAYER_LOCK)
     # Direct requirements of the lock are exactly pyproject's: a dependency dropped
     # from pyproject (or one added to the lock by hand) shows up here.
+    makefile = (ROOT / "Makefile").read_text()
+    assert "".join(f"--extra {name} " for name in LAYER_EXTRAS) in makefile  # make lock
     direct = {name for name, pin in pins.items() if "edgeproxy (pyproject.toml)" in pin.via}
     assert direct == {canonicalize_name(r.name) for r in wanted}
     assert not {canonicalize_name(n) for n in DEV_ONLY} & set(pins)

@@ -7,16 +7,20 @@ own; the collector (tests/fixtures/otlp.py) decodes what the exporter sent.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
+from edgeproxy.api.streaming import build_streaming_app
+from edgeproxy_dev.dynamo_server import DUMMY_CREDENTIALS
 from edgeproxy_dev.mock_upstream import MockUpstream
-from edgeproxy_dev.runner import MOCK_KEY
+from edgeproxy_dev.runner import MOCK_KEY, local_settings
 from tests.fixtures.configs import config, deployment
 from tests.fixtures.gateway import TEST_ENV, store
 from tests.fixtures.otlp import CollectedSpan, Collector
@@ -253,3 +257,55 @@ def test_with_tracing_off_no_tracing_library_is_imported(
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+def test_the_streaming_entry_sends_a_streams_spans_before_its_response_ends(
+    monkeypatch: pytest.MonkeyPatch,
+    dynamo_endpoint: str,
+    gateway_table: str,
+    collector: Collector,
+    upstream_a: MockUpstream,
+) -> None:
+    # The streaming function's response ends when Lambda may freeze it: its spans go
+    # first. The batch delay is ten minutes here, so only that flush can deliver them.
+    store(
+        dynamo_endpoint,
+        gateway_table,
+        config(deployment("a", upstream_a), router=router(), gateway=keys()),
+    )
+    # The entry point's own AWS session (default chain) signs the embedded store's calls.
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", DUMMY_CREDENTIALS["aws_access_key_id"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", DUMMY_CREDENTIALS["aws_secret_access_key"])
+    base = local_settings(dynamo_endpoint, gateway_table)
+    settings = type(base).from_env(
+        {
+            **base.environ,
+            **TEST_ENV,
+            "OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint,
+            "OTEL_BSP_SCHEDULE_DELAY": "600000",
+        }
+    )
+    app = build_streaming_app(settings)
+    body = {"model": "fast-chat", "stream": True, "messages": [{"role": "user", "content": PROMPT}]}
+
+    async def serve() -> tuple[httpx.Response, list[CollectedSpan]]:
+        transport = httpx.ASGITransport(app=app)
+        try:
+            async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
+                answer = await client.post(
+                    "/v1/chat/completions",
+                    json=body,
+                    headers={"authorization": f"Bearer {CLIENT_KEY}"},
+                )
+                return answer, collector.spans()  # at once, no polling
+        finally:
+            inner = app
+            while not hasattr(inner, "state"):  # the middlewares' app, down to Starlette
+                inner = inner._app
+            await inner.state.gateway.aclose()
+
+    answer, spans = asyncio.run(serve())
+    assert answer.status_code == 200
+    assert "[DONE]" in answer.text
+    assert sorted(s.kind for s in spans) == ["CLIENT", "SERVER"]
+    _no_secrets(collector)
