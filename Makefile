@@ -109,10 +109,11 @@ $(PIP_TOOLS_STAMP):
 	touch $(PIP_TOOLS_STAMP)
 
 ## Lock files with hashes (every file of each release: arm64 and x86_64 wheels alike):
-## the layer's from pyproject.toml's dependencies, the stream function's from its
+## the layer's from pyproject.toml's dependencies and its tracing extras (otel, xray:
+## imported only when tracing is on), the stream function's from its
 ## requirements.in within the layer's pins. Existing pins stay; UPGRADE=1 moves them.
 lock: $(PIP_TOOLS_STAMP)
-	$(PIP_COMPILE) --output-file shared/requirements.txt pyproject.toml
+	$(PIP_COMPILE) --extra otel --extra xray --output-file shared/requirements.txt pyproject.toml
 	$(PIP_COMPILE) --constraint shared/requirements.txt \
 	  --output-file functions/stream/requirements.txt functions/stream/requirements.in
 

@@ -53,8 +53,13 @@ def lambda_env(store_url: str, table: str) -> dict[str, str]:
     }
 
 
-def cold_start(store_url: str, table: str, repeats: int) -> dict[str, Any]:
-    """Median over ``repeats`` fresh processes: interpreter start, import+init, first event."""
+def cold_start(
+    store_url: str, table: str, repeats: int, extra_env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Median over ``repeats`` fresh processes: interpreter start, import+init, first event.
+
+    ``extra_env``: more of the function's environment (e.g. tracing switched on).
+    """
     runs = []
     for _ in range(repeats):
         with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as out:
@@ -64,7 +69,7 @@ def cold_start(store_url: str, table: str, repeats: int) -> dict[str, Any]:
             subprocess.run(  # noqa: S603 - our own interpreter and module
                 [sys.executable, "-m", "bench.lambda_child", path, CLIENT_KEY],
                 cwd=ROOT,
-                env=lambda_env(store_url, table),
+                env={**lambda_env(store_url, table), **(extra_env or {})},
                 stdout=subprocess.DEVNULL,
                 check=True,
                 timeout=60,

@@ -25,6 +25,8 @@ from edgeproxy.service.router import Router
 from edgeproxy.service.sharing.coalescing import CoalescingStore
 from edgeproxy.service.telemetry import NoTelemetry, Telemetry
 from edgeproxy.service.token_count import TokenCounter
+from edgeproxy.service.tracing.setup import tracer_for
+from edgeproxy.service.tracing.span import Tracer
 from edgeproxy.service.usage.request_log import RequestLog
 from edgeproxy.settings import Settings
 from edgeproxy.state.dynamodb.client import DynamoClient
@@ -104,12 +106,15 @@ async def build_gateway(
     session: Any | None = None,
     clock: Callable[[], float] = time.time,
     rng: random.Random | None = None,
+    tracer: Tracer | None = None,
 ) -> Gateway:
     """Create the clients and wire the service. Call once per process.
 
     ``session``: an aioboto3 session (default: AWS's default credential chain).
     ``clock`` (epoch seconds) and ``rng`` are the only sources of time and
     chance below this point, so a test can move time instead of sleeping.
+    ``tracer``: where finished requests go as spans (default: what the
+    settings configure, ``service/tracing/setup.py``; none when nothing is).
 
     >>> gateway = await build_gateway(Settings.from_env())  # doctest: +SKIP
     """
@@ -130,6 +135,8 @@ async def build_gateway(
     bedrock = BedrockClient(session, default_region=settings.region, clock=clock)
     stack.push_async_callback(bedrock.aclose)
     telemetry = telemetry or NoTelemetry()
+    tracer = tracer or tracer_for(settings)
+    stack.callback(tracer.shutdown)  # the last spans are sent before the process ends
     rng = rng or random.Random()  # load spreading, not security
     outcomes = Outcomes(store, clock, rng, telemetry, counters=requests)
     warn_about_auth(settings)
@@ -157,4 +164,5 @@ async def build_gateway(
         keys=keys,
         tokens=TokenCounter(upstream, credentials),
         usage_log=usage_log,
+        tracer=tracer,
     )

@@ -14,6 +14,9 @@
 | ``EDGEPROXY_ADMIN_KEY_REF`` | unset | credential reference (``env:``, ``ssm:``, ``secretsmanager:``) of the bootstrap admin key |
 | ``EDGEPROXY_KEY_CACHE_TTL_SECONDS`` | ``10`` | how long a process trusts a client-key lookup (a revocation reaches every instance within it) |
 | ``EDGEPROXY_COALESCE_MS`` | ``25`` (``0`` on Lambda) | flush window of the usage counters (summed, one write per deployment and minute per window) and switch of shared pool reads; ``0``: each request reads and writes on its own (the Mangum handler always) |
+| ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_ENDPOINT`` | unset (no traces) | where OTLP/HTTP traces go: the first as it is, the second with ``/v1/traces`` added (OpenTelemetry's variables; ``OTEL_SDK_DISABLED=true`` or ``OTEL_TRACES_EXPORTER=none`` turn it off) |
+| ``OTEL_SERVICE_NAME`` | ``edgeproxy`` | the traces' ``service.name`` |
+| ``EDGEPROXY_XRAY`` | ``off`` | ``on``: X-Ray subsegments per request and attempt through Powertools' Tracer (Lambda; template.yaml's ``XRayTracing``) |
 | ``EDGEPROXY_AUTH`` | ``required`` | ``off``: serve ``/v1/*`` requests without a key as anonymous ``free`` callers (local demos only; ignored on Lambda) |
 """
 
@@ -26,6 +29,17 @@ from dataclasses import dataclass, field
 
 def _bool(value: str | None) -> bool:
     return (value or "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _otlp_traces_endpoint(env: Mapping[str, str]) -> str | None:
+    """OpenTelemetry's own variables: the traces endpoint, or the base one plus ``/v1/traces``."""
+    if _bool(env.get("OTEL_SDK_DISABLED")) or env.get("OTEL_TRACES_EXPORTER", "").strip() == "none":
+        return None
+    if traces := env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip():
+        return traces
+    if base := env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip():
+        return base.rstrip("/") + "/v1/traces"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +60,9 @@ class Settings:
     auth: str = "required"
     on_lambda: bool = False
     coalesce_ms: float = 25.0
+    otlp_traces_endpoint: str | None = None
+    trace_service_name: str = "edgeproxy"
+    xray: bool = False
     environ: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -74,6 +91,9 @@ class Settings:
             auth=(env.get("EDGEPROXY_AUTH") or "required").strip().lower(),
             on_lambda=on_lambda,
             coalesce_ms=float(env.get("EDGEPROXY_COALESCE_MS") or (0 if on_lambda else 25)),
+            otlp_traces_endpoint=_otlp_traces_endpoint(env),
+            trace_service_name=env.get("OTEL_SERVICE_NAME") or "edgeproxy",
+            xray=_bool(env.get("EDGEPROXY_XRAY")),
             environ=env,
         )
 

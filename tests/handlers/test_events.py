@@ -23,6 +23,7 @@ import pytest
 from edgeproxy_dev.dynamo_server import DUMMY_CREDENTIALS
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.gateway import store
+from tests.fixtures.otlp import Collector
 from tests.fixtures.table import TableView
 from tests.handlers.expectations import EVENT_ADMIN_KEY, EXPECTED, body_of, handler_config
 
@@ -164,3 +165,27 @@ def test_the_proxy_handler_leaves_no_counter_for_later(
     finally:
         environment.submit(module.handler.close).result()
     assert counts == [3, 3, 0]
+
+
+def test_the_proxy_handler_sends_its_spans_before_the_invocation_returns(
+    environment: ThreadPoolExecutor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Lambda may freeze the process once the invocation returns: the spans are flushed
+    # inside it. The batch delay is ten minutes here, so only that flush can deliver them.
+    collector = Collector().start()
+    try:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint)
+        monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "600000")
+        module = environment.submit(load, "proxy", "lambda_proxy_traced").result()
+        try:
+            event = json.loads((EVENTS / "chat.json").read_text())
+            response = environment.submit(module.handler, event, Context()).result(timeout=20)
+            spans = collector.spans()  # at once, no polling
+        finally:
+            environment.submit(module.handler.close).result()
+    finally:
+        collector.stop()
+    assert response["statusCode"] == 200
+    assert sorted(s.kind for s in spans) == ["CLIENT", "SERVER"]
+    [request] = [s for s in spans if s.kind == "SERVER"]
+    assert request.attributes["edgeproxy.deployment.id"] == "a"

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from edgeproxy_dev.deployed import deployed_functions
-from edgeproxy_dev.transform import COMBINATIONS
+from edgeproxy_dev.deployed import deployed_functions, stack_values
+from edgeproxy_dev.template import default_template_path, load_template
+from edgeproxy_dev.transform import COMBINATIONS, transform_template
 
 TABLE_ARN = "arn:aws:dynamodb:us-east-1:123456789012:table/state"
 MODEL = COMBINATIONS["BedrockModelArns"][1]
@@ -44,3 +45,42 @@ def test_the_bedrock_statement_names_exactly_the_configured_models() -> None:
         (bedrock,) = [s for s in functions[name].statements if s["Sid"] == "BedrockModels"]
         assert bedrock["Resource"] == [MODEL]
     assert not any(a.startswith("bedrock:") for a in functions["HealthJobFunction"].actions())
+
+
+def test_tracing_parameters_give_the_proxy_functions_xray_access_and_the_otlp_endpoint() -> None:
+    off = deployed_functions("state", {"AuthMode": "keys"})
+    on = deployed_functions(
+        "state",
+        {"AuthMode": "keys", "XRayTracing": "on", "OtlpEndpoint": "https://otel.example:4318"},
+    )
+    for name in ("ProxyFunction", "StreamFunction"):
+        assert "XRayWrites" not in {s["Sid"] for s in off[name].statements}
+        assert "OTEL_EXPORTER_OTLP_ENDPOINT" not in off[name].environment
+        [xray] = [s for s in on[name].statements if s["Sid"] == "XRayWrites"]
+        assert xray["Action"] == ["xray:PutTraceSegments", "xray:PutTelemetryRecords"]
+        assert xray["Resource"] == "*"  # X-Ray's write actions take no resource ARN
+        assert on[name].environment["OTEL_EXPORTER_OTLP_ENDPOINT"] == "https://otel.example:4318"
+    assert off["ProxyFunction"].environment["EDGEPROXY_XRAY"] == "off"
+    assert on["ProxyFunction"].environment["EDGEPROXY_XRAY"] == "on"
+    assert "EDGEPROXY_XRAY" not in on["StreamFunction"].environment
+    for name in ("HealthJobFunction", "QuotaRefreshFunction"):
+        assert not any(a.startswith("xray:") for a in on[name].actions())
+
+
+def test_active_tracing_only_with_xray_on_and_only_on_the_proxy_functions() -> None:
+    template = load_template(default_template_path())
+    for value, mode in (("off", "PassThrough"), ("on", "Active")):
+        overrides = {"AuthMode": "keys", "XRayTracing": value}
+        stack = stack_values(template, overrides, "state")
+        resources = transform_template(overrides)["Resources"]
+        modes = {
+            name: stack.resolve(resource["Properties"].get("TracingConfig", {})).get("Mode")
+            for name, resource in resources.items()
+            if resource["Type"] == "AWS::Lambda::Function"
+        }
+        assert modes == {
+            "ProxyFunction": mode,
+            "StreamFunction": mode,
+            "HealthJobFunction": None,
+            "QuotaRefreshFunction": None,
+        }

@@ -24,6 +24,7 @@ ROOT = default_template_path().parent
 LAYER_LOCK = ROOT / "shared" / "requirements.txt"
 STREAM_IN = ROOT / "functions" / "stream" / "requirements.in"
 STREAM_LOCK = ROOT / "functions" / "stream" / "requirements.txt"
+LAYER_EXTRAS = ("otel", "xray")
 DEV_ONLY = {"moto", "uvicorn", "werkzeug", "pytest", "edgeproxy"}
 _PIN = re.compile(r"^([A-Za-z0-9._-]+)==([^\s\\]+)")
 
@@ -82,10 +83,16 @@ def test_the_layer_lock_pins_pyprojects_dependencies_and_only_them(
     project: dict[str, Any],
 ) -> None:
     pins = parse_lock(LAYER_LOCK)
-    wanted = _requirements(project["dependencies"])
+    # With the tracing extras (make lock: --extra otel --extra xray), imported only when on.
+    extras = project["optional-dependencies"]
+    wanted = _requirements(
+        project["dependencies"] + [r for name in LAYER_EXTRAS for r in extras[name]]
+    )
     _assert_pinned(pins, wanted, LAYER_LOCK)
     # Direct requirements of the lock are exactly pyproject's: a dependency dropped
     # from pyproject (or one added to the lock by hand) shows up here.
+    makefile = (ROOT / "Makefile").read_text()
+    assert "".join(f"--extra {name} " for name in LAYER_EXTRAS) in makefile  # make lock
     direct = {name for name, pin in pins.items() if "edgeproxy (pyproject.toml)" in pin.via}
     assert direct == {canonicalize_name(r.name) for r in wanted}
     assert not {canonicalize_name(n) for n in DEV_ONLY} & set(pins)

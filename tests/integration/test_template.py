@@ -187,7 +187,7 @@ def test_the_admin_key_is_a_reference_the_proxy_reads(template: dict[str, Any]) 
     reads = {
         s["Sid"]: s["Resource"]["Fn::Sub"]
         for s in _statements(template["Resources"]["ProxyRole"])
-        if s["Sid"] not in ("StateTableItems", "BedrockModels")
+        if s["Sid"] not in ("StateTableItems", "BedrockModels", "XRayWrites")
     }
     assert reads["CredentialParameters"].endswith(":parameter/edgeproxy/*")
     assert "ssm:GetParameter" not in _actions(template["Resources"]["JobRole"])
@@ -212,7 +212,7 @@ def test_the_proxy_may_invoke_only_the_configured_bedrock_models(
         s["Fn::If"]
         for policy in resources["ProxyRole"]["Properties"]["Policies"]
         for s in policy["PolicyDocument"]["Statement"]
-        if "Fn::If" in s
+        if "Fn::If" in s and s["Fn::If"][0] == "HasBedrockModels"
     ]
     assert len(conditional) == 1
     condition, statement, otherwise = conditional[0]
@@ -222,3 +222,30 @@ def test_the_proxy_may_invoke_only_the_configured_bedrock_models(
     assert statement["Resource"] == {"Ref": "BedrockModelArns"}  # never "*"
     for role in ("JobRole", "QuotaRole"):
         assert not any(a.startswith("bedrock:") for a in _actions(resources[role]))
+
+
+def test_xray_tracing_is_a_parameter_off_by_default_with_write_access_only_when_on(
+    template: dict[str, Any],
+) -> None:
+    parameter = template["Parameters"]["XRayTracing"]
+    assert (parameter["Default"], parameter["AllowedValues"]) == ("off", ["off", "on"])
+    assert template["Conditions"]["UseXRay"] == {"Fn::Equals": [{"Ref": "XRayTracing"}, "on"]}
+    resources = template["Resources"]
+    switch = {"Fn::If": ["UseXRay", "Active", "PassThrough"]}
+    for name, function in _of_type(template, "AWS::Serverless::Function").items():
+        tracing = function["Properties"].get("Tracing")
+        assert tracing == (switch if name in ("ProxyFunction", "StreamFunction") else None), name
+    [xray] = [
+        s["Fn::If"]
+        for s in resources["ProxyRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+        if "Fn::If" in s and s["Fn::If"][0] == "UseXRay"
+    ]
+    _, statement, otherwise = xray
+    assert statement["Action"] == ["xray:PutTraceSegments", "xray:PutTelemetryRecords"]
+    assert otherwise == {"Ref": "AWS::NoValue"}
+    assert "Tracing" not in template["Globals"]["Function"]  # the jobs' roles have no X-Ray access
+    for role in ("JobRole", "QuotaRole"):
+        assert not any(a.startswith("xray:") for a in _actions(resources[role]))
+    # The Powertools Tracer runs where the invocation's trace id reaches it: the buffered proxy.
+    env = resources["ProxyFunction"]["Properties"]["Environment"]["Variables"]
+    assert env["EDGEPROXY_XRAY"] == {"Ref": "XRayTracing"}

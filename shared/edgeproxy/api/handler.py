@@ -2,8 +2,11 @@
 
 Nothing here touches the network at import time: clients are built on the
 first invocation of an execution environment and reused by later ones
-(Mangum keeps one event loop per environment). No X-Ray tracer on the hot
-path: its SDK costs about a third of a second at init.
+(Mangum keeps one event loop per environment). X-Ray (Powertools' Tracer)
+and OTLP traces only when configured (``service/tracing/setup.py``): their
+SDKs cost cold start, so neither is imported otherwise. Pending spans are
+flushed before each invocation returns, since Lambda may freeze the
+environment right after.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from edgeproxy.entrypoint import Entrypoint
 from edgeproxy.runtime import build_gateway
 from edgeproxy.service.gateway import Gateway
 from edgeproxy.service.telemetry import PowertoolsTelemetry
+from edgeproxy.service.tracing.setup import tracer_for
 from edgeproxy.settings import Settings
 
 
@@ -69,9 +73,10 @@ def build_handler(settings: Settings | None = None) -> Entrypoint:
     copy_config_to_registered_loggers(source_logger=logger, include={"edgeproxy"})
     logging.getLogger("edgeproxy").setLevel(settings.log_level)
     telemetry = PowertoolsTelemetry(namespace="edgeproxy", service="edgeproxy")
+    tracer = tracer_for(settings)
 
     async def gateway() -> Gateway:
-        return await build_gateway(settings, telemetry)
+        return await build_gateway(settings, telemetry, tracer=tracer)
 
     app = create_app(gateway)
     asgi = Mangum(app, lifespan="off")
@@ -82,6 +87,7 @@ def build_handler(settings: Settings | None = None) -> Entrypoint:
             response: dict[str, Any] = asgi(without_stage(event), context)
         finally:
             telemetry.flush()  # the invocation's metrics, before Lambda may freeze it
+            tracer.flush()  # and its spans
         return response
 
     def close() -> None:

@@ -18,6 +18,7 @@ The client has every byte, ``[DONE]`` included, before that write starts.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -27,6 +28,8 @@ from edgeproxy.api.app import create_app
 from edgeproxy.runtime import build_gateway
 from edgeproxy.service.gateway import Gateway
 from edgeproxy.service.telemetry import PowertoolsTelemetry
+from edgeproxy.service.tracing.setup import tracer_for
+from edgeproxy.service.tracing.span import Tracer
 from edgeproxy.settings import Settings
 
 
@@ -73,15 +76,39 @@ class FlushMetrics:
                 self._telemetry.flush()
 
 
+class FlushTraces:
+    """ASGI middleware: each request's spans are sent before its response may end.
+
+    Inside ``HoldEnd``: the end-of-body frame waits for the export (in a
+    thread, so the loop keeps serving); Lambda may freeze the environment
+    once the response is over.
+    """
+
+    def __init__(self, app: ASGIApp, tracer: Tracer) -> None:
+        self._app = app
+        self._tracer = tracer
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await self._app(scope, receive, send)
+        finally:
+            if scope["type"] == "http":
+                await asyncio.to_thread(self._tracer.flush)
+
+
 def build_streaming_app(settings: Settings | None = None) -> Any:
     """The ASGI app the streaming function's uvicorn serves."""
     settings = settings or Settings.from_env()
     logging.basicConfig(level=settings.log_level, format="%(levelname)s %(name)s %(message)s")
     telemetry = PowertoolsTelemetry(namespace="edgeproxy", service="edgeproxy")
+    tracer = tracer_for(settings)
 
     async def gateway() -> Gateway:
-        return await build_gateway(settings, telemetry)
+        return await build_gateway(settings, telemetry, tracer=tracer)
 
-    # HoldEnd innermost: the end of the body waits for the outcome write, the
-    # metrics flush after both.
-    return FlushMetrics(HoldEnd(create_app(gateway)), telemetry)
+    # HoldEnd outside the app: the end of the body waits for the outcome write
+    # and, when tracing is on, the spans' export; the metrics flush after all.
+    app: ASGIApp = create_app(gateway)
+    if tracer.enabled:
+        app = FlushTraces(app, tracer)
+    return FlushMetrics(HoldEnd(app), telemetry)

@@ -35,6 +35,8 @@ from edgeproxy.service.stream.settlement import Deferred
 from edgeproxy.service.telemetry import Telemetry
 from edgeproxy.service.token_count import TokenCounter
 from edgeproxy.service.trace import Trace
+from edgeproxy.service.tracing.recording import TracedStream, finish_json, opened
+from edgeproxy.service.tracing.span import NoTracer, Tracer
 from edgeproxy.service.usage.logged_stream import LoggedStream
 from edgeproxy.service.usage.request_log import RequestLog
 from edgeproxy.state.store import SnapshotRequest, Store
@@ -82,6 +84,7 @@ class Gateway:
         keys: KeyRing | None = None,
         tokens: TokenCounter | None = None,
         usage_log: RequestLog | None = None,
+        tracer: Tracer | None = None,
     ) -> None:
         self._store = store
         self._configs = configs
@@ -90,6 +93,7 @@ class Gateway:
         self._clock = clock
         self._rng = rng
         self._telemetry = telemetry
+        self._tracer = tracer or NoTracer()
         self._json = JsonCaller(upstream)
         self._stream = StreamCaller(upstream)
         self._relay = Relay(
@@ -155,6 +159,7 @@ class Gateway:
         self._telemetry.count("Requests")
         entry = self.usage_log.begin(run)
         held: Reservation | None = None
+        span = opened(self._tracer, req, config, run.budget.started_at)
         try:
             held = await reserve(self._store, req, priced_pool(config, req.model), self._clock())
             result = await self._router.route(run, self._json)
@@ -164,6 +169,7 @@ class Gateway:
             if not isinstance(result, Served):
                 raise final_error(result, now=self._clock())
         except BaseException as exc:
+            finish_json(self._tracer, span, run.trace, self._clock(), error=exc)
             ended = [self.usage_log.failed(entry, exc)]
             if held is not None:
                 ended.append(held.release(self._outcomes.key_usage))
@@ -171,6 +177,7 @@ class Gateway:
             raise
         response = result.answer.response
         assert response is not None
+        finish_json(self._tracer, span, run.trace, self._clock(), response=response)
         body = response.body
         if req.want_routing:
             body = {**body, "unified_routing": run.trace.metadata(reasons=req.want_reasons)}
@@ -201,6 +208,7 @@ class Gateway:
         self._telemetry.count("Requests")
         hold = run.config.router.stream_header_hold_ms / 1000.0
         entry = self.usage_log.begin(run)
+        span = opened(self._tracer, req, config, run.budget.started_at)
 
         async def route() -> Served:
             result = await self._router.route(run, self._stream)
@@ -217,12 +225,17 @@ class Gateway:
             held = await reserve(self._store, req, priced_pool(config, req.model), self._clock())
             stream = await self._relay.open(run, route(), hold, after)
         except BaseException as exc:
+            finish_json(self._tracer, span, run.trace, self._clock(), error=exc)
             ended = [self.usage_log.failed(entry, exc)]
             if held is not None:
                 ended.append(held.release(self._outcomes.key_usage))
             await asyncio.gather(*ended)
             raise
-        body = stream if entry is None else LoggedStream(stream, entry, self.usage_log)
+        body: AsyncIterator[StreamItem] = (
+            stream if entry is None else LoggedStream(stream, entry, self.usage_log)
+        )
+        if span is not None:
+            body = TracedStream(body, self._tracer, span, run.trace, self._clock)
         return StreamAnswer(body, stream.headers, after=released(after, held, self._outcomes))
 
     async def deployment_status(self, model: str, config: GatewayConfig) -> dict[str, Any]:

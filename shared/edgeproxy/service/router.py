@@ -217,6 +217,7 @@ class Router:
             sticky=attempt.sticky,
             probe=attempt.probe,
             continuation=run.resume,
+            started_at=attempt.started_at,
         )
         run.trace.attempts.append(record)
         try:

@@ -35,6 +35,7 @@ class AttemptRecord:
     # The tokens counted for it (limits, spend, the request log): what it reported, else
     # the estimate of a stream that reported none. Not in the routing metadata.
     counted: dict[str, int] | None = None
+    started_at: float = 0.0  # epoch seconds (for spans; not in the metadata)
 
     def as_dict(self) -> dict[str, Any]:
         return {
