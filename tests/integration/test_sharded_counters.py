@@ -11,11 +11,15 @@ import asyncio
 import random
 from typing import Any
 
+from edgeproxy.config.loader import from_document, parse_config, to_document
+from edgeproxy.jobs.health import HealthJob
 from edgeproxy.routing.shards.allowance import allowance, tpm_fragmentation_bound
+from edgeproxy.service.admin.status_view import history
 from edgeproxy.state import items, keys
 from edgeproxy.state.dynamodb.dynamo import DynamoStore
 from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy.state.store import SnapshotRequest, UsageDelta
+from tests.fixtures.configs import LOOPBACK
 
 NOW = 1_700_000_000.0
 MINUTE = int(NOW // 60)
@@ -106,3 +110,41 @@ async def test_one_shard_keeps_the_unsharded_layout(store: DynamoStore) -> None:
     found = await store._table.batch_get([keys.usage_key("d1", MINUTE)])
     item = found[keys.usage_key("d1", MINUTE)]
     assert (items.get_int(item, "requests"), items.get_int(item, "successes")) == (1, 1)
+
+
+def _sharded_config() -> str:
+    dep = {
+        "id": "d1",
+        "model": "m",
+        "provider": "openai_compat",
+        "base_url": "http://127.0.0.1:9",
+        "upstream_model": "m",
+        "counter_shards": SHARDS,
+    }
+    return to_document(
+        parse_config({"deployments": [dep], "gateway": {"egress": {"allow": LOOPBACK}}}, "test")
+    )
+
+
+async def _spread_successes(store: DynamoStore, count: int) -> None:
+    # A fresh store (another process) learns the shard count from the admission it makes.
+    assert await store.admit("d1", MINUTE, None, LATER, shards=SHARDS)
+    for _ in range(count):
+        await store.record(UsageDelta("d1", MINUTE, successes=1, latency_ms_sum=100), LATER)
+    assert sum(1 for n in await _shard_counts(store, "successes") if n) > 1
+
+
+async def test_the_health_job_and_the_status_history_sum_the_shards(
+    dynamo_client: Any, table_name: str, table_schema: TableSchema
+) -> None:
+    writer, reader = _twin(dynamo_client, table_name, table_schema)
+    await _spread_successes(writer, 30)
+    assert await reader.save_config(_sharded_config(), 0) == 1
+
+    (health,) = await HealthJob(reader, lambda: NOW).run()
+    assert health.samples == 30
+    stored = await reader.load_config()
+    assert stored is not None
+    view = await history(reader, from_document(stored.document), "m", minutes=1, now=NOW)
+    assert view["deployments"][0]["successes"] == [30]
+    assert view["deployments"][0]["requests"] == [1]
