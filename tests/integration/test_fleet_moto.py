@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from bench.fleet.moto_fleet import run_on_moto
 
 

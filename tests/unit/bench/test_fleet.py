@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from bench.fleet.capacity import (
     ITEM_LIMIT,
     CapacityModel,
