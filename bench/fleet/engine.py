@@ -33,7 +33,7 @@ import random
 from collections.abc import Generator
 from dataclasses import dataclass, field
 
-from bench.fleet.capacity import CapacityModel, ItemTooLarge, Key
+from bench.fleet.capacity import CapacityModel, Item, ItemTooLarge, Key
 from bench.fleet.table import SimTable, Throttled
 from edgeproxy.routing.shards import allowance
 from edgeproxy.routing.snapshot import Second, Usage
@@ -144,7 +144,7 @@ class Fleet:
 
     def _request(self) -> Step:
         start = self.now
-        found: dict[Key, items.Item] = {}
+        found: dict[Key, Item] = {}
         wanted = self._routing + self._usage
         for attempt in range(BATCH_ROUNDS):
             yield self.s.rtt_s / 2
@@ -152,7 +152,7 @@ class Fleet:
                 got, wanted = self.table.batch_get(wanted, self.now)
             except Throttled:
                 got = {}
-            found.update(got)  # type: ignore[arg-type]
+            found.update(got)
             yield self.s.rtt_s / 2
             if not wanted:
                 break

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from bench.fleet.engine import Outcome
@@ -66,7 +67,7 @@ def plots(runs: list[Outcome], out: Path) -> list[str]:
     warm = [o for o in runs if o.partitions0 == max(r.partitions0 for r in runs)]
     off = [o for o in warm if o.scenario.shards == 1]
     on = [o for o in warm if o.scenario.shards > 1]
-    charts = [
+    charts: list[tuple[str, str, Callable[[Outcome], float]]] = [
         ("throttles.png", "throttled store calls per request", lambda o: o.throttles / o.offered),
         ("p99.png", "p99 added store latency (ms)", lambda o: o.p(0.99)),
         (

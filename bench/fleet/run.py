@@ -26,7 +26,7 @@ NEW_PARTITIONS = 4  # a new on-demand table: 4,000 write units at once
 
 def shards_for(rate: float) -> int:
     """The shard count the README recommends: one per ~160 requests per second, at least 2."""
-    return min(32, max(2, 2 ** math.ceil(math.log2(rate / 160))))
+    return int(min(32, max(2, 2 ** math.ceil(math.log2(rate / 160)))))
 
 
 def model_runs(rates: tuple[int, ...], seconds: float, *, new_table_rate: int) -> list[Outcome]:
