@@ -148,3 +148,12 @@ async def test_the_health_job_and_the_status_history_sum_the_shards(
     view = await history(reader, from_document(stored.document), "m", minutes=1, now=NOW)
     assert view["deployments"][0]["successes"] == [30]
     assert view["deployments"][0]["requests"] == [1]
+
+
+async def test_a_reservation_over_a_shards_part_still_fits_an_empty_shard(
+    store: DynamoStore,
+) -> None:
+    # As one item admits an estimate over the whole limit into an empty minute only.
+    args = {"tpm_limit": 1000, "reserve": 400, "shards": SHARDS}  # parts of 250
+    assert await store.admit("d1", MINUTE, None, LATER, **args)  # type: ignore[arg-type]
+    assert sum(await _shard_counts(store, "reserved_tokens")) == 400

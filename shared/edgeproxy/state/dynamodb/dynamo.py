@@ -106,8 +106,10 @@ class DynamoStore(DynamoReads, DynamoAdmin, DynamoKeys, DynamoKeyReserve):
         for shard in allowance.probe_order(shards, self._shards.start(shards)):
             rpm = None if rpm_limit is None else allowance.allowance(rpm_limit, shards, shard)
             tpm = None if tpm_limit is None else allowance.allowance(tpm_limit, shards, shard)
-            if rpm == 0 or (tpm is not None and tpm < reserve):
-                continue  # no write can fit this shard's allowance
+            if rpm == 0:
+                continue  # a limit below the shard count: this shard holds none of it
+            # A reservation over a shard's tpm part still fits an empty shard, as an
+            # estimate over the whole limit fits an empty minute (TOKENS_FIT with room 0).
             key = keys.usage_shard_key(deployment_id, minute, shard)
             if await self._admit_one(key, rpm, expires_at, tpm, reserve):
                 return True
