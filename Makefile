@@ -31,7 +31,7 @@ LITELLM_STAMP   := $(LITELLM_VENV)/.installed-$(LITELLM_VERSION)
 PORT ?= 8080
 ARGS ?= --help
 
-.PHONY: run cli test lint typecheck unit bench bench-smoke bench-compare build deploy validate lock clean
+.PHONY: run cli test lint typecheck unit bench bench-smoke bench-compare simulate build deploy validate lock clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -78,6 +78,11 @@ bench: $(STAMP)
 
 bench-smoke: $(STAMP)
 	$(BIN)/python bench/run.py --smoke
+
+## The fleet simulator: hundreds of one-request-at-a-time instances on a DynamoDB capacity
+## model and on the embedded store, sharding off and on (bench/results/fleet/REPORT.md).
+simulate: $(STAMP)
+	$(BIN)/python -m bench.fleet.run
 
 $(LITELLM_STAMP):
 	mkdir -p $(dir $(LITELLM_VENV))

@@ -18,6 +18,8 @@ from edgeproxy.config.roles import Role
 
 __all__ = ["AzureAuth", "Deployment", "ProviderKind"]
 
+MAX_COUNTER_SHARDS = 32  # a decision reads 2 buckets x N shards: keep it within a BatchGetItem
+
 
 class Deployment(Strict):
     """One upstream target."""
@@ -40,6 +42,9 @@ class Deployment(Strict):
     priority: int = 0
     rpm_limit: Positive | None = None
     tpm_limit: Positive | None = None
+    # Usage items per minute bucket (state/keys.py "Sharded hot counters"): past ~400
+    # attempts per second one item's partition throttles the counters; N items take N times that.
+    counter_shards: Annotated[int, Field(ge=1, le=MAX_COUNTER_SHARDS)] = 1
     failure_domain: str | None = None
     input_price_per_mtok: Annotated[float, Field(ge=0)] | None = None
     output_price_per_mtok: Annotated[float, Field(ge=0)] | None = None

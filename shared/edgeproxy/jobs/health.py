@@ -39,8 +39,8 @@ class HealthJob:
         now = self._clock()
         first, last = window(now)
 
-        async def score(deployment_id: str) -> Health | None:
-            buckets = await self._store.read_usage(deployment_id, first, last)
+        async def score(deployment_id: str, shards: int) -> Health | None:
+            buckets = await self._store.read_usage(deployment_id, first, last, shards)
             health = health_from_usage(deployment_id, buckets, now, minute=last)
             # A deployment without traffic still gets its item: "no data" (samples 0)
             # replaces numbers that would otherwise linger until they expire.
@@ -48,7 +48,7 @@ class HealthJob:
                 return None  # another run already scored this minute
             return health
 
-        results = await asyncio.gather(*(score(d.id) for d in config.deployments))
+        results = await asyncio.gather(*(score(d.id, d.counter_shards) for d in config.deployments))
         written = [h for h in results if h is not None]
         logger.info("health scores updated for %d of %d deployments", len(written), len(results))
         return written

@@ -174,6 +174,7 @@ class Router:
                 bucket_expiry(minute),
                 tpm_limit=dep.tpm_limit,
                 reserve=planned.tokens,
+                shards=dep.counter_shards,
             )
         )
         if limited and not await admission:

@@ -117,20 +117,23 @@ the spend item gathers every answer's cost at the serving deployment's prices. A
 never produce the same key. ``version`` counts conditional writes of an item
 (0 means absent); counters change only with ``ADD``.
 
-Sharding a hot counter
-----------------------
+Sharded hot counters
+--------------------
 One partition takes about 1000 write units per second, and every attempt of
 one deployment adds to the same usage bucket (two writes per attempt: admit
-and record). A deployment that needs more than roughly 400 attempts per
-second would be throttled by its own counter. The plan for that case, not yet
-implemented: write to ``sk=usage#<minute>#<shard>`` with ``shard`` drawn at
-random from ``range(N)`` per write, N set per deployment in configuration
-(N=1 keeps today's layout). Readers then fetch all N shards of the buckets they
-need (still one BatchGetItem, N times the keys) and sum them. Exact limits
-(``admit`` with an rpm limit) become per-shard limits of ``ceil(limit / N)``,
-which can under-admit by up to N-1 requests per minute; that is the price of
-not funnelling every admission through one item. Circuits and bindings are
-written only on transitions, so they stay unsharded.
+and record), so one item tops out near 400-500 attempts per second. A
+deployment with ``counter_shards: N`` (N > 1) spreads its usage bucket over N
+items: shard 0 is the usual ``dep#<id>`` / ``usage#<minute>`` item, shard
+``k`` (1 <= k < N) is ``dep#<id>#<k>`` / ``usage#<minute>``. The shard is in
+the *partition* key, so the shards hash to different partitions from the
+first write (a sort-key shard would share its partition until DynamoDB
+splits it for heat). ``#`` inside an id is escaped, so ``dep#a#1`` can only
+be shard 1 of ``a``. Admission takes per-shard allowances
+(``routing.shards.allowance``); outcome writes go to a random shard; readers
+fetch every shard in the same BatchGetItem (N times the usage keys) or one
+Query per shard and sum them, so everything above the store sees one bucket.
+Circuits, health and bindings are written only on transitions and stay
+unsharded, like the client keys' buckets.
 """
 
 from __future__ import annotations
@@ -173,6 +176,23 @@ def usage_sk(minute: int) -> str:
 def usage_key(deployment_id: str, minute: int) -> Key:
     """Counters of one deployment in one minute bucket."""
     return deployment_pk(deployment_id), usage_sk(minute)
+
+
+def usage_shard_pk(deployment_id: str, shard: int) -> str:
+    """Partition of shard ``shard`` of a deployment's usage buckets (0: ``deployment_pk``)."""
+    if shard < 0:
+        raise ValueError(f"negative shard {shard}")
+    return deployment_pk(deployment_id) if shard == 0 else f"{deployment_pk(deployment_id)}#{shard}"
+
+
+def usage_shard_key(deployment_id: str, minute: int, shard: int) -> Key:
+    """Shard ``shard`` of one deployment's minute bucket (shard 0 is ``usage_key``)."""
+    return usage_shard_pk(deployment_id, shard), usage_sk(minute)
+
+
+def usage_shard_keys(deployment_id: str, minute: int, shards: int) -> list[Key]:
+    """Every shard of one minute bucket, shard 0 first."""
+    return [usage_shard_key(deployment_id, minute, s) for s in range(max(1, shards))]
 
 
 def minute_of(sk: str) -> int:

@@ -32,6 +32,11 @@ class SnapshotRequest:
     key_id: str | None = None  # also read this client key's usage (tpm limit, budget)
     usage_ids: Sequence[str] | None = None
     previous_minute: bool = True
+    shards: tuple[tuple[str, int], ...] = ()  # (deployment, counter_shards) where more than 1
+
+    def shards_of(self, deployment_id: str) -> int:
+        """How many usage items one minute bucket of ``deployment_id`` has."""
+        return dict(self.shards).get(deployment_id, 1)
 
     @classmethod
     def of(
@@ -63,4 +68,5 @@ class SnapshotRequest:
             key_id=key_id,
             usage_ids=None if counted else limited,
             previous_minute=counted,
+            shards=tuple((d.id, d.counter_shards) for d in deployments if d.counter_shards > 1),
         )

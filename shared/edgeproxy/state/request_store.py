@@ -58,8 +58,11 @@ class Admitter(Protocol):
         *,
         tpm_limit: int | None = None,
         reserve: int = 0,
+        shards: int = 1,
     ) -> bool:
         """Count one attempt start (requests +1, inflight +1) in bucket ``minute``.
+
+        ``shards``: the deployment's ``counter_shards`` (its bucket's item count).
 
         With ``rpm_limit`` the increment is conditional on the bucket being under
         it. ``reserve`` tokens are added to ``reserved_tokens``; with

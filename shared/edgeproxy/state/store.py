@@ -122,9 +122,9 @@ class UsageSource(Protocol):
     """Reads past usage buckets (the health job, the binding-share report)."""
 
     async def read_usage(
-        self, deployment_id: str, first_minute: int, last_minute: int
+        self, deployment_id: str, first_minute: int, last_minute: int, shards: int = 1
     ) -> list[Usage]:
-        """Usage buckets of one deployment in ``[first_minute, last_minute]``."""
+        """Usage buckets of one deployment in ``[first_minute, last_minute]`` (shards summed)."""
         ...
 
 

@@ -210,6 +210,8 @@ async def binding_share(
         raise ModelNotFound(f"The model `{pool}` does not exist.", param="model")
     last = int(now // 60)
     first = last - minutes + 1
-    buckets = await asyncio.gather(*(store.read_usage(d.id, first, last) for d in deployments))
+    buckets = await asyncio.gather(
+        *(store.read_usage(d.id, first, last, d.counter_shards) for d in deployments)
+    )
     usage = {d.id: found for d, found in zip(deployments, buckets, strict=True)}
     return share_of(pool, deployments, usage, first, last)

@@ -159,7 +159,9 @@ async def history(
         raise NotFound(f"No deployment serves the pool `{pool}`.", param="pool")
     last = int(now // 60)
     first = last - minutes + 1
-    found = await asyncio.gather(*(store.read_usage(d.id, first, last) for d in deployments))
+    found = await asyncio.gather(
+        *(store.read_usage(d.id, first, last, d.counter_shards) for d in deployments)
+    )
     return {
         "pool": pool,
         "first_minute": first,

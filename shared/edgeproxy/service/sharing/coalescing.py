@@ -76,6 +76,7 @@ class CoalescingStore:
         *,
         tpm_limit: int | None = None,
         reserve: int = 0,
+        shards: int = 1,
     ) -> bool:
         if self.counters is None or rpm_limit is not None or tpm_limit is not None or reserve:
             return await self._store.admit(
@@ -85,6 +86,7 @@ class CoalescingStore:
                 expires_at,
                 tpm_limit=tpm_limit,
                 reserve=reserve,
+                shards=shards,
             )
         self.counters.add(UsageDelta(deployment_id, minute, requests=1, inflight=1), expires_at)
         return True

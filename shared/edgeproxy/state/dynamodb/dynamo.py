@@ -20,15 +20,18 @@ read strongly; its docstring says why a stale read cannot break a transition.
 from __future__ import annotations
 
 import dataclasses
+import random
 from typing import Any
 
 from edgeproxy.errors import StoreError
+from edgeproxy.routing.shards import allowance
 from edgeproxy.routing.snapshot import (
     Binding,
     BindingKey,
     Circuit,
 )
 from edgeproxy.state import items, keys
+from edgeproxy.state.counter_shards import ShardCounts
 from edgeproxy.state.dynamodb import conditions as cond
 from edgeproxy.state.dynamodb.dynamo_admin import DynamoAdmin
 from edgeproxy.state.dynamodb.dynamo_key_lifecycle import DynamoKeyLifecycle
@@ -51,9 +54,12 @@ class DynamoStore(DynamoReads, DynamoAdmin, DynamoKeys, DynamoKeyReserve, Dynamo
     in ``DynamoKeys``.
     """
 
-    def __init__(self, client: Any, table_name: str, schema: TableSchema) -> None:
+    def __init__(
+        self, client: Any, table_name: str, schema: TableSchema, rng: random.Random | None = None
+    ) -> None:
         self._table = Table(client, table_name, schema)
         self._schema = schema
+        self._shards = ShardCounts(rng)
 
     # -- counters --------------------------------------------------------------
 
@@ -87,10 +93,38 @@ class DynamoStore(DynamoReads, DynamoAdmin, DynamoKeys, DynamoKeyReserve, Dynamo
         *,
         tpm_limit: int | None = None,
         reserve: int = 0,
+        shards: int = 1,
     ) -> bool:
-        """Count one attempt start; with limits, only while the bucket has room for it."""
+        """Count one attempt start; with limits, only while the bucket has room for it.
+
+        With ``shards`` > 1 the start lands on one shard item: a random one
+        first, then each other in turn (``allowance.probe_order``), each
+        holding its ``allowance`` of the limits, so the limits stay exact.
+        """
         if (rpm_limit is not None and rpm_limit <= 0) or (tpm_limit is not None and tpm_limit <= 0):
             return False
+        shards = self._shards.note(deployment_id, shards)
+        for shard in allowance.probe_order(shards, self._shards.start(shards)):
+            rpm = None if rpm_limit is None else allowance.allowance(rpm_limit, shards, shard)
+            tpm = None if tpm_limit is None else allowance.allowance(tpm_limit, shards, shard)
+            if rpm == 0:
+                continue  # a limit below the shard count: this shard holds none of it
+            # A reservation over a shard's tpm part still fits an empty shard, as an
+            # estimate over the whole limit fits an empty minute (TOKENS_FIT with room 0).
+            key = keys.usage_shard_key(deployment_id, minute, shard)
+            if await self._admit_one(key, rpm, expires_at, tpm, reserve):
+                return True
+        return False
+
+    async def _admit_one(
+        self,
+        key: keys.Key,
+        rpm_limit: int | None,
+        expires_at: float,
+        tpm_limit: int | None,
+        reserve: int,
+    ) -> bool:
+        """The conditional start count on one (shard) item."""
         parts: list[tuple[str, str, str, str, int]] = []
         if rpm_limit is not None:
             parts.append((cond.UNDER_LIMIT, "#requests", "requests", ":limit", rpm_limit))
@@ -107,15 +141,19 @@ class DynamoStore(DynamoReads, DynamoAdmin, DynamoKeys, DynamoKeyReserve, Dynamo
         counters: dict[str, float] = {"requests": 1, "inflight": 1}
         if reserve:
             counters["reserved_tokens"] = reserve
-        return await self._add(
-            keys.usage_key(deployment_id, minute), counters, expires_at, **condition
-        )
+        return await self._add(key, counters, expires_at, **condition)
 
     async def record(self, delta: UsageDelta, expires_at: float) -> None:
-        """Apply the non-zero fields of ``delta`` to its bucket with ADD."""
+        """Apply the non-zero fields of ``delta`` to its bucket with ADD.
+
+        A sharded bucket takes it on a random shard below the count the last
+        admission or read of the deployment passed (readers sum the shards).
+        """
         counters = items.usage_counters(delta)
         if counters:
-            await self._add(keys.usage_key(delta.deployment_id, delta.minute), counters, expires_at)
+            shard = self._shards.pick(delta.deployment_id)
+            key = keys.usage_shard_key(delta.deployment_id, delta.minute, shard)
+            await self._add(key, counters, expires_at)
 
     # -- conditional writes ----------------------------------------------------
 

@@ -9,6 +9,7 @@ apart from it; ``DynamoStore`` inherits them and supplies the table.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Sequence
 from typing import Any
@@ -16,11 +17,12 @@ from typing import Any
 from edgeproxy.routing.snapshot import Health, Quota, QuotaStatus, Usage
 from edgeproxy.state import items, keys
 from edgeproxy.state.audit import AuditEntry
+from edgeproxy.state.counter_shards import summed
 from edgeproxy.state.dynamodb import conditions as cond
 from edgeproxy.state.dynamodb.dynamo_audit import DynamoAudit
 from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy.state.dynamodb.table import Table
-from edgeproxy.state.items import number, text
+from edgeproxy.state.items import Item, number, text
 
 # Two health-job runs must not let an earlier minute overwrite a later one, nor run one minute twice.
 OLDER_MINUTE = "attribute_not_exists(#minute) OR #minute < :minute"
@@ -37,27 +39,44 @@ class DynamoAdmin(DynamoAudit):
     _schema: TableSchema
 
     async def read_usage(
-        self, deployment_id: str, first_minute: int, last_minute: int
+        self, deployment_id: str, first_minute: int, last_minute: int, shards: int = 1
     ) -> list[Usage]:
-        """Usage buckets of one deployment in ``[first_minute, last_minute]``, oldest first."""
+        """Usage buckets of one deployment in ``[first_minute, last_minute]``, oldest first.
+
+        A sharded deployment's buckets are one Query per shard (in parallel), summed per minute.
+        """
+        found = await asyncio.gather(
+            *(
+                self._query_usage(keys.usage_shard_pk(deployment_id, s), first_minute, last_minute)
+                for s in range(max(1, shards))
+            )
+        )
+        by_minute: dict[int, list[Item]] = {}
+        for item in (i for part in found for i in part):
+            by_minute.setdefault(keys.minute_of(item[self._schema.sk]["S"]), []).append(item)
+        return [
+            items.usage_from(deployment_id, minute, summed(parts, self._schema.ttl) or {})
+            for minute, parts in sorted(by_minute.items())
+        ]
+
+    async def _query_usage(self, pk: str, first_minute: int, last_minute: int) -> list[Item]:
+        """Every usage item of one partition in ``[first_minute, last_minute]``."""
         query: dict[str, Any] = {
             "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :first AND :last",
             "ExpressionAttributeNames": {"#pk": self._schema.pk, "#sk": self._schema.sk},
             "ExpressionAttributeValues": {
-                ":pk": text(keys.deployment_pk(deployment_id)),
+                ":pk": text(pk),
                 ":first": text(keys.usage_sk(first_minute)),
                 ":last": text(keys.usage_sk(last_minute)),
             },
             "ConsistentRead": True,
         }
-        buckets: list[Usage] = []
+        found: list[Item] = []
         while True:
             response = await self._table.call("query", **query)
-            for item in response.get("Items", []):
-                minute = keys.minute_of(item[self._schema.sk]["S"])
-                buckets.append(items.usage_from(deployment_id, minute, item))
+            found.extend(response.get("Items", []))
             if "LastEvaluatedKey" not in response:
-                return buckets
+                return found
             query["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
     async def bump_pool_generation(self, pool: str) -> int:

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 
 from edgeproxy.routing.snapshot import PoolSnapshot
 from edgeproxy.state import items, keys
+from edgeproxy.state.counter_shards import ShardCounts
 from edgeproxy.state.dynamodb import pool_read
 from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy.state.dynamodb.table import Table
@@ -41,6 +42,7 @@ class DynamoReads:
 
     _table: Table
     _schema: TableSchema
+    _shards: ShardCounts
 
     async def read_pool(self, request: SnapshotRequest) -> PoolSnapshot:
         """Circuits, the usage buckets asked for, health, capacity, binding, generation, quotas.
@@ -52,6 +54,9 @@ class DynamoReads:
 
     async def read_pools(self, requests: Sequence[SnapshotRequest]) -> list[PoolSnapshot]:
         """Several requests' snapshots from one (eventually consistent) read of their keys."""
+        for request in requests:  # what a later outcome write of these deployments spreads over
+            for deployment_id in request.deployment_ids:
+                self._shards.note(deployment_id, request.shards_of(deployment_id))
         found = await self._table.batch_get(
             (k for r in requests for k in pool_read.wanted(r)), consistent=False
         )

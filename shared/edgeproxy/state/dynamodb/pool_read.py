@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from edgeproxy.routing.snapshot import PoolSnapshot
 from edgeproxy.state import items, keys
+from edgeproxy.state.counter_shards import summed
 from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy.state.items import Item
 from edgeproxy.state.key_items import key_usage_from
@@ -35,7 +36,12 @@ def wanted(request: SnapshotRequest) -> list[keys.Key]:
     deps = list(request.deployment_ids)
     found = [keys.circuit_key(d) for d in deps]
     found += [keys.health_key(d) for d in deps]
-    found += [keys.usage_key(d, m) for d in counted(request) for m in minutes(request)]
+    found += [
+        k
+        for d in counted(request)
+        for m in minutes(request)
+        for k in keys.usage_shard_keys(d, m, request.shards_of(d))
+    ]
     found += [keys.capacity_key(d) for d in request.domains]
     found += [keys.quota_key(c) for c in request.credentials]
     if request.binding is not None:
@@ -47,6 +53,14 @@ def wanted(request: SnapshotRequest) -> list[keys.Key]:
             keys.key_spend_key(request.key_id),
         ]
     return found
+
+
+def _bucket(
+    found: dict[keys.Key, Item], deployment_id: str, minute: int, shards: int, schema: TableSchema
+) -> Item | None:
+    """One minute bucket: its shard items summed (None: no shard was found)."""
+    parts = [found[k] for k in keys.usage_shard_keys(deployment_id, minute, shards) if k in found]
+    return summed(parts, schema.ttl)
 
 
 def snapshot(
@@ -75,9 +89,9 @@ def snapshot(
         },
         usage={
             d: [
-                items.usage_from(d, m, found[k])
+                items.usage_from(d, m, bucket)
                 for m in minutes(request)
-                if (k := keys.usage_key(d, m)) in found
+                if (bucket := _bucket(found, d, m, request.shards_of(d), schema)) is not None
             ]
             for d in counted(request)
         },

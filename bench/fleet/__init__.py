@@ -1,0 +1,7 @@
+"""The fleet simulator (``make simulate``): many one-request-at-a-time instances on one table.
+
+``capacity``: a DynamoDB capacity model (per-partition read and write units,
+the 400 KB item limit, split for heat); ``engine``: virtual instances on it in
+virtual time; ``moto_fleet``: real instances on the embedded store in real
+time; ``report``: the Markdown report and its plots; ``run``: the command.
+"""
