@@ -41,6 +41,8 @@ CHILD = Path(__file__).with_name("built_child.py")
 FULL_VCPU_MB = 1769  # Lambda: one vCPU at 1769 MB, CPU in proportion below
 SIZES_MB = (256, 512, 1024)
 WARM_EVENTS = 50
+# What the first chat event must not import (edgeproxy/aws_session.py, runtime.DeferredBedrock).
+DEFERRED = ("aioboto3", "botocore.session", "edgeproxy.upstream.bedrock", "yaml")
 
 
 def build(work: Path) -> Path:
@@ -105,6 +107,7 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
         r["memory_after_events_mib"]["VmRSS"] for r in runs
     )
     out["modules"] = len(runs[-1]["modules"])
+    out["deferred_loaded"] = sorted(set(runs[-1]["modules"]) & set(DEFERRED))
     out["repeats"] = len(runs)
     out["shares"] = shares(out["import_cpu_s"] + out["first_event_cpu_s"], out["warm_cpu_s"])
     return out
