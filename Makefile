@@ -92,11 +92,13 @@ $(LITELLM_STAMP):
 	rm -f $(LITELLM_VENV)/.installed-*
 	touch $(LITELLM_STAMP)
 
-## Side by side: direct, a bare pass-through, LiteLLM (in-memory, + Redis), edgeproxy (embedded, stub store).
+## Side by side: direct, a bare pass-through, LiteLLM (in-memory, + Redis), edgeproxy (embedded, stub store),
+## and the sam-built ProxyFunction (cold start, warm CPU; bench/built.py).
 ## The two venvs install side by side (-j2): a fresh clone's first run stays under 15 minutes.
 bench-compare:
-	$(MAKE) --no-print-directory -j2 $(STAMP) $(LITELLM_STAMP)
-	LITELLM_VERSION=$(LITELLM_VERSION) LITELLM_VENV=$(LITELLM_VENV) $(BIN)/python bench/compare.py
+	$(MAKE) --no-print-directory -j2 $(STAMP) $(LITELLM_STAMP) $(SAM_STAMP)
+	EDGEPROXY_SAM=$(SAM) LITELLM_VERSION=$(LITELLM_VERSION) LITELLM_VENV=$(LITELLM_VENV) \
+	  $(BIN)/python bench/compare.py
 
 ## Build the deployable artifact (.aws-sam/build) for the template's architecture (arm64).
 ## sam needs python3.12: found on PATH or among pyenv's versions, else make stops saying so.

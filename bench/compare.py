@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # run as a script: make the bench package importable
 
-from bench import client, coldstart, compare_report, contenders, wrk  # noqa: E402
+from bench import built, client, coldstart, compare_report, contenders, wrk  # noqa: E402
 from bench.harness import _sample_stats  # noqa: E402
 from bench.processes import Stack, spawn, stop, tree_cpu_seconds, tree_rss_mib  # noqa: E402
 from bench.workloads import Call, chat  # noqa: E402
@@ -212,6 +212,11 @@ def run(plan: argparse.Namespace, tool: str | None) -> dict[str, Any]:
         results["cold_start"] = coldstart.cold_start(
             embedded.stack.store_url, embedded.stack.table, plan.cold_repeats
         )
+    if not plan.no_built:
+        print("the sam-built proxy function: cold start and warm CPU", flush=True)
+        with tempfile.TemporaryDirectory() as work:
+            build_dir = plan.build_dir or built.build(Path(work))
+            results["built"] = built.measure(build_dir, plan.cold_repeats * 2 + 1)
     return results
 
 
@@ -254,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=4.0)
     parser.add_argument("--no-litellm", action="store_true", help="skip LiteLLM and Redis")
+    parser.add_argument("--build-dir", type=Path, help="a sam build to measure (default: build)")
+    parser.add_argument("--no-built", action="store_true", help="skip the sam-built function")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     plan = parser.parse_args(argv)
     if plan.quick:
@@ -271,7 +278,9 @@ def main(argv: list[str] | None = None) -> int:
     results = run(plan, tool)
     results["meta"] = _meta(plan, tool, started_at)
     rows = compare_report.figures(results)
-    goals = compare_report.targets(rows, results["cold_start"]["cold_start_s"])
+    goals = compare_report.targets(
+        rows, results["cold_start"]["cold_start_s"], results.get("built")
+    )
     text = compare_report.markdown(results, rows, goals)
     print()
     print(text)

@@ -149,9 +149,15 @@ def table(rows: dict[str, dict[str, float]]) -> list[str]:
     return lines
 
 
-def targets(rows: dict[str, dict[str, float]], cold_start_s: float) -> list[dict[str, Any]]:
-    """The issue's targets with the measured figure and PASS/MISS (missing: MISS)."""
+def targets(
+    rows: dict[str, dict[str, float]], cold_start_s: float, built: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """The issue's targets with the measured figure and PASS/MISS (missing: MISS).
+
+    ``built``: ``bench.built``'s summary of the sam-built proxy function, if measured.
+    """
     nan = math.nan
+    built = built or {}
     lite = rows.get(LITELLM, {})
     floor = rows.get(FLOOR, {})
     stub = rows.get("edgeproxy_stub", {})
@@ -174,6 +180,8 @@ def targets(rows: dict[str, dict[str, float]], cold_start_s: float) -> list[dict
         ("embedded: store calls per request, c=32", get(emb, "store_calls_c32"), "<=", 0.5),
         ("Lambda handler cold start (s)", cold_start_s, "<=", 0.8),
         ("edgeproxy gateway RSS after load (MiB)", get(emb, "gateway_rss_mib"), "<=", 150.0),
+        ("built ProxyFunction cold start (s)", built.get("cold_start_s", nan), "<=", 0.5),
+        ("built ProxyFunction CPU per warm invocation (ms)", built.get("warm_cpu_s", nan) * 1000, "<=", 3.0),
     ]  # fmt: skip
     out = []
     for name, value, rule, limit in checks:
@@ -203,6 +211,7 @@ def markdown(results: dict[str, Any], rows: dict[str, dict[str, float]], goals: 
         f"{_f(cold.get('cold_start_s', math.nan), 3)} s; edgeproxy gateway process RSS after "
         f"load: {_f(rows.get('edgeproxy', {}).get('gateway_rss_mib', math.nan))} MiB.",
         "",
+        *built_lines(results.get("built")),
         "## Targets",
         "",
         "| target | measured | rule | result |",
@@ -214,3 +223,33 @@ def markdown(results: dict[str, Any], rows: dict[str, dict[str, float]], goals: 
         ],
     ]
     return "\n".join(lines) + "\n"
+
+
+def built_lines(built: dict[str, Any] | None) -> list[str]:
+    """The sam-built proxy function's section (``bench.built``): cold start, warm CPU, sizes."""
+    if not built:
+        return []
+    return [
+        "## The sam-built ProxyFunction (fresh `python3.12 -I -S -B`, stub store)",
+        "",
+        f"- cold start (spawn to first answer): {_f(built['cold_start_s'], 3)} s median of "
+        f"{built['repeats']} (range {_f(built['cold_start_range_s'][0], 3)}-"
+        f"{_f(built['cold_start_range_s'][1], 3)}); import {_f(built['import_init_s'], 3)} s, "
+        f"first event {_f(built['first_event_s'], 3)} s; {built['modules']} modules",
+        f"- CPU: import {_f(built['import_cpu_s'] * 1000)} ms, first event "
+        f"{_f(built['first_event_cpu_s'] * 1000)} ms, warm invocation "
+        f"{_f(built['warm_cpu_s'] * 1000, 2)} ms (wall {_f(built['warm_wall_s'] * 1000, 2)} ms); "
+        f"RSS after the events {_f(built['rss_after_events_mib'])} MiB",
+        "",
+        "| memory (MB) | CPU share | cold CPU-bound (s) | warm CPU-bound (ms) |",
+        "|---:|---:|---:|---:|",
+        *[
+            f"| {size} | {row['share']:.3f} | {_f(row['cold_cpu_s'], 2)} | "
+            f"{_f(row['warm_cpu_ms'], 1)} |"
+            for size, row in built["shares"].items()
+        ],
+        "",
+        "Modelled: measured CPU / share (Lambda: 1769 MB = 1 vCPU); waiting on the store "
+        "and the upstream does not shrink with memory.",
+        "",
+    ]

@@ -7,15 +7,13 @@ execution environment) and the local runner (uvicorn).
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import random
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-import aioboto3
-
+from edgeproxy.aws_session import DeferredSession
 from edgeproxy.service.config_cache import ConfigCache
 from edgeproxy.service.credentials import CredentialResolver
 from edgeproxy.service.gateway import Gateway
@@ -35,8 +33,12 @@ from edgeproxy.state.dynamodb.dynamo_usage import DynamoUsageLog
 from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy.state.dynamodb.table import BoundedClient
 from edgeproxy.state.secrets import AwsSecrets
-from edgeproxy.upstream.bedrock import BedrockClient
+from edgeproxy.upstream.call import UpstreamCall, UpstreamResponse
 from edgeproxy.upstream.client import UpstreamClient, make_http_client
+
+if TYPE_CHECKING:
+    from edgeproxy.upstream.bedrock import BedrockClient
+    from edgeproxy.upstream.stream import UpstreamStream
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +60,33 @@ def warn_about_auth(settings: Settings) -> None:
         )
 
 
+class DeferredBedrock:
+    """``BedrockClient`` made on the first Bedrock call: its module (botocore's config and
+    event stream) stays unimported by processes that have no Bedrock deployment."""
+
+    def __init__(self, session: Any, region: str | None, clock: Callable[[], float]) -> None:
+        self._args = (session, region, clock)
+        self._client: BedrockClient | None = None
+
+    def client(self) -> BedrockClient:
+        if self._client is None:
+            from edgeproxy.upstream.bedrock import BedrockClient
+
+            session, region, clock = self._args
+            self._client = BedrockClient(session, default_region=region, clock=clock)
+        return self._client
+
+    async def send(self, call: UpstreamCall) -> UpstreamResponse:
+        return await self.client().send(call)
+
+    async def open_stream(self, call: UpstreamCall) -> UpstreamStream:
+        return await self.client().open_stream(call)
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+
+
 async def open_store(
     settings: Settings, stack: contextlib.AsyncExitStack, session: Any | None = None
 ) -> DynamoStore:
@@ -71,7 +100,7 @@ async def open_store(
     connection), and ``BoundedClient`` ends any call, retries included, after
     the budget (``EDGEPROXY_STORE_TIMEOUT_SECONDS``).
     """
-    session = session or aioboto3.Session()
+    session = session or DeferredSession()
     budget = settings.store_timeout_seconds
     client = await DynamoClient.open(
         session,
@@ -90,7 +119,11 @@ def open_credentials(
     settings: Settings, stack: contextlib.AsyncExitStack, session: Any
 ) -> CredentialResolver:
     """A resolver for ``env:``, ``ssm:`` and ``secretsmanager:`` references (clients on first use)."""
-    secrets = AwsSecrets(functools.partial(session.client, region_name=settings.region), stack)
+
+    def opener(service: str) -> Any:  # session.client on first use: a deferred session stays so
+        return session.client(service, region_name=settings.region)
+
+    secrets = AwsSecrets(opener, stack)
     return CredentialResolver(
         settings.environ,
         ssm=secrets.parameter,
@@ -119,7 +152,7 @@ async def build_gateway(
     >>> gateway = await build_gateway(Settings.from_env())  # doctest: +SKIP
     """
     stack = contextlib.AsyncExitStack()
-    session = session or aioboto3.Session()
+    session = session or DeferredSession()
     store = await open_store(settings, stack, session)
     # The request path's reads and counters (single-flight reads; counters flushed
     # per window). Registered after the store: its last flush runs before the client closes.
@@ -132,7 +165,7 @@ async def build_gateway(
     stack.push_async_callback(http.aclose)
     credentials = open_credentials(settings, stack, session)
     # Bedrock deployments sign with this session's credentials (the function's role).
-    bedrock = BedrockClient(session, default_region=settings.region, clock=clock)
+    bedrock = cast("BedrockClient", DeferredBedrock(session, settings.region, clock))
     stack.push_async_callback(bedrock.aclose)
     telemetry = telemetry or NoTelemetry()
     tracer = tracer or tracer_for(settings)

@@ -11,7 +11,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from edgeproxy.config.entry_rules import entry_problems
@@ -65,6 +64,8 @@ def load_config_file(path: str | Path) -> GatewayConfig:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    import yaml  # files only: the stored configuration is JSON (cold start)
+
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

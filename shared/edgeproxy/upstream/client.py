@@ -13,7 +13,7 @@ import asyncio
 import time
 from collections.abc import Callable, Sequence
 from http.cookiejar import CookieJar, DefaultCookiePolicy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -25,7 +25,6 @@ from edgeproxy.routing.faults import FaultKind
 from edgeproxy.upstream.adapter import Adapter, Prepared, wants_usage
 from edgeproxy.upstream.anthropic import AnthropicAdapter, count_tokens_request
 from edgeproxy.upstream.azure import AzureAdapter
-from edgeproxy.upstream.bedrock import BedrockClient
 from edgeproxy.upstream.call import UpstreamCall, UpstreamResponse, Usage
 from edgeproxy.upstream.errors import (
     BODY,
@@ -45,6 +44,8 @@ from edgeproxy.upstream.openai import OpenAIAdapter, parse_json_object
 from edgeproxy.upstream.stream import UpstreamStream
 from edgeproxy.upstream.transport import AiohttpTransport
 
+if TYPE_CHECKING:
+    from edgeproxy.upstream.bedrock import BedrockClient  # built on first use (runtime.py)
 USER_AGENT = "edgeproxy/0.1"
 # A black-holed host is a connection failure, not a slow model: give up on the
 # TCP/TLS handshake sooner than on the answer (the OpenAI SDK uses 5 s).

@@ -6,6 +6,8 @@ import json
 import math
 from typing import Any
 
+import pytest
+from bench.built import shares
 from bench.compare_report import figures, markdown, ratio, table, targets
 from bench.contenders import litellm_config
 from bench.store_server import units
@@ -95,3 +97,29 @@ def test_litellm_config_points_at_the_loopback_mock_and_redis_only_when_asked() 
     assert "api_base: http://127.0.0.1:4000/v1" in plain
     assert "redis" not in plain
     assert "redis_port: 6390" in litellm_config(4000, 6390)
+
+
+BUILT: dict[str, Any] = {
+    **{"cold_start_s": 0.45, "cold_start_range_s": [0.42, 0.61], "import_init_s": 0.3},
+    **{"first_event_s": 0.1, "modules": 680, "import_cpu_s": 0.28, "first_event_cpu_s": 0.06},
+    **{"warm_cpu_s": 0.0035, "warm_wall_s": 0.006, "rss_after_events_mib": 56.0, "repeats": 7},
+    "shares": shares(0.34, 0.0035),
+}
+
+
+def test_the_built_function_has_its_rows_and_targets() -> None:
+    goals = {g["target"]: g for g in targets(figures(RESULTS), 0.7, BUILT)}
+    assert goals["built ProxyFunction cold start (s)"]["pass"]  # 0.45 <= 0.5
+    assert not goals["built ProxyFunction CPU per warm invocation (ms)"]["pass"]  # 3.5 > 3
+    page = markdown({**RESULTS, "built": BUILT}, figures(RESULTS), list(goals.values()))
+    assert "0.450 s median of 7 (range 0.420-0.610)" in page
+    assert "| 512 | 0.289 | 1.17 | 12.1 |" in page  # 0.34 s / (512/1769); 3.5 ms / 0.289
+    no_built = {g["target"]: g for g in targets(figures(RESULTS), 0.7)}
+    assert not no_built["built ProxyFunction cold start (s)"]["pass"]  # not measured: a miss
+
+
+def test_cpu_shares_are_in_proportion_to_memory_up_to_one_vcpu() -> None:
+    modelled = shares(1.0, 0.001)
+    assert modelled["1024"]["share"] == round(1024 / 1769, 3)
+    assert modelled["256"]["cold_cpu_s"] == pytest.approx(1769 / 256)
+    assert shares(1.0, 0.001).keys() == {"256", "512", "1024"}

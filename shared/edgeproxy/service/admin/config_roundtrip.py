@@ -17,8 +17,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from edgeproxy.config.loader import from_document, parse_config, to_document
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import ConfigError, VersionConflict
@@ -57,6 +55,8 @@ def export_text(document: Document, version: int, source: str) -> str:
         f"# {BASE_MARK} {version}\n"
         "# Secrets are redacted as [redacted]: loading this file keeps the stored values.\n"
     )
+    import yaml  # the admin export only: a cold start does not pay for it
+
     return header + yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
 
 

@@ -1,0 +1,152 @@
+"""The artifact ``sam build`` produced, run as Lambda runs it: cold start and warm CPU.
+
+    .venv/bin/python -m bench.built [--build-dir .aws-sam/build] [--repeats 7]
+
+Each repeat is a fresh ``python3.12 -I -S -B`` (``bench/built_child.py``) with
+only the built ProxyFunction and SharedLayer on ``sys.path``: it imports
+``app``, serves ``events/chat.json`` (the first event builds the clients and
+reads the configuration) and then warm events, against the bench's instant
+stub store (``bench.store_server --stub``, armed) and mock upstream. Without
+``--build-dir`` it runs ``sam build`` first (``tests/handlers/artifact.py``:
+this machine's architecture, about a minute). Figures are medians over the
+fresh processes; the machine is shared, so compare runs of the same moment.
+
+Lambda gives CPU in proportion to memory (1769 MB is one vCPU): ``shares``
+models a request's CPU-bound time at a memory size as measured CPU / share.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))  # run as a script: make the bench package importable
+
+from bench.coldstart import lambda_env  # noqa: E402
+from bench.processes import Stack  # noqa: E402
+from bench.workloads import CLIENT_KEY  # noqa: E402
+
+CHILD = Path(__file__).with_name("built_child.py")
+FULL_VCPU_MB = 1769  # Lambda: one vCPU at 1769 MB, CPU in proportion below
+SIZES_MB = (256, 512, 1024)
+WARM_EVENTS = 50
+# What the first chat event must not import (edgeproxy/aws_session.py, runtime.DeferredBedrock).
+DEFERRED = ("aioboto3", "botocore.session", "edgeproxy.upstream.bedrock", "yaml")
+
+
+def build(work: Path) -> Path:
+    """``sam build`` of this checkout (for this machine's architecture) under ``work``."""
+    from tests.handlers import artifact  # only when asked to build
+
+    return artifact.build(work)
+
+
+def fresh_runs(build_dir: Path, store_url: str, table: str, repeats: int) -> list[dict[str, Any]]:
+    """``repeats`` fresh processes of the built proxy function; their raw timings."""
+    from tests.handlers.artifact import lambda_python
+
+    python = lambda_python()
+    event = json.loads((ROOT / "events/chat.json").read_text())
+    event["headers"]["authorization"] = f"Bearer {CLIENT_KEY}"
+    runs = []
+    with tempfile.TemporaryDirectory() as work:
+        event_path = Path(work) / "event.json"
+        event_path.write_text(json.dumps(event))
+        for index in range(repeats):
+            out = Path(work) / f"run{index}.json"
+            spawned = time.monotonic()
+            subprocess.run(  # noqa: S603 - our own child script
+                [
+                    *(str(python), "-I", "-S", "-B", str(CHILD)),
+                    *(str(build_dir / "ProxyFunction"), str(build_dir / "SharedLayer" / "python")),
+                    *(str(event_path), str(out), str(WARM_EVENTS)),
+                ],
+                env=lambda_env(store_url, table),
+                stdout=subprocess.DEVNULL,
+                check=True,
+                timeout=120,
+            )
+            data = json.loads(out.read_text())
+            data["interpreter_s"] = data["started"] - spawned
+            data["import_init_s"] = data["imported"] - data["started"]
+            data["first_event_s"] = data["first_event_done"] - data["imported"]
+            data["cold_start_s"] = data["first_event_done"] - spawned
+            runs.append(data)
+    return runs
+
+
+def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Medians of the fresh runs, and the modelled time per memory size."""
+    keys = (
+        "interpreter_s",
+        "import_init_s",
+        "first_event_s",
+        "cold_start_s",
+        "import_cpu_s",
+        "first_event_cpu_s",
+        "warm_wall_s",
+        "warm_cpu_s",
+    )
+    out: dict[str, Any] = {k: statistics.median(r[k] for r in runs) for k in keys}
+    out["cold_start_range_s"] = [
+        min(r["cold_start_s"] for r in runs),
+        max(r["cold_start_s"] for r in runs),
+    ]
+    out["rss_after_events_mib"] = statistics.median(
+        r["memory_after_events_mib"]["VmRSS"] for r in runs
+    )
+    out["modules"] = len(runs[-1]["modules"])
+    out["deferred_loaded"] = sorted(set(runs[-1]["modules"]) & set(DEFERRED))
+    out["repeats"] = len(runs)
+    out["shares"] = shares(out["import_cpu_s"] + out["first_event_cpu_s"], out["warm_cpu_s"])
+    return out
+
+
+def shares(cold_cpu_s: float, warm_cpu_s: float) -> dict[str, dict[str, float]]:
+    """CPU-bound seconds at each memory size: measured CPU / (size / 1769 MB), one vCPU at most."""
+    out = {}
+    for size in SIZES_MB:
+        share = min(1.0, size / FULL_VCPU_MB)
+        out[str(size)] = {
+            "share": round(share, 3),
+            "cold_cpu_s": cold_cpu_s / share,
+            "warm_cpu_ms": warm_cpu_s * 1000 / share,
+        }
+    return out
+
+
+def measure(build_dir: Path, repeats: int) -> dict[str, Any]:
+    """Start the stub store and mocks, arm the stub, run the fresh processes: the summary."""
+    table = f"bench-{uuid.uuid4().hex[:8]}"
+    with Stack.start(table, stub=True) as stack:
+        fresh_runs(build_dir, stack.store_url, table, 1)  # the store sees every read once
+        stack.arm_stub()
+        return summary(fresh_runs(build_dir, stack.store_url, table, repeats))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else None)
+    parser.add_argument("--build-dir", type=Path, help="an existing sam build directory")
+    parser.add_argument("--repeats", type=int, default=7)
+    plan = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as work:
+        build_dir = plan.build_dir or build(Path(work))
+        result = measure(build_dir, plan.repeats)
+    result["load_average"] = os.getloadavg()
+    print(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
