@@ -18,7 +18,8 @@ from tests.fixtures.clock import FleetClock
 from tests.fixtures.configs import config, deployment
 from tests.fixtures.table import TableView, wait_for
 
-REQUESTS = 400
+REQUESTS = 200
+EWMA_WARMUP = 30
 
 
 def run_job(endpoint: str, table: str, now: float) -> list[Health]:
@@ -63,9 +64,10 @@ def test_health_aware_without_traffic_splits_by_weight_after_a_job_run(
             )
             assert answer.status_code == 200
             served[answer.headers["x-edgeproxy-deployment"]] += 1
-    # Weighted random, 3:1 (a neutral 0.5 for both used to send all of it to "a").
+    # Weighted random, 3:1 (a neutral 0.5 for both used to send all of it to "a"): 0.75, with
+    # 4.9 standard deviations (0.031 at 200 requests) either side before a false alarm.
     share = served["a"] / REQUESTS
-    assert 0.65 <= share <= 0.85, served
+    assert 0.6 <= share <= 0.9, served
 
 
 def test_the_latency_ewma_replays_answers_in_the_order_they_finished(
@@ -85,12 +87,14 @@ def test_the_latency_ewma_replays_answers_in_the_order_they_finished(
     body = {"model": "fast-chat", "messages": [{"role": "user", "content": "hi"}]}
     with httpx.Client(base_url=gw.base_url, timeout=30) as client:
         # One after another, so each answer's latency is the upstream's, not a queue's.
-        for _ in range(99):
+        # 0.8 ** 30 < 0.001: after 30 answers the EWMA holds ~100 whatever it started at.
+        for _ in range(EWMA_WARMUP):
             assert client.post("/v1/chat/completions", json=body).status_code == 200
         upstream_a.set_faults([{"latency_ms": 1000}])
         assert client.post("/v1/chat/completions", json=body).status_code == 200
-    wait_for(lambda: table.successes("a"), lambda n: n == 100, "every answer counted")
+    answers = EWMA_WARMUP + 1
+    wait_for(lambda: table.successes("a"), lambda n: n == answers, "every answer counted")
     [health] = run_job(dynamo_endpoint, gateway_table, clock.now())
-    # 000's per-request EWMA: 0.8 * ~100 + 0.2 * ~1000 = ~280 (the minute's mean read 109).
+    # 000's per-request EWMA: 0.8 * ~100 + 0.2 * ~1000 = ~280 (the minute's mean reads 129).
     assert health.ewma_latency_ms is not None
     assert 250 <= health.ewma_latency_ms <= 330, health
