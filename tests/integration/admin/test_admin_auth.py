@@ -39,17 +39,18 @@ def test_every_admin_route_refuses_callers_without_an_admin_key(
     start_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream
 ) -> None:
     gw = start_gateway(two_deployments(upstream_a, upstream_b))
-    for case, headers, status in REFUSALS:
-        for route in admin_routes():
-            answer = httpx.request(
-                route.method,
-                gw.base_url + _path(route.path),
-                headers={**headers, "if-match": '"1"'},
-                json={"version": 1} if route.method in ("PUT", "POST", "PATCH") else None,
-                timeout=10,
-            )
-            where = f"{case}: {route.method} {route.path}: {answer.text}"
-            assert answer.status_code == status, where
-            error = answer.json()["error"]
-            assert set(error) == {"message", "type", "param", "code"}, where
-            assert error["code"] == ("permission_denied" if status == 403 else "invalid_api_key")
+    with httpx.Client(base_url=gw.base_url, timeout=10) as client:
+        for case, headers, status in REFUSALS:
+            for route in admin_routes():
+                answer = client.request(
+                    route.method,
+                    _path(route.path),
+                    headers={**headers, "if-match": '"1"'},
+                    json={"version": 1} if route.method in ("PUT", "POST", "PATCH") else None,
+                )
+                where = f"{case}: {route.method} {route.path}: {answer.text}"
+                assert answer.status_code == status, where
+                error = answer.json()["error"]
+                assert set(error) == {"message", "type", "param", "code"}, where
+                code = "permission_denied" if status == 403 else "invalid_api_key"
+                assert error["code"] == code, where
