@@ -45,7 +45,7 @@ def test_the_api_invokes_the_live_alias_of_one_version_with_snapstart_as_set(
 ) -> None:
     assert {o["SnapStart"] for o, _ in stacks} == {"off", "on"}
     for overrides, resources in stacks:
-        (version_id, version), = _of_type(resources, "AWS::Lambda::Version").items()
+        ((version_id, version),) = _of_type(resources, "AWS::Lambda::Version").items()
         assert version["Properties"]["FunctionName"] == {"Ref": "ProxyFunction"}
         # Replaced, not kept: a kept SnapStart version keeps a billed snapshot.
         assert version["DeletionPolicy"] == "Delete"
