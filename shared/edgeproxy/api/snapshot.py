@@ -17,7 +17,8 @@ Python runtime; absent elsewhere, and then nothing is registered):
   environment restored from it.
 - after a restore, :func:`restored` reseeds the ``random`` module (its state
   is in the snapshot, so every restore would draw the same numbers: retry
-  jitter in the store client and the libraries') and drops a gateway built
+  jitter in the store client, OpenTelemetry's trace and span ids, the
+  libraries' choices) and drops a gateway built
   before the snapshot, with its connection pools, cached credentials and
   ``random.Random``. Normally there is none: the gateway is built by the
   first invocation, which comes after the restore and seeds its own
