@@ -39,7 +39,11 @@ PSEUDO_PARAMETERS = {
     "AWS::URLSuffix": "amazonaws.com",
     "AWS::NotificationARNs": [],
 }
-# Every combination of the parameters that switch resources or statements on and off.
+# The parameters that switch resources or statements on and off, each with its
+# values (the default first). The first three run in every combination; each
+# parameter of PAIRED takes the value its two named parameters' positions give
+# when XORed, so the same eight transforms hold every pair of values of any two
+# of the five parameters (a 2^(5-2) design) instead of 32.
 COMBINATIONS: dict[str, list[str]] = {
     "AuthMode": ["keys", "iam"],
     "BedrockModelArns": [
@@ -47,6 +51,12 @@ COMBINATIONS: dict[str, list[str]] = {
         f"arn:aws:bedrock:{REGION}::foundation-model/amazon.nova-pro-v1:0",
     ],
     "AlarmTopicArn": ["", f"arn:aws:sns:{REGION}:{ACCOUNT}:edgeproxy-alarms"],
+    "SnapStart": ["off", "on"],
+    "XRayTracing": ["off", "on"],
+}
+PAIRED: dict[str, tuple[str, str]] = {
+    "SnapStart": ("AuthMode", "BedrockModelArns"),
+    "XRayTracing": ("BedrockModelArns", "AlarmTopicArn"),
 }
 _CODE_PROPERTIES = {
     "AWS::Serverless::Function": "CodeUri",
@@ -62,10 +72,18 @@ class _NoManagedPolicies:
 
 
 def parameter_combinations() -> Iterator[dict[str, str]]:
-    """Each combination of :data:`COMBINATIONS`, as parameter overrides."""
-    names = list(COMBINATIONS)
-    for values in itertools.product(*(COMBINATIONS[n] for n in names)):
-        yield dict(zip(names, values, strict=True))
+    """Every combination of the free parameters of :data:`COMBINATIONS`, with the
+    :data:`PAIRED` ones derived, as parameter overrides.
+
+    >>> [(o["AuthMode"], o["SnapStart"]) for o in parameter_combinations()][::2]
+    [('keys', 'off'), ('keys', 'on'), ('iam', 'on'), ('iam', 'off')]
+    """
+    free = [n for n in COMBINATIONS if n not in PAIRED]
+    for positions in itertools.product(*(range(len(COMBINATIONS[n])) for n in free)):
+        at = dict(zip(free, positions, strict=True))
+        for name, (a, b) in PAIRED.items():
+            at[name] = at[a] ^ at[b]
+        yield {name: COMBINATIONS[name][at[name]] for name in COMBINATIONS}
 
 
 def packaged(template: Mapping[str, Any]) -> dict[str, Any]:

@@ -6,7 +6,8 @@ first invocation of an execution environment and reused by later ones
 and OTLP traces only when configured (``service/tracing/setup.py``): their
 SDKs cost cold start, so neither is imported otherwise. Pending spans are
 flushed before each invocation returns, since Lambda may freeze the
-environment right after.
+environment right after. With SnapStart, ``api/snapshot.py``'s hooks run
+around the snapshot of this init.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from mangum import Mangum
 
+from edgeproxy.api import snapshot
 from edgeproxy.api.app import create_app
 from edgeproxy.entrypoint import Entrypoint
 from edgeproxy.runtime import build_gateway
@@ -93,5 +95,6 @@ def build_handler(settings: Settings | None = None) -> Entrypoint:
     def close() -> None:
         asyncio.get_event_loop().run_until_complete(app.state.gateway.aclose())
 
+    snapshot.register(settings, close)  # SnapStart's hooks, where the runtime offers them
     inject = logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
     return Entrypoint(inject(invoke), close)
