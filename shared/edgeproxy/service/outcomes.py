@@ -58,8 +58,14 @@ class Outcomes:
     async def key_usage(
         self, key_id: str, minute: int | None, tokens: int, spend_usd: float, expires_at: float
     ) -> None:
-        """Count a key's usage on the path answers are counted on (a release: negative)."""
-        await self._store.record_key_usage(key_id, minute, tokens, spend_usd, expires_at)
+        """Count a key's usage on the path answers are counted on (a release: negative).
+
+        The same path as ``success``'s actual spend: a coalescing buffer flushes
+        one batch at a time, so the release never lands before the actual does
+        (straight to the store, it could: the spend read 0 between the two, and an
+        over-budget key was admitted into what looked like an empty budget).
+        """
+        await self._counters.record_key_usage(key_id, minute, tokens, spend_usd, expires_at)
 
     async def success(
         self,

@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 import random
 
+import pytest
+
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.router import CircuitSettings, StickySettings
 from edgeproxy.routing.faults import Fault, FaultKind
@@ -146,3 +148,21 @@ async def test_counters_go_to_the_sharing_buffer_and_circuits_to_the_store(
     assert shared.counters.pending == 1
     await shared.aclose()
     assert sum(u.failures for u in await store.read_usage("d1", minute, minute)) == 1
+
+
+async def test_a_keys_release_waits_for_the_buffer_its_actual_spend_is_in(
+    store: DynamoStore,
+) -> None:
+    # The actual spend of an answer goes through the coalescing buffer; the release of the
+    # reservation must too. Straight to the store, it landed first: the key's spend read 0
+    # in between, and an over-budget key was admitted into what looked like an empty budget.
+    shared = CoalescingStore(store, 3600.0)  # a window that only the shutdown ends
+    outcomes = Outcomes(store, lambda: NOW, random.Random(1), NoTelemetry(), counters=shared)
+    expires = NOW + 3600
+    assert await store.reserve_key_spend("k1", 100, 0.25, budget_usd=0.001)  # an empty budget
+    await shared.record_key_usage("k1", None, 10, 0.016, expires)  # the answer's actual spend
+    await outcomes.key_usage("k1", None, -100, -0.25, expires)  # the reservation's release
+    minute = int(NOW // 60)
+    assert (await store.read_key_usage("k1", minute)).spend_usd == 0.25  # neither landed yet
+    await shared.aclose()
+    assert (await store.read_key_usage("k1", minute)).spend_usd == pytest.approx(0.016)
