@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures import leaks
+from tests.fixtures import leaks, tls
 
 pytest_plugins = [
     "tests.fixtures.secrets",  # first: the gateway fixtures import it
@@ -32,6 +32,7 @@ MIN_LOG_LINES = 100
 
 def pytest_configure(config: pytest.Config) -> None:
     leaks.install()
+    tls.install()
 
 
 @pytest.fixture(autouse=True)
