@@ -326,7 +326,12 @@ def test_the_listing_shows_limits_spend_expiry_and_status(gateway: Any, clock: F
     remember(admin(gateway, "POST", f"/admin/keys/{rotating['id']}/rotate").json()["key"])
     assert ask(gateway, expiring["key"])
     clock.advance(61)
-    listed = {k["name"]: k for k in admin(gateway, "GET", "/admin/keys").json()["data"]}
+
+    def listing() -> dict[str, Any]:
+        return {k["name"]: k for k in admin(gateway, "GET", "/admin/keys").json()["data"]}
+
+    # The answer's spend is counted after it was sent (a coalesced write): wait for it.
+    listed = wait_for(listing, lambda keys: keys["expiring"]["spend_usd"] > 0, "spend counted")
     assert {n: k["status"] for n, k in listed.items()} == {
         "limited": "active",
         "expiring": "expired",

@@ -8,7 +8,7 @@ from __future__ import annotations
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.clock import FleetClock
 from tests.fixtures.configs import config, deployment
-from tests.fixtures.table import TableView
+from tests.fixtures.table import TableView, wait_for
 from tests.integration.resilience.helpers import (
     deployment_status,
     keys,
@@ -24,6 +24,15 @@ def _end_cooldown(clock: FleetClock, base_url: str, model: str, dep: str) -> Non
     assert status["status"] == "cooldown"
     clock.advance(status["retry_after_ms"] / 1000 + 0.01)
     assert deployment_status(base_url, model)[dep]["status"] == "half_open"
+
+
+def _wait_until_available(base_url: str, model: str, dep: str) -> None:
+    """Until the probe's success (written after its answer went out) closed the circuit."""
+    wait_for(
+        lambda: deployment_status(base_url, model)[dep]["status"],
+        lambda status: status == "available",
+        f"{dep}'s circuit closed by its probe",
+    )
 
 
 def test_circuit_opens_blocks_probes_once_and_closes(
@@ -64,8 +73,9 @@ def test_circuit_opens_blocks_probes_once_and_closes(
     assert probe.status_code == 200
     [attempt] = probe.json()["unified_routing"]["attempts"]
     assert attempt["probe"] is True
-    # The probe's success closed the circuit; later requests are ordinary.
-    assert deployment_status(gw.base_url, "fast-chat")["a"]["status"] == "available"
+    # The probe's success closes the circuit (recorded after the answer was sent); later
+    # requests are ordinary.
+    _wait_until_available(gw.base_url, "fast-chat", "a")
     after = post_chat(gw.base_url, "fast-chat", metadata=True)
     assert after.json()["unified_routing"]["attempts"][0]["probe"] is False
     assert len(model_requests(upstream_a)) == 2
@@ -149,6 +159,8 @@ def test_primary_down_for_a_while_then_back(
         routing = answer.json()["unified_routing"]
         assert (routing["deployment"], routing["fallback_used"]) == ("primary", False)
         assert routing["attempts"][0]["probe"] is expected_probe
+        if expected_probe:  # until its success is recorded, the lease sends others elsewhere
+            _wait_until_available(gw.base_url, "main-chat", "primary")
     assert len(model_requests(upstream_a)) == 5
     assert len(model_requests(upstream_b)) == 4
 
