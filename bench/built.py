@@ -41,8 +41,15 @@ CHILD = Path(__file__).with_name("built_child.py")
 FULL_VCPU_MB = 1769  # Lambda: one vCPU at 1769 MB, CPU in proportion below
 SIZES_MB = (256, 512, 1024)
 WARM_EVENTS = 50
-# What the first chat event must not import (edgeproxy/aws_session.py, runtime.DeferredBedrock).
-DEFERRED = ("aioboto3", "botocore.session", "edgeproxy.upstream.bedrock", "yaml")
+# What the first chat event must not import (edgeproxy/aws_session.py, runtime.DeferredBedrock,
+# api/deferred.py).
+DEFERRED = (
+    "aioboto3",
+    "botocore.session",
+    "edgeproxy.upstream.bedrock",
+    "yaml",
+    "edgeproxy.api.admin.routes",
+)
 
 
 def build(work: Path) -> Path:

@@ -57,12 +57,14 @@ def test_the_real_session_is_made_only_when_the_environment_is_not_enough() -> N
 
 def test_the_handler_imports_no_aws_session_nor_bedrock_before_it_needs_them() -> None:
     """Importing the Lambda handler and building it must not import aioboto3, botocore's
-    session, the Bedrock modules or yaml (files and exports only): the cold start's largest
-    imports the first request does not need."""
+    session, the Bedrock modules, yaml (files and exports only) or the admin API (imported on
+    the first request under /admin): the cold start's largest imports the first request
+    does not need."""
     code = (
         "import sys; from edgeproxy.api.handler import build_handler; build_handler(); "
         "print(' '.join(sorted(m for m in sys.modules if m.startswith(("
-        "'aioboto3', 'aiobotocore', 'boto3', 'botocore.session', 'edgeproxy.upstream.bedrock', 'yaml')))))"
+        "'aioboto3', 'aiobotocore', 'boto3', 'botocore.session', 'edgeproxy.upstream.bedrock', "
+        "'yaml', 'edgeproxy.api.admin')))))"
     )
     env = {"AWS_REGION": "us-east-1", "EDGEPROXY_TABLE": "t", "PATH": "/usr/bin:/bin"}
     done = subprocess.run(  # noqa: S603 - our own interpreter

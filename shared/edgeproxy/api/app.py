@@ -13,12 +13,11 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from starlette.applications import Starlette
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from edgeproxy.api import aliases, endpoints
-from edgeproxy.api.admin import page as admin_page
-from edgeproxy.api.admin import routes as admin_routes
 from edgeproxy.api.codec import Codec
+from edgeproxy.api.deferred import DeferredRoutes
 from edgeproxy.api.errors import exception_handlers, guarded
 from edgeproxy.api.surfaces.messages import MESSAGES
 from edgeproxy.api.surfaces.openai import CHAT, COMPLETIONS, EMBEDDINGS
@@ -64,6 +63,13 @@ class LazyGateway:
             await gateway.aclose()
 
 
+def admin_api() -> list[BaseRoute]:
+    """The status page's routes and the admin API's (imported on first use)."""
+    from edgeproxy.api.admin import page, routes
+
+    return [*page.routes(), *routes.starlette_routes()]
+
+
 def create_app(runtime: RuntimeFactory) -> Starlette:
     """The ASGI app over a lazily built gateway.
 
@@ -90,8 +96,9 @@ def create_app(runtime: RuntimeFactory) -> Starlette:
         # After the deployments view, which would otherwise read as a model named ".../deployments".
         Route("/v1/models/{model:path}", guarded(endpoints.model), methods=["GET"]),
         Route("/health", guarded(endpoints.health), methods=["GET"]),
-        *admin_page.routes(),  # /admin/: the status page (static; its data needs the key)
-        *admin_routes.starlette_routes(),  # /admin/* and /health/deep, admin keys only
+        # /admin/*: the status page, then the admin API (admin keys only), and /health/deep;
+        # imported on the first request there, not at cold start.
+        DeferredRoutes(("/admin", "/health/deep"), admin_api),
     ]
     routes += aliases.unversioned(routes)  # /chat/completions ... as LiteLLM serves them
 
