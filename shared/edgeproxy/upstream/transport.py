@@ -20,18 +20,17 @@ connection or a cut body ``ReadError``, a malformed answer
 
 from __future__ import annotations
 
-import ssl
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 
 import aiohttp
-import certifi
 import httpx
 from aiohttp.abc import AbstractResolver
 from aiohttp.resolver import DefaultResolver
 from yarl import URL
 
 from edgeproxy.config.egress import EgressSettings
+from edgeproxy.tls import verified_context
 from edgeproxy.upstream.egress import EGRESS, REFUSED, GuardedResolver, literal_refusal
 
 
@@ -122,11 +121,10 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         self._session: aiohttp.ClientSession | None = None
 
     def _open(self) -> aiohttp.ClientSession:
-        context = ssl.create_default_context(cafile=certifi.where())
         connector = aiohttp.TCPConnector(
             limit=self._limit,
             keepalive_timeout=self._keepalive,
-            ssl=context,
+            ssl=verified_context(),
             resolver=GuardedResolver(self._resolver or DefaultResolver()),
             use_dns_cache=False,  # every new connection is resolved, and checked, again
         )

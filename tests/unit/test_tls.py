@@ -1,0 +1,26 @@
+"""One verifying TLS context per process, shared by the HTTPS clients."""
+
+from __future__ import annotations
+
+import ssl
+
+from edgeproxy.tls import verified_context
+from edgeproxy.upstream.transport import AiohttpTransport
+
+
+def test_the_context_verifies_certificates_and_host_names() -> None:
+    context = verified_context()
+    assert context.verify_mode is ssl.CERT_REQUIRED
+    assert context.check_hostname
+    assert context.cert_store_stats()["x509_ca"] > 0  # certifi's bundle is loaded
+
+
+async def test_the_upstream_client_connects_with_the_shared_context() -> None:
+    transport = AiohttpTransport()
+    session = transport._open()
+    try:
+        # Built once: a second client (the store's) pays nothing for its CA bundle.
+        assert session.connector is not None
+        assert session.connector._ssl is verified_context()  # type: ignore[attr-defined]
+    finally:
+        await session.close()
