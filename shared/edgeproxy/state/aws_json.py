@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import ssl
 from collections.abc import Awaitable, Callable, Mapping
@@ -120,9 +121,10 @@ def endpoint_url(protocol: Protocol, region: str, environ: Mapping[str, str]) ->
 
 def _config_sets_endpoints(environ: Mapping[str, str]) -> bool:
     """Whether the shared config file (botocore's ``AWS_CONFIG_FILE``) may set an endpoint."""
-    path = Path(environ.get("AWS_CONFIG_FILE") or "~/.aws/config").expanduser()
+    # os.path's expanduser: where no home is known (a Lambda sandbox's user) it leaves "~".
+    path = os.path.expanduser(environ.get("AWS_CONFIG_FILE") or "~/.aws/config")
     try:
-        text = path.read_text(errors="replace").lower()
+        text = Path(path).read_text(errors="replace").lower()
     except OSError:  # none (as on Lambda), or unreadable: botocore reads nothing either
         return False
     return any(key in text for key in CONFIG_ENDPOINT_KEYS)
