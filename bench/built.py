@@ -5,8 +5,9 @@
 Each repeat is a fresh ``python3.12 -I -S -B`` (``bench/built_child.py``) with
 only the built ProxyFunction and SharedLayer on ``sys.path``: it imports
 ``app``, serves ``events/chat.json`` (the first event builds the clients and
-reads the configuration) and then warm events, against the bench's instant
-stub store (``bench.store_server --stub``, armed) and mock upstream. Without
+reads the configuration and the ``ssm:`` admin key, as deployed) and then
+warm events, against the bench's instant stub store (``bench.store_server
+--stub``, armed; its SSM is moto's) and mock upstream. Without
 ``--build-dir`` it runs ``sam build`` first (``tests/handlers/artifact.py``:
 this machine's architecture, about a minute). Figures are medians over the
 fresh processes; the machine is shared, so compare runs of the same moment.
@@ -42,9 +43,11 @@ FULL_VCPU_MB = 1769  # Lambda: one vCPU at 1769 MB, CPU in proportion below
 SIZES_MB = (256, 512, 1024)
 WARM_EVENTS = 50
 # What the first chat event must not import (edgeproxy/aws_session.py, runtime.DeferredBedrock,
-# api/deferred.py).
+# api/deferred.py), its ssm: admin key included (state/secrets.py's lean client, not
+# aiobotocore's).
 DEFERRED = (
     "aioboto3",
+    "aiobotocore",
     "botocore.session",
     "edgeproxy.upstream.bedrock",
     "yaml",

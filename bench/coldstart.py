@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.workloads import CLIENT_KEY
+from bench.workloads import ADMIN_KEY_REF, CLIENT_KEY
 from edgeproxy_dev.dynamo_server import DUMMY_CREDENTIALS
 from edgeproxy_dev.runner import MOCK_KEY
 
@@ -39,10 +39,17 @@ DEPENDENCIES = (
 
 
 def lambda_env(store_url: str, table: str) -> dict[str, str]:
-    """The environment a deployed proxy function would have, pointed at the bench store."""
+    """The environment a deployed proxy function would have, pointed at the bench store.
+
+    Its admin key is the template's default ``ssm:`` reference: the first
+    request reads it from the bench store's SSM (``AWS_ENDPOINT_URL``, as a
+    deployment's endpoint would be the region's).
+    """
     return {
         **os.environ,
         "EDGEPROXY_DYNAMODB_ENDPOINT": store_url,
+        "AWS_ENDPOINT_URL": store_url,
+        "EDGEPROXY_ADMIN_KEY_REF": ADMIN_KEY_REF,
         "EDGEPROXY_TABLE": table,
         "EDGEPROXY_CRED_MOCK_KEY": MOCK_KEY,
         "AWS_REGION": "us-east-1",

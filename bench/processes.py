@@ -26,9 +26,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from bench.workloads import gateway_config
+from bench.workloads import ADMIN_KEY, ADMIN_KEY_REF, gateway_config
 from edgeproxy.config.loader import parse_config
-from edgeproxy_dev.dynamo_server import create_table
+from edgeproxy_dev.dynamo_server import DUMMY_CREDENTIALS, create_table
 from edgeproxy_dev.runner import MOCK_KEY, local_settings, store_config
 from edgeproxy_dev.template import default_template_path
 
@@ -158,6 +158,15 @@ def _post(url: str) -> None:
         answer.read()
 
 
+def put_admin_key(store_url: str) -> None:
+    """The admin key parameter ``lambda_env`` refers to, in the bench store's SSM."""
+    import boto3  # the harness only; the functions under test never import it
+
+    ssm = boto3.client("ssm", endpoint_url=store_url, region_name="us-east-1", **DUMMY_CREDENTIALS)
+    name = ADMIN_KEY_REF.removeprefix("ssm:")
+    ssm.put_parameter(Name=name, Value=ADMIN_KEY, Type="SecureString", Overwrite=True)
+
+
 @dataclass
 class Stack:
     """The running store, mock upstreams and gateway."""
@@ -185,6 +194,7 @@ class Stack:
             )
             store_url = found.group(1)
             create_table(store_url, table, default_template_path())
+            put_admin_key(store_url)
             if upstream_ports is None:
                 procs["upstream"], found = spawn(
                     ["-m", "bench.upstream_server", MOCK_KEY], r"upstream on (\d+) (\d+)"

@@ -14,6 +14,10 @@ request body per operation and the estimated read/write units (see ``units``)
 are served on ``GET /_bench/calls`` (the DynamoDB protocol only uses
 ``POST /``, so the path cannot collide); ``DELETE`` also clears them.
 
+SSM calls (``X-Amz-Target: AmazonSSM.*``) go to moto's SSM, unlogged and
+never stubbed: the deployed proxy's admin key is an ``ssm:`` reference, read
+once by each fresh process's first request (``bench/coldstart.lambda_env``).
+
 ``--stub``: once ``POST /_bench/stub`` arms it (after the harness stored the
 configuration), the store answers at once, without moto: a write gets ``{}``
 (success, nothing applied), a read the answer moto gave to the same request
@@ -33,12 +37,15 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from moto.moto_server.werkzeug_app import create_backend_app
+
 from edgeproxy_dev.dynamo_process import backend_app, run
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 CONTROL_PATH = "/_bench/calls"
 STUB_PATH = "/_bench/stub"
 TARGET_PREFIX = "DynamoDB_20120810."
+SSM_PREFIX = "AmazonSSM."
 WRITES = {"UpdateItem", "PutItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"}
 _JSON = [("Content-Type", "application/x-amz-json-1.0")]
 
@@ -80,8 +87,9 @@ def units(operation: str, request: bytes, response: bytes) -> tuple[float, float
 class CallLog:
     """A WSGI wrapper that logs each DynamoDB call around the wrapped app (or the stub)."""
 
-    def __init__(self, app: WSGIApp, stub: bool = False) -> None:
+    def __init__(self, app: WSGIApp, stub: bool = False, ssm: WSGIApp | None = None) -> None:
         self._app = app
+        self._ssm = ssm
         self._stub = stub
         self.armed = False
         self._replies: dict[bytes, tuple[str, bytes]] = {}
@@ -96,8 +104,11 @@ class CallLog:
         if path == STUB_PATH:
             self.armed = self._stub
             return self._json(start_response, {"armed": self.armed})
+        target = str(environ.get("HTTP_X_AMZ_TARGET", "?"))
+        if self._ssm is not None and target.startswith(SSM_PREFIX):
+            return self._ssm(environ, start_response)  # not the store: neither logged nor stubbed
         arrived = time.monotonic()
-        operation = str(environ.get("HTTP_X_AMZ_TARGET", "?")).removeprefix(TARGET_PREFIX)
+        operation = target.removeprefix(TARGET_PREFIX)
         body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
         # Keep one body per operation so the harness can replay it for the store's RTT.
         self.samples.setdefault(operation, body.decode())
@@ -159,7 +170,7 @@ class _Body:
 
 def main(argv: list[str]) -> None:
     """Serve the logged store (``--stub``: the instant stub once armed) until stdin closes."""
-    app = CallLog(backend_app(), stub="--stub" in argv)
+    app = CallLog(backend_app(), stub="--stub" in argv, ssm=create_backend_app("ssm"))
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(run(app, 0, banner="store on "))
     sys.stdout.flush()

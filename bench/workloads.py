@@ -16,6 +16,10 @@ from typing import Any
 from edgeproxy_dev.runner import MOCK_KEY
 
 CLIENT_KEY = "sk-bench-client"
+# The deployed proxy's admin key reference (template.yaml's default, an SSM SecureString),
+# served by the bench store's SSM (bench/store_server.py); the value is the bench's own.
+ADMIN_KEY_REF = "ssm:/edgeproxy/admin-key"
+ADMIN_KEY = "sk-bench-admin"
 PROMPT = "Write a short poem about a gateway that adds almost nothing to every request it serves."
 CHAT_MODEL = "fast-chat"
 EMBED_MODEL = "text-embed"

@@ -32,7 +32,7 @@ from edgeproxy.state.dynamodb.dynamo import DynamoStore
 from edgeproxy.state.dynamodb.dynamo_usage import DynamoUsageLog
 from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy.state.dynamodb.table import BoundedClient
-from edgeproxy.state.secrets import AwsSecrets
+from edgeproxy.state.secrets import AwsSecrets, lean_opener
 from edgeproxy.upstream.call import UpstreamCall, UpstreamResponse
 from edgeproxy.upstream.client import UpstreamClient, make_http_client
 
@@ -118,11 +118,16 @@ async def open_store(
 def open_credentials(
     settings: Settings, stack: contextlib.AsyncExitStack, session: Any
 ) -> CredentialResolver:
-    """A resolver for ``env:``, ``ssm:`` and ``secretsmanager:`` references (clients on first use)."""
+    """A resolver for ``env:``, ``ssm:`` and ``secretsmanager:`` references (clients on first use).
 
-    def opener(service: str) -> Any:  # session.client on first use: a deferred session stays so
+    The clients are ``state/secrets.py``'s lean ones (AWS's JSON protocol over
+    aiohttp: no aioboto3 import); botocore's where it alone knows the endpoint.
+    """
+
+    def botocore_client(service: str) -> Any:  # on first use: a deferred session stays so
         return session.client(service, region_name=settings.region)
 
+    opener = lean_opener(session, settings.region, settings.environ, botocore_client)
     secrets = AwsSecrets(opener, stack)
     return CredentialResolver(
         settings.environ,

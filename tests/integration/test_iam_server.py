@@ -1,7 +1,12 @@
-"""moto with IAM enforced, as the deploy rehearsal uses it: actions, resources, transactions."""
+"""moto with IAM enforced, as the deploy rehearsal uses it: actions, resources, transactions.
+
+And the gateway's lean SSM and Secrets Manager clients (``state/secrets.py``)
+under it: a denied read is the same ``CredentialError`` as botocore's.
+"""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -9,6 +14,9 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
+from edgeproxy.aws_session import DeferredSession
+from edgeproxy.errors import CredentialError
+from edgeproxy.state.secrets import AwsSecrets, lean_opener
 from edgeproxy_dev.dynamo_server import create_table
 from edgeproxy_dev.iam_actions import table_arn
 from edgeproxy_dev.iam_server import EnforcedAws
@@ -134,3 +142,34 @@ def test_unknown_credentials_are_refused(aws: tuple[EnforcedAws, dict[str, Any]]
     )
     (call,) = server.calls("AKIAUNKNOWNUNKNOWN00")
     assert call["denied"] == "InvalidClientTokenId"
+
+
+async def test_the_lean_clients_read_what_the_role_allows_and_say_denied_otherwise(
+    aws: tuple[EnforcedAws, dict[str, Any]],
+) -> None:
+    server, session = aws
+    environ = {
+        **session,
+        "AWS_ENDPOINT_URL": server.endpoint_url,
+        "AWS_CONFIG_FILE": "/nonexistent/aws-config",
+    }
+
+    def botocore_refused(service: str) -> Any:
+        raise AssertionError(f"the lean opener fell back to botocore for {service}")
+
+    async with contextlib.AsyncExitStack() as stack:
+        opener = lean_opener(DeferredSession(environ), "us-east-1", environ, botocore_refused)
+        secrets = AwsSecrets(opener, stack)
+        assert await secrets.parameter("/edgeproxy/k") == "v"
+        with pytest.raises(CredentialError) as denied:
+            await secrets.parameter("/elsewhere/k")
+        assert str(denied.value) == "SSM parameter '/elsewhere/k': access denied"
+        with pytest.raises(CredentialError) as refused:
+            await secrets.secret("edgeproxy/k")  # the role has no secretsmanager statement
+        assert str(refused.value) == "Secrets Manager secret 'edgeproxy/k': access denied"
+    calls = server.calls(session["AWS_ACCESS_KEY_ID"])[-3:]
+    assert [(c["actions"], c.get("denied")) for c in calls] == [
+        (["ssm:GetParameter"], None),
+        (["ssm:GetParameter"], "AccessDenied"),
+        (["secretsmanager:GetSecretValue"], "AccessDenied"),
+    ]

@@ -10,7 +10,8 @@ Python runtime; absent elsewhere, and then nothing is registered):
   import otherwise, so each restore skips it: aioboto3 when the first request
   needs a real AWS session (``aws_session.DeferredSession``: credentials not
   in the environment, which is how SnapStart hands them over, or an
-  ``ssm:``/``secretsmanager:`` admin key reference), and the CA bundle's path
+  ``ssm:``/``secretsmanager:`` admin key reference whose endpoint only
+  botocore knows, ``state/aws_json.endpoint_url``), and the CA bundle's path
   (``certifi.where()``, which imports importlib's resource readers). It opens
   no connection, builds no client or TLS context, starts no task and
   resolves no credential: whatever is in the snapshot is shared by every
@@ -40,11 +41,13 @@ import certifi
 
 from edgeproxy.aws_session import environment_credentials
 from edgeproxy.settings import Settings
+from edgeproxy.state.aws_json import endpoint_url
+from edgeproxy.state.secrets import SECRETS_MANAGER, SSM
 
 logger = logging.getLogger(__name__)
 
 # Credential references resolved through an AWS client (service/credentials.py).
-AWS_REFERENCES = ("ssm:", "secretsmanager:")
+AWS_REFERENCES = {"ssm:": SSM, "secretsmanager:": SECRETS_MANAGER}
 
 
 def first_request_imports(environ: Mapping[str, str], admin_key_ref: str | None) -> list[str]:
@@ -55,9 +58,14 @@ def first_request_imports(environ: Mapping[str, str], admin_key_ref: str | None)
     >>> first_request_imports({}, None)  # SnapStart: credentials from the container endpoint
     ['aioboto3']
     """
-    aws_reference = (admin_key_ref or "").strip().startswith(AWS_REFERENCES)
-    if environment_credentials(environ) is None or aws_reference:
+    if environment_credentials(environ) is None:
         return ["aioboto3"]
+    reference = (admin_key_ref or "").strip()
+    for prefix, protocol in AWS_REFERENCES.items():
+        if reference.startswith(prefix):
+            region = Settings.from_env(environ).region
+            # The lean client reads it, unless botocore alone knows the endpoint.
+            return ["aioboto3"] if endpoint_url(protocol, region, environ) is None else []
     return []
 
 

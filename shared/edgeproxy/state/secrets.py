@@ -4,21 +4,48 @@ It lives in ``state/`` because that is where the project's AWS clients are:
 every botocore error enters the exception tree in this room, DynamoDB's in
 ``table.py`` and these here (``translated_errors``), as ``CredentialError``
 with a fixed text that names the reference and never a value.
+
+The clients are ``aws_json.JsonClient``s (``lean_opener``): AWS's JSON
+protocol over aiohttp, so resolving an ``ssm:`` admin key on a cold start's
+first request imports no aioboto3, aiobotocore or botocore session (about
+0.3 s of CPU and 80 ms for the client, measured with aiobotocore). They raise
+botocore's exceptions as its clients do, so ``translated_errors`` is the same
+for both. Where botocore would pick the endpoint by settings ``aws_json``
+does not read (``endpoint_url``), the opener falls back to botocore's client.
+Credentials are the session's: the environment's keys through
+``DeferredSession``, else botocore's chain (a container endpoint, as under
+SnapStart), which imports aioboto3 then.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from edgeproxy.errors import CredentialError
+from edgeproxy.state.aws_json import JsonClient, Protocol, endpoint_url
 
-# Opens an aiobotocore client for a service name (``session.client`` with its region bound).
+# Opens a client for a service name (``session.client`` with its region bound, or ``lean_opener``).
 ClientOpener = Callable[[str], AbstractAsyncContextManager[Any]]
+
+# botocore's standard mode retries these throttles (and any 5xx) for both services.
+THROTTLES = frozenset(
+    {"ThrottlingException", "Throttling", "TooManyRequestsException", "RequestLimitExceeded"}
+)
+SSM = Protocol("ssm", "AmazonSSM.", "application/x-amz-json-1.1", "SSM", THROTTLES)
+SECRETS_MANAGER = Protocol(
+    "secretsmanager", "secretsmanager.", "application/x-amz-json-1.1", "SECRETS_MANAGER", THROTTLES
+)
+PROTOCOLS = {"ssm": SSM, "secretsmanager": SECRETS_MANAGER}
+# One read per reference per process, on the first request that needs it: a slow or
+# unreachable service fails in seconds (botocore's defaults wait 60 s, up to 5 times).
+CONNECT_TIMEOUT_S = 2.0
+READ_TIMEOUT_S = 5.0
+MAX_ATTEMPTS = 3  # botocore's standard mode
 
 # Error codes for "there is no such parameter / secret", from either service.
 MISSING_CODES = frozenset(
@@ -45,6 +72,39 @@ async def translated_errors(what: str) -> AsyncIterator[None]:
         raise CredentialError(f"cannot read {what}: {code}") from exc
     except BotoCoreError as exc:
         raise CredentialError(f"cannot read {what}: {type(exc).__name__}") from exc
+
+
+def lean_opener(
+    session: Any, region: str, environ: Mapping[str, str], fallback: ClientOpener
+) -> ClientOpener:
+    """Opens ``JsonClient``s for ``ssm`` and ``secretsmanager``; ``fallback`` (botocore's
+    ``session.client``) where ``endpoint_url`` leaves the endpoint to botocore."""
+
+    def open_client(service: str) -> AbstractAsyncContextManager[Any]:
+        protocol = PROTOCOLS[service]
+        url = endpoint_url(protocol, region, environ)
+        if url is None:
+            return fallback(service)
+        return _opened(protocol, session, region, url)
+
+    return open_client
+
+
+@asynccontextmanager
+async def _opened(protocol: Protocol, session: Any, region: str, url: str) -> AsyncIterator[Any]:
+    client = await JsonClient.open_for(
+        protocol,
+        session,
+        region,
+        url,
+        connect_timeout_s=CONNECT_TIMEOUT_S,
+        read_timeout_s=READ_TIMEOUT_S,
+        max_attempts=MAX_ATTEMPTS,
+    )
+    try:
+        yield client
+    finally:
+        await client.close()
 
 
 class AwsSecrets:

@@ -11,7 +11,11 @@ import snapshot_restore_py
 from edgeproxy.api import snapshot
 from edgeproxy.settings import Settings
 
-KEYS = {"AWS_ACCESS_KEY_ID": "AKID", "AWS_SECRET_ACCESS_KEY": "secret"}
+KEYS = {
+    "AWS_ACCESS_KEY_ID": "AKID",
+    "AWS_SECRET_ACCESS_KEY": "secret",
+    "AWS_CONFIG_FILE": "/nonexistent/aws-config",  # none, as on Lambda
+}
 
 
 @pytest.mark.parametrize(
@@ -22,9 +26,11 @@ KEYS = {"AWS_ACCESS_KEY_ID": "AKID", "AWS_SECRET_ACCESS_KEY": "secret"}
         # SnapStart hands credentials over by the container endpoint, not the environment.
         ({"AWS_CONTAINER_CREDENTIALS_FULL_URI": "http://127.0.0.1:9001/c"}, None, ["aioboto3"]),
         ({**KEYS, "AWS_PROFILE": "dev"}, None, ["aioboto3"]),
-        # The template's admin key: an SSM parameter, read through an aioboto3 client.
-        (KEYS, "ssm:/edgeproxy/admin-key", ["aioboto3"]),
-        (KEYS, " secretsmanager:edgeproxy/admin", ["aioboto3"]),
+        # The template's admin key: an SSM parameter, read by the lean JSON client...
+        (KEYS, "ssm:/edgeproxy/admin-key", []),
+        (KEYS, " secretsmanager:edgeproxy/admin", []),
+        # ... unless only botocore knows the endpoint (here: a FIPS endpoint).
+        ({**KEYS, "AWS_USE_FIPS_ENDPOINT": "true"}, "ssm:/edgeproxy/admin-key", ["aioboto3"]),
     ],
 )
 def test_aioboto3_is_imported_before_the_snapshot_only_when_the_first_request_would(

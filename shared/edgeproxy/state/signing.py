@@ -1,7 +1,9 @@
-"""``SignatureV4``: AWS Signature Version 4 for the store's JSON POSTs.
+"""``SignatureV4``: AWS Signature Version 4 for the JSON protocol's POSTs (``aws_json``).
 
-The same signature botocore's ``SigV4Auth`` computes for these requests
-(``tests/unit/test_signing.py`` checks them against it), at a fraction of its
+One signer per service and region: the store's DynamoDB client, and the SSM
+and Secrets Manager clients behind credential references. The same signature
+botocore's ``SigV4Auth`` computes for these requests
+(``tests/unit/state/test_signing.py`` checks them against it), at a fraction of its
 CPU: every request is a ``POST /`` with no query and the same three headers,
 so the canonical request is one format string, and the derived signing key is
 kept for the day (AWS scopes it to date, region and service).

@@ -1,0 +1,288 @@
+"""``JsonClient``: AWS's JSON protocol over aiohttp, signed with SigV4, for any JSON service.
+
+The services the gateway calls all speak it: DynamoDB (the store,
+``state/dynamodb/client.py``), SSM and Secrets Manager (credential references,
+``state/secrets.py``). A call is ``POST /`` with the operation in
+``X-Amz-Target`` (the service's target prefix and the operation's name), the
+request as JSON in the service's content type, and a SigV4 signature scoped to
+the service's signing name (``Protocol``). The client answers
+``await client.get_parameter(Name=...)`` with the parsed JSON and fails with
+botocore's exceptions (``ClientError`` carrying the error code and the rest of
+the error body; ``EndpointConnectionError``, ``ReadTimeoutError``...), so the
+callers' error translation is the same as for aiobotocore's clients. What it
+leaves out is what costs CPU on every call, and imports, in aiobotocore's
+generic stack: parameter validation, serialization and parsing through the
+service model, the event hooks, endpoint resolution; and, for the first call
+of a cold start, importing aioboto3, aiobotocore and botocore's session.
+
+Signing is ``state/signing.py``'s SigV4 with the session's credentials: an
+``aws_session.DeferredSession`` answers with the environment's keys (Lambda's,
+session token included) when botocore's chain would stop there, and otherwise
+falls back to botocore's chain (a container credentials endpoint as SnapStart
+uses, a profile), importing aioboto3 then. Retries: like botocore's standard
+mode with ``max_attempts``, a throttle, a 5xx or a dropped connection is tried
+again after a short jittered backoff.
+
+Endpoints (``endpoint_url``) follow botocore's order for the settings this
+module reads: ``AWS_ENDPOINT_URL_<SERVICE>``, then ``AWS_ENDPOINT_URL``, then
+``https://<signing name>.<region>.amazonaws.com`` (``.com.cn`` in China).
+Where botocore would consult more (the shared config file's endpoint settings,
+FIPS or dual-stack endpoints, the isolated partitions) it answers None and the
+caller uses botocore's own client instead.
+
+    >>> client = await JsonClient.open_for(SSM, session, "eu-west-1", url)  # doctest: +SKIP
+    >>> await client.get_parameter(Name="/edgeproxy/admin-key", WithDecryption=True)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import ssl
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any, NamedTuple, TypeVar
+
+import aiohttp
+import certifi
+from botocore.exceptions import (
+    ClientError,
+    ConnectionClosedError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+    ReadTimeoutError,
+)
+
+from edgeproxy.state.signing import SignatureV4
+
+RETRY_BASE_S = 0.025  # first retry after up to 25 ms, then doubling (jittered)
+# Settings that make botocore choose an endpoint by rules this module does not model.
+UNMODELLED_SETTINGS = (
+    "AWS_USE_FIPS_ENDPOINT",
+    "AWS_USE_DUALSTACK_ENDPOINT",
+    "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS",
+)
+CONFIG_ENDPOINT_KEYS = (
+    "endpoint_url",
+    "use_fips_endpoint",
+    "use_dualstack_endpoint",
+    "ignore_configured_endpoint_urls",
+)
+ISOLATED_REGIONS = ("us-iso", "eu-iso")  # partitions with their own DNS suffixes
+
+# Sees each answer's operation and parsed body (errors too) before the caller does:
+# how tests observe and count calls.
+CallHook = Callable[[str, dict[str, Any]], None]
+Client = TypeVar("Client", bound="JsonClient")
+
+
+class Protocol(NamedTuple):
+    """What differs between two JSON services on the wire."""
+
+    signing_name: str  # SigV4's service, and the first label of the default host
+    target_prefix: str  # X-Amz-Target is this and the operation's name
+    content_type: str  # application/x-amz-json-1.0 or -1.1
+    endpoint_variable: str  # AWS_ENDPOINT_URL_<this>: botocore's service id, upper snake case
+    retry_codes: frozenset[str]  # error codes tried again (besides any 5xx)
+
+
+def operation_name(method: str) -> str:
+    """``batch_get_item`` -> ``BatchGetItem`` (botocore's method names, the services' targets)."""
+    return "".join(part.capitalize() for part in method.split("_"))
+
+
+def default_endpoint(protocol: Protocol, region: str) -> str:
+    """The service's public endpoint in ``region`` (AWS, AWS GovCloud and AWS China)."""
+    suffix = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
+    return f"https://{protocol.signing_name}.{region}.{suffix}"
+
+
+def endpoint_url(protocol: Protocol, region: str, environ: Mapping[str, str]) -> str | None:
+    """Where botocore would send ``protocol``'s calls, or None where it would read more than
+    the environment's endpoint variables (then use botocore's client).
+
+    >>> from edgeproxy.state.secrets import SSM
+    >>> endpoint_url(SSM, "eu-west-1", {"AWS_CONFIG_FILE": "/nonexistent"})
+    'https://ssm.eu-west-1.amazonaws.com'
+    >>> endpoint_url(SSM, "eu-west-1", {"AWS_ENDPOINT_URL": "http://127.0.0.1:5000"})
+    'http://127.0.0.1:5000'
+    """
+    if any(environ.get(name, "").strip() for name in UNMODELLED_SETTINGS):
+        return None
+    own = environ.get(f"AWS_ENDPOINT_URL_{protocol.endpoint_variable}", "").strip()
+    if own:
+        return own
+    if _config_sets_endpoints(environ) or region.startswith(ISOLATED_REGIONS):
+        return None
+    return environ.get("AWS_ENDPOINT_URL", "").strip() or default_endpoint(protocol, region)
+
+
+def _config_sets_endpoints(environ: Mapping[str, str]) -> bool:
+    """Whether the shared config file (botocore's ``AWS_CONFIG_FILE``) may set an endpoint."""
+    # os.path's expanduser: where no home is known (a Lambda sandbox's user) it leaves "~".
+    path = os.path.expanduser(environ.get("AWS_CONFIG_FILE") or "~/.aws/config")
+    try:
+        text = Path(path).read_text(errors="replace").lower()
+    except OSError:  # none (as on Lambda), or unreadable: botocore reads nothing either
+        return False
+    return any(key in text for key in CONFIG_ENDPOINT_KEYS)
+
+
+def http_session(url: str, connect_timeout_s: float, read_timeout_s: float) -> Any:
+    """Kept-alive connections to one endpoint, with botocore's CA bundle for HTTPS."""
+    timeout = aiohttp.ClientTimeout(
+        total=None, sock_connect=connect_timeout_s, sock_read=read_timeout_s
+    )
+    return aiohttp.ClientSession(
+        timeout=timeout,
+        connector=aiohttp.TCPConnector(
+            keepalive_timeout=30,
+            ttl_dns_cache=60,
+            # none to load for a plain-HTTP local endpoint
+            ssl=ssl.create_default_context(cafile=certifi.where())
+            if url.startswith("https:")
+            else True,
+        ),
+        skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding"),
+        auto_decompress=False,
+    )
+
+
+class JsonClient:
+    """One service's calls as ``await client.<snake_case_operation>(**request) -> dict``."""
+
+    def __init__(
+        self,
+        http: aiohttp.ClientSession,
+        endpoint: str,
+        signer: SignatureV4,
+        protocol: Protocol,
+        *,
+        max_attempts: int = 2,
+    ) -> None:
+        self._http = http
+        self._endpoint = endpoint
+        self._signer = signer
+        self._content_type = protocol.content_type
+        self._target_prefix = protocol.target_prefix
+        self._retry_codes = protocol.retry_codes
+        self._attempts = max(1, max_attempts)
+        self._methods: dict[str, Callable[..., Awaitable[dict[str, Any]]]] = {}
+        self.hooks: list[CallHook] = []
+
+    @classmethod
+    async def open_for(
+        cls: type[Client],
+        protocol: Protocol,
+        session: Any,
+        region: str,
+        endpoint: str,
+        *,
+        connect_timeout_s: float = 0.5,
+        read_timeout_s: float = 2.0,
+        max_attempts: int = 2,
+    ) -> Client:
+        """A client on ``endpoint``, signed with ``session``'s credentials (found on first call).
+
+        ``session``: an aioboto3 session or a ``DeferredSession``.
+        """
+        http = http_session(endpoint, connect_timeout_s, read_timeout_s)
+        signer = SignatureV4(session.get_credentials, region, protocol.signing_name, endpoint)
+        return cls(http, endpoint, signer, protocol, max_attempts=max_attempts)
+
+    async def close(self) -> None:
+        await self._http.close()
+
+    def __getattr__(self, method: str) -> Callable[..., Awaitable[dict[str, Any]]]:
+        if method.startswith("_"):
+            raise AttributeError(method)
+        bound = self._methods.get(method)
+        if bound is None:
+            operation = operation_name(method)
+
+            async def bound(**request: Any) -> dict[str, Any]:
+                return await self.call(operation, request)
+
+            self._methods[method] = bound
+        return bound
+
+    async def call(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
+        """Send ``operation`` with ``request`` (its JSON body); retried like botocore's standard mode."""
+        body = json.dumps(request, separators=(",", ":")).encode()
+        for attempt in range(self._attempts):
+            try:
+                answer = await self._send(operation, body)
+            except ClientError as exc:
+                code = exc.response["Error"]["Code"]
+                status = exc.response["ResponseMetadata"]["HTTPStatusCode"]
+                retry = code in self._retry_codes or status >= 500
+                if not retry or attempt + 1 == self._attempts:
+                    raise
+            except (
+                EndpointConnectionError,
+                ConnectTimeoutError,
+                ConnectionClosedError,
+                ReadTimeoutError,
+            ):
+                if attempt + 1 == self._attempts:
+                    raise
+            else:
+                return answer
+            await asyncio.sleep(random.random() * RETRY_BASE_S * 2**attempt)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    async def _send(self, operation: str, body: bytes) -> dict[str, Any]:
+        headers = {
+            "Content-Type": self._content_type,
+            "X-Amz-Target": self._target_prefix + operation,
+        }
+        headers.update(await self._signer.headers(body, headers))
+        url = self._endpoint
+        try:
+            async with self._http.post(url, data=body, headers=headers) as response:
+                status = response.status
+                raw = await response.read()
+        except aiohttp.ServerTimeoutError as exc:
+            if isinstance(exc, aiohttp.ConnectionTimeoutError):
+                raise ConnectTimeoutError(endpoint_url=url, error=exc) from exc
+            raise ReadTimeoutError(endpoint_url=url, error=exc) from exc
+        except aiohttp.ClientConnectorError as exc:
+            raise EndpointConnectionError(endpoint_url=url, error=exc) from exc
+        except (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError) as exc:
+            raise ConnectionClosedError(endpoint_url=url, error=exc) from exc
+        except aiohttp.ClientPayloadError as exc:
+            raise ConnectionClosedError(endpoint_url=url, error=exc) from exc
+        parsed = _parse(raw)
+        for hook in self.hooks:
+            hook(operation, parsed)
+        if status == 200:
+            return parsed
+        raise ClientError(_error_response(parsed, status), operation)
+
+
+def _parse(raw: bytes) -> dict[str, Any]:
+    if not raw:
+        return {}
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        return {"message": raw[:200].decode(errors="replace")}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _error_response(parsed: dict[str, Any], status: int) -> dict[str, Any]:
+    """botocore's shape of an error: ``Error`` (code, message) beside the rest of the body.
+
+    The code is ``__type`` as botocore reads it: namespace (``...#``) and any
+    ``:``-suffix dropped.
+    """
+    kind = str(parsed.pop("__type", "") or "").split(":", 1)[0]
+    code = kind.rsplit("#", 1)[-1] or ("InternalServerError" if status >= 500 else "Unknown")
+    message = str(parsed.pop("message", parsed.pop("Message", "")) or "")
+    return {
+        **parsed,
+        "Error": {"Code": code, "Message": message},
+        "ResponseMetadata": {"HTTPStatusCode": status},
+    }
