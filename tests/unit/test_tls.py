@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ssl
 
+from edgeproxy.aws_session import DeferredSession
+from edgeproxy.state.dynamodb.client import DynamoClient
 from edgeproxy.tls import verified_context
 from edgeproxy.upstream.transport import AiohttpTransport
 
@@ -24,3 +26,13 @@ async def test_the_upstream_client_connects_with_the_shared_context() -> None:
         assert session.connector._ssl is verified_context()  # type: ignore[attr-defined]
     finally:
         await session.close()
+
+
+async def test_the_store_client_connects_with_the_shared_context() -> None:
+    environ = {"AWS_ACCESS_KEY_ID": "AKID", "AWS_SECRET_ACCESS_KEY": "secret"}
+    client = await DynamoClient.open(DeferredSession(environ), "eu-west-1")  # https, the region's
+    try:
+        assert client._http.connector is not None
+        assert client._http.connector._ssl is verified_context()  # type: ignore[attr-defined]
+    finally:
+        await client.close()

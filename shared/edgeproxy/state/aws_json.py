@@ -40,13 +40,11 @@ import asyncio
 import json
 import os
 import random
-import ssl
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
 import aiohttp
-import certifi
 from botocore.exceptions import (
     ClientError,
     ConnectionClosedError,
@@ -56,6 +54,7 @@ from botocore.exceptions import (
 )
 
 from edgeproxy.state.signing import SignatureV4
+from edgeproxy.tls import verified_context
 
 RETRY_BASE_S = 0.025  # first retry after up to 25 ms, then doubling (jittered)
 # Settings that make botocore choose an endpoint by rules this module does not model.
@@ -140,10 +139,8 @@ def http_session(url: str, connect_timeout_s: float, read_timeout_s: float) -> A
         connector=aiohttp.TCPConnector(
             keepalive_timeout=30,
             ttl_dns_cache=60,
-            # none to load for a plain-HTTP local endpoint
-            ssl=ssl.create_default_context(cafile=certifi.where())
-            if url.startswith("https:")
-            else True,
+            # the process's one context (edgeproxy/tls.py); none for a plain-HTTP endpoint
+            ssl=verified_context() if url.startswith("https:") else True,
         ),
         skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding"),
         auto_decompress=False,
