@@ -32,7 +32,6 @@ async def test_the_store_client_connects_with_the_shared_context() -> None:
     environ = {"AWS_ACCESS_KEY_ID": "AKID", "AWS_SECRET_ACCESS_KEY": "secret"}
     client = await DynamoClient.open(DeferredSession(environ), "eu-west-1")  # https, the region's
     try:
-        assert client._http.connector is not None
-        assert client._http.connector._ssl is verified_context()  # type: ignore[attr-defined]
+        assert client._http.tls is verified_context()
     finally:
         await client.close()

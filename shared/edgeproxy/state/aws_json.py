@@ -1,4 +1,4 @@
-"""``JsonClient``: AWS's JSON protocol over aiohttp, signed with SigV4, for any JSON service.
+"""``JsonClient``: AWS's JSON protocol over ``state/wire.py``'s connections, signed with SigV4, for any JSON service.
 
 The services the gateway calls all speak it: DynamoDB (the store,
 ``state/dynamodb/client.py``), SSM and Secrets Manager (credential references,
@@ -44,7 +44,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
-import aiohttp
 from botocore.exceptions import (
     ClientError,
     ConnectionClosedError,
@@ -54,7 +53,7 @@ from botocore.exceptions import (
 )
 
 from edgeproxy.state.signing import SignatureV4
-from edgeproxy.tls import verified_context
+from edgeproxy.state.wire import Wire
 
 RETRY_BASE_S = 0.025  # first retry after up to 25 ms, then doubling (jittered)
 # Settings that make botocore choose an endpoint by rules this module does not model.
@@ -129,30 +128,12 @@ def _config_sets_endpoints(environ: Mapping[str, str]) -> bool:
     return any(key in text for key in CONFIG_ENDPOINT_KEYS)
 
 
-def http_session(url: str, connect_timeout_s: float, read_timeout_s: float) -> Any:
-    """Kept-alive connections to one endpoint, with botocore's CA bundle for HTTPS."""
-    timeout = aiohttp.ClientTimeout(
-        total=None, sock_connect=connect_timeout_s, sock_read=read_timeout_s
-    )
-    return aiohttp.ClientSession(
-        timeout=timeout,
-        connector=aiohttp.TCPConnector(
-            keepalive_timeout=30,
-            ttl_dns_cache=60,
-            # the process's one context (edgeproxy/tls.py); none for a plain-HTTP endpoint
-            ssl=verified_context() if url.startswith("https:") else True,
-        ),
-        skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding"),
-        auto_decompress=False,
-    )
-
-
 class JsonClient:
     """One service's calls as ``await client.<snake_case_operation>(**request) -> dict``."""
 
     def __init__(
         self,
-        http: aiohttp.ClientSession,
+        http: Wire,
         endpoint: str,
         signer: SignatureV4,
         protocol: Protocol,
@@ -185,7 +166,7 @@ class JsonClient:
 
         ``session``: an aioboto3 session or a ``DeferredSession``.
         """
-        http = http_session(endpoint, connect_timeout_s, read_timeout_s)
+        http = Wire(endpoint, connect_timeout_s, read_timeout_s)
         signer = SignatureV4(session.get_credentials, region, protocol.signing_name, endpoint)
         return cls(http, endpoint, signer, protocol, max_attempts=max_attempts)
 
@@ -236,21 +217,7 @@ class JsonClient:
             "X-Amz-Target": self._target_prefix + operation,
         }
         headers.update(await self._signer.headers(body, headers))
-        url = self._endpoint
-        try:
-            async with self._http.post(url, data=body, headers=headers) as response:
-                status = response.status
-                raw = await response.read()
-        except aiohttp.ServerTimeoutError as exc:
-            if isinstance(exc, aiohttp.ConnectionTimeoutError):
-                raise ConnectTimeoutError(endpoint_url=url, error=exc) from exc
-            raise ReadTimeoutError(endpoint_url=url, error=exc) from exc
-        except aiohttp.ClientConnectorError as exc:
-            raise EndpointConnectionError(endpoint_url=url, error=exc) from exc
-        except (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError) as exc:
-            raise ConnectionClosedError(endpoint_url=url, error=exc) from exc
-        except aiohttp.ClientPayloadError as exc:
-            raise ConnectionClosedError(endpoint_url=url, error=exc) from exc
+        status, raw = await self._http.post(headers, body)
         parsed = _parse(raw)
         for hook in self.hooks:
             hook(operation, parsed)
