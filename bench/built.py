@@ -35,7 +35,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # run as a script: make the bench package importable
 
 from bench.coldstart import lambda_env  # noqa: E402
-from bench.processes import Stack  # noqa: E402
+from bench.processes import Stack, put_admin_key  # noqa: E402
 from bench.workloads import CLIENT_KEY  # noqa: E402
 
 CHILD = Path(__file__).with_name("built_child.py")
@@ -140,6 +140,7 @@ def measure(build_dir: Path, repeats: int) -> dict[str, Any]:
     """Start the stub store and mocks, arm the stub, run the fresh processes: the summary."""
     table = f"bench-{uuid.uuid4().hex[:8]}"
     with Stack.start(table, stub=True) as stack:
+        put_admin_key(stack.store_url)  # the ssm: admin key lambda_env names
         fresh_runs(build_dir, stack.store_url, table, 1)  # the store sees every read once
         stack.arm_stub()
         return summary(fresh_runs(build_dir, stack.store_url, table, repeats))

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.processes import put_admin_key
 from bench.workloads import ADMIN_KEY_REF, CLIENT_KEY
 from edgeproxy_dev.dynamo_server import DUMMY_CREDENTIALS
 from edgeproxy_dev.runner import MOCK_KEY
@@ -67,6 +68,7 @@ def cold_start(
 
     ``extra_env``: more of the function's environment (e.g. tracing switched on).
     """
+    put_admin_key(store_url)  # the ssm: admin key lambda_env names
     runs = []
     for _ in range(repeats):
         with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as out:

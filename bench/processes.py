@@ -159,7 +159,12 @@ def _post(url: str) -> None:
 
 
 def put_admin_key(store_url: str) -> None:
-    """The admin key parameter ``lambda_env`` refers to, in the bench store's SSM."""
+    """The admin key parameter ``lambda_env`` refers to, in the bench store's SSM.
+
+    Put by the runs that use ``lambda_env`` (``coldstart``, ``built``), just before them:
+    the store builds its SSM backend on this first call, after the long-lived runs'
+    memory was measured.
+    """
     import boto3  # the harness only; the functions under test never import it
 
     ssm = boto3.client("ssm", endpoint_url=store_url, region_name="us-east-1", **DUMMY_CREDENTIALS)
@@ -194,7 +199,6 @@ class Stack:
             )
             store_url = found.group(1)
             create_table(store_url, table, default_template_path())
-            put_admin_key(store_url)
             if upstream_ports is None:
                 procs["upstream"], found = spawn(
                     ["-m", "bench.upstream_server", MOCK_KEY], r"upstream on (\d+) (\d+)"

@@ -87,9 +87,12 @@ def units(operation: str, request: bytes, response: bytes) -> tuple[float, float
 class CallLog:
     """A WSGI wrapper that logs each DynamoDB call around the wrapped app (or the stub)."""
 
-    def __init__(self, app: WSGIApp, stub: bool = False, ssm: WSGIApp | None = None) -> None:
+    def __init__(
+        self, app: WSGIApp, stub: bool = False, ssm: Callable[[], WSGIApp] | None = None
+    ) -> None:
         self._app = app
-        self._ssm = ssm
+        self._ssm_factory = ssm
+        self._ssm: WSGIApp | None = None  # moto's SSM: built on the first SSM call
         self._stub = stub
         self.armed = False
         self._replies: dict[bytes, tuple[str, bytes]] = {}
@@ -105,8 +108,12 @@ class CallLog:
             self.armed = self._stub
             return self._json(start_response, {"armed": self.armed})
         target = str(environ.get("HTTP_X_AMZ_TARGET", "?"))
-        if self._ssm is not None and target.startswith(SSM_PREFIX):
-            return self._ssm(environ, start_response)  # not the store: neither logged nor stubbed
+        if self._ssm_factory is not None and target.startswith(SSM_PREFIX):
+            # Not the store: neither logged nor stubbed. Built when first asked (about 70 MiB
+            # of moto's SSM data), so runs that never read a parameter do not carry it.
+            if self._ssm is None:
+                self._ssm = self._ssm_factory()
+            return self._ssm(environ, start_response)
         arrived = time.monotonic()
         operation = target.removeprefix(TARGET_PREFIX)
         body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
@@ -170,7 +177,7 @@ class _Body:
 
 def main(argv: list[str]) -> None:
     """Serve the logged store (``--stub``: the instant stub once armed) until stdin closes."""
-    app = CallLog(backend_app(), stub="--stub" in argv, ssm=create_backend_app("ssm"))
+    app = CallLog(backend_app(), stub="--stub" in argv, ssm=lambda: create_backend_app("ssm"))
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(run(app, 0, banner="store on "))
     sys.stdout.flush()
