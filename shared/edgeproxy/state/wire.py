@@ -39,7 +39,8 @@ from botocore.exceptions import (
 from edgeproxy.state.signing import host_of
 from edgeproxy.tls import verified_context
 
-MAX_IDLE = 32  # kept-alive connections kept per endpoint; more are closed when returned
+MAX_OPEN = 100  # connections open at once per endpoint (aiohttp's default); more calls wait
+MAX_IDLE = MAX_OPEN  # every one may be kept alive: a burst reuses them instead of churning
 MAX_HEAD = 64 * 1024  # an answer's status line and headers, at most
 
 
@@ -206,9 +207,14 @@ class Wire:
         self._read_s = read_timeout_s
         self._keepalive_s = keepalive_s
         self._idle: list[Connection] = []
+        self._slots = asyncio.Semaphore(MAX_OPEN)
 
     async def post(self, headers: dict[str, str], body: bytes) -> tuple[int, bytes]:
         """Send ``POST /`` with ``headers`` and ``body``; the answer's status and body."""
+        async with self._slots:  # a burst queues here instead of opening a socket per call
+            return await self._exchange(headers, body)
+
+    async def _exchange(self, headers: dict[str, str], body: bytes) -> tuple[int, bytes]:
         connection = self._reuse() or await self._connect()
         lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
         request = b"".join(

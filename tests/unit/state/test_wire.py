@@ -14,7 +14,7 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
-from edgeproxy.state.wire import Wire
+from edgeproxy.state.wire import MAX_OPEN, Wire
 
 JSON_OK = (
     b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{"ok":true}'
@@ -147,3 +147,12 @@ async def test_a_refused_port_is_an_endpoint_connection_error() -> None:
     await listener.wait_closed()
     with pytest.raises(EndpointConnectionError):
         await Wire(f"http://127.0.0.1:{port}", 1.0, 5.0).post({}, b"{}")
+
+
+async def test_a_burst_opens_at_most_max_open_connections() -> None:
+    async with serving(lambda n: ([JSON_OK], False)) as server:
+        wire = Wire(server.url, 5.0, 10.0)
+        answers = await asyncio.gather(*(wire.post({}, b"{}") for _ in range(MAX_OPEN + 50)))
+        await wire.close()
+    assert answers == [(200, b'{"ok":true}')] * (MAX_OPEN + 50)
+    assert server.connections <= MAX_OPEN
