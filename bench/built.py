@@ -1,7 +1,7 @@
 """The artifact ``sam build`` produced, run as Lambda runs it: each function's CPU and RSS.
 
     .venv/bin/python -m bench.built [--build-dir .aws-sam/build] [--repeats 7]
-        [--stream-repeats 3] [--streams 5]
+        [--stream-repeats N (repeats // 2)] [--streams 5]
 
 Each repeat is a fresh ``python3.12 -I -S -B`` (``bench/built_child.py``) with
 only the built ProxyFunction and SharedLayer on ``sys.path``: it imports
