@@ -12,10 +12,10 @@ start-up to the first ``/health`` answer and its CPU, the first stream
 (it builds the clients), then warm streams one after another: ``4 x count``
 of ``SHORT_CHUNKS`` content chunks and ``count`` of ``LONG_CHUNKS``, the
 mock pausing ``CHUNK_DELAY_MS`` between chunks so each is relayed on its
-own. /proc counts CPU in 10 ms ticks, so each figure is a total over many
-streams. The two lengths fit ``fixed + chunks x per_chunk``; a stream of
-``STREAM_S`` seconds at ``CHUNKS_PER_S`` costs that CPU, and is billed its
-whole duration (``sizes``).
+own, at the rate a stream of ``CHUNKS_PER_S`` comes. /proc counts CPU in
+10 ms ticks, so each figure is a total over many streams. The two lengths
+fit ``fixed + chunks x per_chunk``; a stream of ``STREAM_S`` seconds at
+``CHUNKS_PER_S`` costs that CPU, and is billed its whole duration (``sizes``).
 """
 
 from __future__ import annotations
@@ -38,10 +38,12 @@ from bench.processes import cpu_seconds, die_with_parent, memory_mib, stop
 from bench.workloads import chat
 
 SHORT_CHUNKS = 10
-LONG_CHUNKS = 200
-CHUNK_DELAY_MS = 5
+LONG_CHUNKS = 100
 STREAM_S = 30
 CHUNKS_PER_S = 50  # a fast model's output rate: one content chunk per token
+# Paced as that model would be: a chunk costs more CPU the further apart they come
+# (measured: 0.3-0.4 ms at 5 ms apart, 0.5-0.7 ms at 20 ms, on a loaded machine).
+CHUNK_DELAY_MS = 1000 // CHUNKS_PER_S
 # Lambda arm64, us-east-1, first pricing tier (aws.amazon.com/lambda/pricing).
 ARM64_USD_PER_GB_S = 0.0000133334
 USD_PER_REQUEST = 0.20 / 1_000_000
