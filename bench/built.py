@@ -1,6 +1,7 @@
-"""The artifact ``sam build`` produced, run as Lambda runs it: cold start and warm CPU.
+"""The artifact ``sam build`` produced, run as Lambda runs it: each function's CPU and RSS.
 
     .venv/bin/python -m bench.built [--build-dir .aws-sam/build] [--repeats 7]
+        [--stream-repeats N (repeats // 2)] [--streams 5]
 
 Each repeat is a fresh ``python3.12 -I -S -B`` (``bench/built_child.py``) with
 only the built ProxyFunction and SharedLayer on ``sys.path``: it imports
@@ -14,6 +15,11 @@ fresh processes; the machine is shared, so compare runs of the same moment.
 
 Lambda gives CPU in proportion to memory (1769 MB is one vCPU): ``shares``
 models a request's CPU-bound time at a memory size as measured CPU / share.
+
+Beside the proxy, on the same store and mocks: the StreamFunction under
+uvicorn (``built_stream``: CPU per stream and per chunk, and a 30 s stream's
+price at each size) under ``stream``, and the scheduled jobs (``built_jobs``)
+under ``jobs``.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # run as a script: make the bench package importable
 
+from bench import built_jobs, built_stream  # noqa: E402
 from bench.coldstart import lambda_env  # noqa: E402
 from bench.processes import Stack, put_admin_key  # noqa: E402
 from bench.workloads import CLIENT_KEY  # noqa: E402
@@ -123,37 +130,64 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def share(size_mb: int) -> float:
+    """The CPU share Lambda gives ``size_mb``: size / 1769 MB of one vCPU, one vCPU at most."""
+    return min(1.0, size_mb / FULL_VCPU_MB)
+
+
 def shares(cold_cpu_s: float, warm_cpu_s: float) -> dict[str, dict[str, float]]:
     """CPU-bound seconds at each memory size: measured CPU / (size / 1769 MB), one vCPU at most."""
     out = {}
     for size in SIZES_MB:
-        share = min(1.0, size / FULL_VCPU_MB)
         out[str(size)] = {
-            "share": round(share, 3),
-            "cold_cpu_s": cold_cpu_s / share,
-            "warm_cpu_ms": warm_cpu_s * 1000 / share,
+            "share": round(share(size), 3),
+            "cold_cpu_s": cold_cpu_s / share(size),
+            "warm_cpu_ms": warm_cpu_s * 1000 / share(size),
         }
     return out
 
 
-def measure(build_dir: Path, repeats: int) -> dict[str, Any]:
-    """Start the stub store and mocks, arm the stub, run the fresh processes: the summary."""
+def measure(
+    build_dir: Path, repeats: int, stream_repeats: int | None = None, streams: int = 5
+) -> dict[str, Any]:
+    """Start the stub store and mocks, warm the stub, arm it, then measure every function.
+
+    The proxy's summary, with ``stream`` (``built_stream``: ``stream_repeats`` servers,
+    ``repeats // 2`` unless told, of ``streams`` long streams each) and ``jobs``
+    (``built_jobs``, ``repeats`` processes each).
+    """
+    stream_repeats = stream_repeats or max(1, repeats // 2)
     table = f"bench-{uuid.uuid4().hex[:8]}"
     with Stack.start(table, stub=True) as stack:
         put_admin_key(stack.store_url)  # the ssm: admin key lambda_env names
-        fresh_runs(build_dir, stack.store_url, table, 1)  # the store sees every read once
+        mocks = [stack.upstream_url(0), stack.upstream_url(1)]
+        # The store sees every read once, before the stub replays them.
+        fresh_runs(build_dir, stack.store_url, table, 1)
+        built_jobs.measure(build_dir, stack.store_url, table, 1)
+        built_stream.measure(build_dir, stack.store_url, table, mocks, 1, 1)
         stack.arm_stub()
-        return summary(fresh_runs(build_dir, stack.store_url, table, repeats))
+        out = summary(fresh_runs(build_dir, stack.store_url, table, repeats))
+        stream = built_stream.measure(
+            build_dir, stack.store_url, table, mocks, stream_repeats, streams
+        )
+        jobs = built_jobs.measure(build_dir, stack.store_url, table, repeats)
+    stream["sizes"] = built_stream.sizes(stream, {size: share(size) for size in SIZES_MB})
+    for job in jobs.values():
+        cold = job["import_cpu_s"] + job["first_invocation_cpu_s"]
+        job["shares"] = shares(cold, job["warm_invocation_cpu_s"])
+    return {**out, "stream": stream, "jobs": jobs}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else None)
     parser.add_argument("--build-dir", type=Path, help="an existing sam build directory")
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--stream-repeats", type=int, help="stream servers (repeats // 2)")
+    parser.add_argument("--streams", type=int, default=5, help="long streams per server")
     plan = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as work:
         build_dir = plan.build_dir or build(Path(work))
-        result = measure(build_dir, plan.repeats)
+        result = measure(build_dir, plan.repeats, plan.stream_repeats, plan.streams)
     result["load_average"] = os.getloadavg()
     print(json.dumps(result, indent=1))
     return 0

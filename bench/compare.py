@@ -213,7 +213,7 @@ def run(plan: argparse.Namespace, tool: str | None) -> dict[str, Any]:
             embedded.stack.store_url, embedded.stack.table, plan.cold_repeats
         )
     if not plan.no_built:
-        print("the sam-built proxy function: cold start and warm CPU", flush=True)
+        print("the sam-built functions: cold start, CPU and RSS per request", flush=True)
         with tempfile.TemporaryDirectory() as work:
             build_dir = plan.build_dir or built.build(Path(work))
             results["built"] = built.measure(build_dir, plan.cold_repeats * 2 + 1)

@@ -14,6 +14,8 @@ import math
 import statistics
 from typing import Any
 
+from bench import built_jobs, built_stream
+
 DIRECT = "direct"
 FLOOR = "floor"
 LITELLM = "litellm"
@@ -252,4 +254,6 @@ def built_lines(built: dict[str, Any] | None) -> list[str]:
         "Modelled: measured CPU / share (Lambda: 1769 MB = 1 vCPU); waiting on the store "
         "and the upstream does not shrink with memory.",
         "",
+        *built_stream.lines(built.get("stream")),
+        *built_jobs.lines(built.get("jobs")),
     ]

@@ -37,7 +37,7 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 START_TIMEOUT_S = 30.0
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     # PR_SET_PDEATHSIG: the kernel sends SIGTERM when the harness dies, however it dies.
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
 
@@ -61,7 +61,7 @@ def spawn(
         stderr=subprocess.STDOUT,
         text=True,
         env=env,
-        preexec_fn=_die_with_parent,  # only a prctl call: safe before exec
+        preexec_fn=die_with_parent,  # only a prctl call: safe before exec
     )
     assert proc.stdout is not None
     deadline = time.monotonic() + timeout_s
