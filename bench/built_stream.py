@@ -64,6 +64,14 @@ def set_stream(upstream_urls: list[str], chunks: int) -> None:
             answer.read()
 
 
+def clear_stream(upstream_urls: list[str]) -> None:
+    """The mocks' ordinary answers again (the proxy's runs share these mocks)."""
+    for url in upstream_urls:
+        request = urllib.request.Request(url + "/_mock/faults", method="DELETE")  # noqa: S310
+        with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310
+            answer.read()
+
+
 def start(build_dir: Path, env: dict[str, str], log: IO[bytes]) -> tuple[Any, str, float]:
     """run.sh's uvicorn on the built function; (process, base URL, seconds to first /health).
 
@@ -155,6 +163,7 @@ def _run(build_dir: Path, env: dict[str, str], upstream_urls: list[str], count: 
         out["peak_rss_mib"] = memory_mib(proc.pid)["VmHWM"]
     finally:
         stop(proc)
+        clear_stream(upstream_urls)  # a later proxy run must not get these long answers
     return out
 
 
