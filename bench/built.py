@@ -1,6 +1,7 @@
 """The artifact ``sam build`` produced, run as Lambda runs it: each function's CPU and RSS.
 
     .venv/bin/python -m bench.built [--build-dir .aws-sam/build] [--repeats 7]
+    .venv/bin/python -m bench.built --build-dir NEW --baseline OLD   # the two proxies, alternated
         [--stream-repeats N (repeats // 2)] [--streams 5]
 
 Each repeat is a fresh ``python3.12 -I -S -B`` (``bench/built_child.py``) with
@@ -178,16 +179,45 @@ def measure(
     return {**out, "stream": stream, "jobs": jobs}
 
 
+def measure_pair(build_dir: Path, baseline: Path, repeats: int) -> dict[str, Any]:
+    """The proxy of ``build_dir`` against ``baseline``'s, one fresh process of each in turn.
+
+    On a shared machine the speed moves by a third from one minute to the next:
+    alternating process by process on one stack puts both builds in the same
+    minutes, so their ratios hold where the absolute figures drift.
+    """
+    table = f"bench-{uuid.uuid4().hex[:8]}"
+    runs: dict[str, list[dict[str, Any]]] = {"after": [], "before": []}
+    with Stack.start(table, stub=True) as stack:
+        put_admin_key(stack.store_url)  # the ssm: admin key lambda_env names
+        for build_path in (build_dir, baseline):  # the store sees every read once
+            fresh_runs(build_path, stack.store_url, table, 1)
+        stack.arm_stub()
+        for _ in range(repeats):
+            runs["after"] += fresh_runs(build_dir, stack.store_url, table, 1)
+            runs["before"] += fresh_runs(baseline, stack.store_url, table, 1)
+    after, before = summary(runs["after"]), summary(runs["before"])
+    keys = ("cold_start_s", "import_cpu_s", "first_event_cpu_s", "warm_cpu_s", "warm_wall_s")
+    ratios = {k: after[k] / before[k] for k in keys if before[k]}
+    return {"after": after, "before": before, "after_over_before": ratios}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else None)
     parser.add_argument("--build-dir", type=Path, help="an existing sam build directory")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--stream-repeats", type=int, help="stream servers (repeats // 2)")
     parser.add_argument("--streams", type=int, default=5, help="long streams per server")
+    parser.add_argument(
+        "--baseline", type=Path, help="another sam build: its proxy alternated with this one's"
+    )
     plan = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as work:
         build_dir = plan.build_dir or build(Path(work))
-        result = measure(build_dir, plan.repeats, plan.stream_repeats, plan.streams)
+        if plan.baseline is not None:
+            result = measure_pair(build_dir, plan.baseline, plan.repeats)
+        else:
+            result = measure(build_dir, plan.repeats, plan.stream_repeats, plan.streams)
     result["load_average"] = os.getloadavg()
     print(json.dumps(result, indent=1))
     return 0
