@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from edgeproxy.errors import StoreUnavailable
 from edgeproxy.routing.snapshot import BindingKey, PoolSnapshot
 from edgeproxy.service.sharing.pool_reads import PoolReads
 from edgeproxy.state.store import SnapshotRequest
@@ -169,3 +170,25 @@ async def test_a_caller_that_leaves_does_not_cancel_the_shared_read() -> None:
     await settle()
     await store.finish(0)
     assert (await staying).pool_generation == 0
+
+
+async def test_requests_waiting_on_a_read_the_store_let_down_fail_with_it() -> None:
+    # The store is down: the running read spent its budget. Requests that arrived during it
+    # get its StoreUnavailable at once, not after a second budget of their own read.
+    store = HeldStore(itertools.count())
+    reads = PoolReads(store.read_pools)
+    first = asyncio.ensure_future(reads.read(request()))
+    await settle()
+    waiting = asyncio.ensure_future(reads.read(request(caller="c")))
+    await settle()
+    store.fail = StoreUnavailable("DynamoDB did not answer within the budget")
+    await store.finish(0)
+    await settle()
+    assert len(store.reads) == 1  # no second read started for the waiting request
+    for caller in (first, waiting):
+        with pytest.raises(StoreUnavailable):
+            await asyncio.wait_for(caller, 5)
+    store.fail = None
+    later = asyncio.ensure_future(reads.read(request()))  # after the failure: its own read
+    await store.finish(1)
+    assert (await later).pool_generation == 1  # the second read of all

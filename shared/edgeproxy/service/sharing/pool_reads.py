@@ -14,7 +14,11 @@ arrivals; it closes the moment its read starts. A batch starts
 
 So a request waits at most for the rest of the running read and then its
 own, and under load a pool costs about one read per read's round trip,
-however many requests arrive meanwhile.
+however many requests arrive meanwhile. One exception keeps a request's
+wait within one store budget when the store is down: when the running read
+fails as ``StoreUnavailable`` (its budget spent, the store unreachable), the
+batch waiting for it fails with the same error instead of starting a read of
+its own, which would most likely spend a second budget for the same answer.
 
 Requests of one batch may differ (binding keys, client keys, a pinned or
 filtered deployment list): the batch is one ``read_pools`` call, the union of
@@ -29,6 +33,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from typing import Any
 
+from edgeproxy.errors import StoreUnavailable
 from edgeproxy.routing.snapshot import PoolSnapshot
 from edgeproxy.state.store import SnapshotRequest
 
@@ -118,6 +123,12 @@ class PoolReads:
             for _, future in members:
                 if not future.done():
                     future.set_exception(exc)
+            waiting = self._open.get(pool)
+            if isinstance(exc, StoreUnavailable) and waiting is not None and not waiting.scheduled:
+                del self._open[pool]  # its members arrived during this read: one budget each
+                for _, future in waiting.requests.values():
+                    if not future.done():
+                        future.set_exception(exc)
         else:
             for (_, future), snapshot in zip(members, snapshots, strict=True):
                 if not future.done():
