@@ -29,10 +29,8 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -42,6 +40,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # run as a script: make the bench package importable
 
 from bench import built_jobs, built_stream  # noqa: E402
+from bench.child import run_child  # noqa: E402
 from bench.coldstart import lambda_env  # noqa: E402
 from bench.processes import Stack, put_admin_key  # noqa: E402
 from bench.workloads import CLIENT_KEY  # noqa: E402
@@ -72,30 +71,16 @@ def build(work: Path) -> Path:
 
 def fresh_runs(build_dir: Path, store_url: str, table: str, repeats: int) -> list[dict[str, Any]]:
     """``repeats`` fresh processes of the built proxy function; their raw timings."""
-    from tests.handlers.artifact import lambda_python
-
-    python = lambda_python()
     event = json.loads((ROOT / "events/chat.json").read_text())
     event["headers"]["authorization"] = f"Bearer {CLIENT_KEY}"
     runs = []
     with tempfile.TemporaryDirectory() as work:
         event_path = Path(work) / "event.json"
         event_path.write_text(json.dumps(event))
-        for index in range(repeats):
-            out = Path(work) / f"run{index}.json"
-            spawned = time.monotonic()
-            subprocess.run(  # noqa: S603 - our own child script
-                [
-                    *(str(python), "-I", "-S", "-B", str(CHILD)),
-                    *(str(build_dir / "ProxyFunction"), str(build_dir / "SharedLayer" / "python")),
-                    *(str(event_path), str(out), str(WARM_EVENTS)),
-                ],
-                env=lambda_env(store_url, table),
-                stdout=subprocess.DEVNULL,
-                check=True,
-                timeout=120,
-            )
-            data = json.loads(out.read_text())
+        for _ in range(repeats):
+            args = [str(event_path), str(WARM_EVENTS)]
+            env = lambda_env(store_url, table)
+            spawned, data = run_child(CHILD, build_dir, "ProxyFunction", args, env)
             data["interpreter_s"] = data["started"] - spawned
             data["import_init_s"] = data["imported"] - data["started"]
             data["first_event_s"] = data["first_event_done"] - data["imported"]

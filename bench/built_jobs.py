@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import json
 import statistics
-import subprocess
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
+from bench.child import run_child
 from bench.coldstart import lambda_env
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,29 +29,13 @@ JOBS = {
 
 def fresh_runs(build_dir: Path, function: str, store_url: str, table: str, repeats: int) -> list[dict[str, Any]]:  # fmt: skip
     """``repeats`` fresh processes of one built job function; their raw timings."""
-    from tests.handlers.artifact import lambda_python
-
-    python = lambda_python()
     event = ROOT / "events" / JOBS[function][0]
     runs = []
-    with tempfile.TemporaryDirectory() as work:
-        for index in range(repeats):
-            out = Path(work) / f"run{index}.json"
-            spawned = time.monotonic()
-            subprocess.run(  # noqa: S603 - our own child script
-                [
-                    *(str(python), "-I", "-S", "-B", str(CHILD)),
-                    *(str(build_dir / function), str(build_dir / "SharedLayer" / "python")),
-                    *(str(event), str(out)),
-                ],
-                env=lambda_env(store_url, table),
-                stdout=subprocess.DEVNULL,
-                check=True,
-                timeout=120,
-            )
-            data = json.loads(out.read_text())
-            data["cold_start_s"] = data["imported"] - spawned + data["first_invocation_s"]
-            runs.append(data)
+    for _ in range(repeats):
+        env = lambda_env(store_url, table)
+        spawned, data = run_child(CHILD, build_dir, function, [str(event)], env)
+        data["cold_start_s"] = data["imported"] - spawned + data["first_invocation_s"]
+        runs.append(data)
     return runs
 
 
