@@ -92,8 +92,8 @@ async def open_store(
 ) -> DynamoStore:
     """A ``DynamoStore`` on the configured endpoint (AWS by default credentials otherwise).
 
-    Its client is ``DynamoClient`` (DynamoDB's JSON protocol over aiohttp). A
-    store outage must fail fast: botocore's defaults (60 s connect and read
+    Its client is ``DynamoClient`` (DynamoDB's JSON protocol on ``state/wire.py``'s
+    connections). A store outage must fail fast: botocore's defaults (60 s connect and read
     timeouts, up to 10 attempts) made a request wait over a minute for a
     black-holed store. Here: a short connect timeout, reads bounded by the
     budget, one retry after a jittered backoff (a throttle, a 5xx or a dropped
@@ -120,8 +120,8 @@ def open_credentials(
 ) -> CredentialResolver:
     """A resolver for ``env:``, ``ssm:`` and ``secretsmanager:`` references (clients on first use).
 
-    The clients are ``state/secrets.py``'s lean ones (AWS's JSON protocol over
-    aiohttp: no aioboto3 import); botocore's where it alone knows the endpoint.
+    The clients are ``state/secrets.py``'s lean ones (AWS's JSON protocol on
+    ``state/wire.py``: no aioboto3 import); botocore's where it alone knows the endpoint.
     """
 
     def botocore_client(service: str) -> Any:  # on first use: a deferred session stays so

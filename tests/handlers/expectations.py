@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from edgeproxy_dev.dynamo_server import DUMMY_CREDENTIALS
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.configs import config, deployment
 
@@ -15,6 +16,21 @@ from tests.fixtures.configs import config, deployment
 EVENT_KEY_SHA256 = hashlib.sha256(b"sk-event-client").hexdigest()
 # The bootstrap admin key the admin_* events send (behind EDGEPROXY_ADMIN_KEY_REF).
 EVENT_ADMIN_KEY = "ep-admin-events-5f1c9a7e2b4d"
+
+
+def handler_environment(dynamo_endpoint: str, table: str) -> dict[str, str]:
+    """The proxy function's Lambda environment against the embedded store (an env: admin key)."""
+    return {
+        "EDGEPROXY_DYNAMODB_ENDPOINT": dynamo_endpoint,
+        "EDGEPROXY_TABLE": table,
+        "EDGEPROXY_CRED_MOCK_KEY": "sk-mock",
+        "EDGEPROXY_ADMIN_KEY_REF": "env:EDGEPROXY_EVENTS_ADMIN_KEY",
+        "EDGEPROXY_EVENTS_ADMIN_KEY": EVENT_ADMIN_KEY,
+        "AWS_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": DUMMY_CREDENTIALS["aws_access_key_id"],
+        "AWS_SECRET_ACCESS_KEY": DUMMY_CREDENTIALS["aws_secret_access_key"],
+        "POWERTOOLS_METRICS_NAMESPACE": "edgeproxy-test",
+    }
 
 
 def handler_config(upstream: MockUpstream) -> dict[str, Any]:

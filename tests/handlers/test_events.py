@@ -20,12 +20,16 @@ from typing import Any
 
 import pytest
 
-from edgeproxy_dev.dynamo_server import DUMMY_CREDENTIALS
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.gateway import store
 from tests.fixtures.otlp import Collector
 from tests.fixtures.table import TableView
-from tests.handlers.expectations import EVENT_ADMIN_KEY, EXPECTED, body_of, handler_config
+from tests.handlers.expectations import (
+    EXPECTED,
+    body_of,
+    handler_config,
+    handler_environment,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"
@@ -63,17 +67,7 @@ def environment(
         gateway_table,
         handler_config(upstream_a),
     )
-    for name, value in {
-        "EDGEPROXY_DYNAMODB_ENDPOINT": dynamo_endpoint,
-        "EDGEPROXY_TABLE": gateway_table,
-        "EDGEPROXY_CRED_MOCK_KEY": "sk-mock",
-        "EDGEPROXY_ADMIN_KEY_REF": "env:EDGEPROXY_EVENTS_ADMIN_KEY",
-        "EDGEPROXY_EVENTS_ADMIN_KEY": EVENT_ADMIN_KEY,
-        "AWS_REGION": "us-east-1",
-        "AWS_ACCESS_KEY_ID": DUMMY_CREDENTIALS["aws_access_key_id"],
-        "AWS_SECRET_ACCESS_KEY": DUMMY_CREDENTIALS["aws_secret_access_key"],
-        "POWERTOOLS_METRICS_NAMESPACE": "edgeproxy-test",
-    }.items():
+    for name, value in handler_environment(dynamo_endpoint, gateway_table).items():
         monkeypatch.setenv(name, value)
     with ThreadPoolExecutor(1, initializer=_new_loop) as pool:
         yield pool

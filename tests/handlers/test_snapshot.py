@@ -15,10 +15,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from edgeproxy_dev.dynamo_server import DUMMY_CREDENTIALS
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.gateway import store
-from tests.handlers.expectations import EVENT_ADMIN_KEY, handler_config
+from tests.handlers.expectations import handler_config, handler_environment
 
 ROOT = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).with_name("restore_child.py")
@@ -28,18 +27,7 @@ def test_each_restore_of_one_snapshot_draws_its_own_numbers_and_serves(
     tmp_path: Path, dynamo_endpoint: str, gateway_table: str, upstream_a: MockUpstream
 ) -> None:
     store(dynamo_endpoint, gateway_table, handler_config(upstream_a))
-    environment = {
-        "PATH": "/usr/bin:/bin",
-        "EDGEPROXY_DYNAMODB_ENDPOINT": dynamo_endpoint,
-        "EDGEPROXY_TABLE": gateway_table,
-        "EDGEPROXY_CRED_MOCK_KEY": "sk-mock",
-        "EDGEPROXY_ADMIN_KEY_REF": "env:EDGEPROXY_EVENTS_ADMIN_KEY",
-        "EDGEPROXY_EVENTS_ADMIN_KEY": EVENT_ADMIN_KEY,
-        "AWS_REGION": "us-east-1",
-        "AWS_ACCESS_KEY_ID": DUMMY_CREDENTIALS["aws_access_key_id"],
-        "AWS_SECRET_ACCESS_KEY": DUMMY_CREDENTIALS["aws_secret_access_key"],
-        "POWERTOOLS_METRICS_NAMESPACE": "edgeproxy-test",
-    }
+    environment = {"PATH": "/usr/bin:/bin", **handler_environment(dynamo_endpoint, gateway_table)}
     done = subprocess.run(  # noqa: S603 - our own interpreter and script
         [
             *(sys.executable, str(CHILD)),

@@ -7,8 +7,9 @@ with a fixed text that names the reference and never a value.
 
 The clients are ``aws_json.JsonClient``s (``lean_opener``): AWS's JSON
 protocol on its own connections (``state/wire.py``), so resolving an ``ssm:``
-admin key on a cold start's first request imports no aioboto3, aiobotocore or botocore session (about
-0.3 s of CPU and 80 ms for the client, measured with aiobotocore). They raise
+admin key on a cold start's first request imports no aioboto3, aiobotocore or
+botocore session (about 0.3 s of CPU and 80 ms for the client, measured with
+aiobotocore). They raise
 botocore's exceptions as its clients do, so ``translated_errors`` is the same
 for both. Where botocore would pick the endpoint by settings ``aws_json``
 does not read (``endpoint_url``), the opener falls back to botocore's client.
