@@ -67,7 +67,9 @@ def test_tpm_limit_and_budget_hold_under_64_callers_on_two_processes(
     answers = burst(urls, tpm["key"])
     statuses = [a.status_code for a in answers]
     assert set(statuses) <= {200, 429}
-    assert 1 <= statuses.count(200) <= 100 // 22  # each reservation takes 22 of the 100
+    # Each reservation takes 22 of the 100; an answer that used less gives the rest back when
+    # it is counted, which may let one more in during the burst: the limit is on tokens.
+    assert 1 <= statuses.count(200) < len(statuses)
     assert served_tokens(upstream_a, answers) <= 100
     # Once every answer was counted and every reservation released: the actual tokens, exactly.
     minute = int(clock.now() // 60)
@@ -79,7 +81,7 @@ def test_tpm_limit_and_budget_hold_under_64_callers_on_two_processes(
     codes = {a.json()["error"]["code"] for a in spent_answers if a.status_code == 429}
     assert codes <= {"insufficient_quota"}
     served = [a for a in spent_answers if a.status_code == 200]
-    assert 1 <= len(served) <= 100 // 22
+    assert 1 <= len(served) < len(spent_answers)  # the bound is on spend, as above on tokens
     assert served_tokens(upstream_a, served) * 1.0 <= 100.0  # $1 a token
     cost = float(served_tokens(upstream_a, served))
     spend = keys.key_spend_key(budget["id"])
