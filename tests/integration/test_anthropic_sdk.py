@@ -304,13 +304,14 @@ def test_every_upstream_failing_keeps_status_and_retry_after(
     start_gateway, upstream_a: MockUpstream
 ) -> None:
     gw = start_gateway(config(deployment("a", upstream_a), router=router(json={"max_attempts": 1})))
-    upstream_a.set_faults([], persistent={"status": 429, "retry_after": "3"})
+    # Longer than the 5 s throttle floor, so the provider's own wait is the one told.
+    upstream_a.set_faults([], persistent={"status": 429, "retry_after": "8"})
     with (
         anthropic.Anthropic(base_url=gw.base_url, api_key=CLIENT_KEY, max_retries=0) as sdk,
         pytest.raises(anthropic.RateLimitError) as caught,
     ):
         sdk.messages.create(model="fast-chat", max_tokens=5, messages=HELLO)
-    assert caught.value.response.headers["retry-after"] == "3"
+    assert caught.value.response.headers["retry-after"] == "8"
     assert error_type(caught.value) == "rate_limit_error"
 
 

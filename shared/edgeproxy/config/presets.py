@@ -1,11 +1,13 @@
 """Router presets (``router.preset``): named sets of router defaults.
 
 ``patient`` (the default) is the primary spec's: deadlines as patient as the
-official SDKs' 600 s read timeout, no stream continuation, probes of a
-failing deployment at most every 20 s. ``interactive`` is for a person
-waiting on the answer: tight deadlines, continuation of cut streams wherever
-a pool (or a ``general`` fallback target) has a ``supports_prefill``
-deployment, and a probe of a failing deployment every 5 s at most.
+official SDKs' 600 s read timeout, no stream continuation, a failed probe's
+cooldown doubling up to ``max_cooldown_seconds`` and a provider 429 holding
+its capacity circuit at least ``throttle_cooldown_seconds``. ``interactive``
+is for a person waiting on the answer: tight deadlines, continuation of cut
+streams wherever a pool (or a ``general`` fallback target) has a
+``supports_prefill`` deployment, a probe of a failing deployment every 5 s at
+most, and a provider's Retry-After followed exactly even when shorter.
 
 A preset only supplies defaults: a setting given explicitly wins, field by
 field inside ``circuit`` and row by row (operation) inside
@@ -65,7 +67,7 @@ def preset_values(preset: Preset) -> dict[str, Any]:
     if preset is Preset.PATIENT:
         return {}
     return {
-        "circuit": {"max_probe_interval_seconds": 5},
+        "circuit": {"max_probe_interval_seconds": 5, "throttle_exact_retry_after": True},
         "continuation": "prefill",
         "execution_policies": _interactive_policies(),
     }

@@ -50,12 +50,17 @@ class CircuitSettings(Strict):
     retry_after_seconds: NonNegative = 0
     failure_window_seconds: Positive = 60
     max_cooldown_seconds: Positive = 300
-    # Prompt recovery: a failed probe doubles the cooldown (000), but never
-    # past this while requests keep probing; None lets it grow to max_cooldown.
-    max_probe_interval_seconds: Positive | None = 20
+    # A failed probe doubles the cooldown up to max_cooldown_seconds (000);
+    # a number holds it there instead, for prompt recovery (interactive: 5).
+    max_probe_interval_seconds: Positive | None = None
     half_open_probe_seconds: Positive = 30
     configuration_cooldown_seconds: Positive = 300
+    # The least a capacity circuit stays open after a provider 429 (000): the
+    # provider's Retry-After may lengthen it, never shorten it ...
     throttle_cooldown_seconds: NonNegative = 5
+    # ... unless this is set (interactive): then a Retry-After is followed
+    # exactly, and the cooldown applies only to a 429 that names no wait.
+    throttle_exact_retry_after: bool = False
 
 
 class RouterSettings(Strict):

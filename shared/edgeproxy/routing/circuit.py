@@ -13,13 +13,12 @@ writing; the success path of a healthy deployment writes nothing at all.
     any --(operator: force_open)--> open (maintenance) until a given time
     any --(operator: force_close)--> closed, level 0
 
-Prompt recovery: the cap of a transient reopen is the smaller of
-``max_cooldown_seconds`` and ``max_probe_interval_seconds`` (20 s by
-default). The level keeps counting failed probes, so the cooldown still grows
-exponentially up to the cap (a genuinely failing deployment costs at most one
-probe per interval); the bound means a recovered deployment gets traffic
-back within one interval plus the gap to the next request, not after a
-cooldown that doubled all through the outage.
+The cap of a transient reopen is ``max_cooldown_seconds`` (000), tightened
+to ``max_probe_interval_seconds`` when that is set (prompt recovery, as the
+``interactive`` preset does). The level keeps counting failed probes either
+way, so the cooldown grows exponentially up to the cap; a bound means a
+recovered deployment gets traffic back within one interval plus the gap to
+the next request, not after a cooldown that doubled all through the outage.
 
 Only the probe's outcome moves a circuit that is not closed: a failure of an
 attempt that started before the circuit opened, or that ends while it is
@@ -248,14 +247,18 @@ def on_success(
 def throttle_until(now: float, retry_after: float | None, settings: CircuitSettings) -> float:
     """When a failure domain's capacity circuit closes after a provider 429.
 
-    The provider's Retry-After when it sent one (honoured up to
-    ``MAX_RETRY_AFTER_SECONDS``): the deployment is asked again no sooner and
-    no later than that. ``throttle_cooldown_seconds`` is the floor for a 429
-    that names no wait, not a wait added to the provider's.
+    000: ``throttle_cooldown_seconds`` is the floor; the provider's Retry-After
+    (honoured up to ``MAX_RETRY_AFTER_SECONDS``) may lengthen the wait, never
+    shorten it. With ``throttle_exact_retry_after`` a Retry-After is followed
+    exactly, shorter or longer, and the cooldown is only for a 429 naming no wait.
 
-    >>> throttle_until(100.0, 2.0, CircuitSettings()), throttle_until(100.0, None, CircuitSettings())
-    (102.0, 105.0)
+    >>> throttle_until(100.0, 2.0, CircuitSettings()), throttle_until(100.0, 30.0, CircuitSettings())
+    (105.0, 130.0)
+    >>> throttle_until(100.0, 2.0, CircuitSettings(throttle_exact_retry_after=True))
+    102.0
     """
+    floor = float(settings.throttle_cooldown_seconds)
     if retry_after is None or retry_after < 0:  # none sent, or not a wait at all
-        return now + float(settings.throttle_cooldown_seconds)
-    return now + capped_retry_after(retry_after)
+        return now + floor
+    wait = capped_retry_after(retry_after)
+    return now + (wait if settings.throttle_exact_retry_after else max(wait, floor))

@@ -28,6 +28,7 @@ from tests.integration.resilience.helpers import (
 )
 
 FAST_THROTTLE = {"throttle_cooldown_seconds": 1}
+EXACT_THROTTLE = {"throttle_exact_retry_after": True}  # a provider's wait, even below the floor
 SDKS = ["openai", "anthropic"]
 
 
@@ -60,8 +61,10 @@ def stock_sdk() -> Iterator[Callable[[str, str], Callable[[], Any]]]:
 def test_one_429_is_retried_after_the_providers_wait_not_the_throttle_cooldown(
     start_gateway, stock_sdk, upstream_a: MockUpstream, sdk_name: str
 ) -> None:
-    # The default throttle_cooldown_seconds (5) is no wait added to the provider's 2 s.
-    gw = start_gateway(config(deployment("a", upstream_a), router=router(), gateway=keys()))
+    # throttle_exact_retry_after: the throttle cooldown (5) does not hold back the provider's 2 s.
+    gw = start_gateway(
+        config(deployment("a", upstream_a), router=router(circuit=EXACT_THROTTLE), gateway=keys())
+    )
     upstream_a.set_faults([{"status": 429, "retry_after": "2"}])
     call = stock_sdk(sdk_name, gw.base_url)
     started = time.monotonic()
@@ -76,11 +79,28 @@ def test_one_429_is_retried_after_the_providers_wait_not_the_throttle_cooldown(
     assert elapsed < 4.8, elapsed  # ~2.1 s (margin for load); the 5 s cooldown made it 5.1 s
 
 
+def test_a_shorter_retry_after_waits_the_throttle_cooldown_by_default(
+    start_gateway, stock_sdk, upstream_a: MockUpstream
+) -> None:
+    # 000: throttle_cooldown_seconds (5) is the floor of the capacity circuit; a 429's
+    # Retry-After: 2 does not shorten it.
+    gw = start_gateway(config(deployment("a", upstream_a), router=router(), gateway=keys()))
+    upstream_a.set_faults([{"status": 429, "retry_after": "2"}])
+    answer = stock_sdk("openai", gw.base_url)()
+    assert answer.choices[0].message.content.startswith("Hello from a!")
+    seen = model_requests(upstream_a)
+    assert len(seen) == 2
+    gap = seen[1]["time"] - seen[0]["time"]
+    assert 4.95 <= gap < 8.0, gap  # the 5 s floor, not the provider's 2 s
+
+
 @pytest.mark.parametrize("sdk_name", SDKS)
 def test_persistent_429s_end_in_one_answer_the_sdk_does_not_repeat(
     start_gateway, stock_sdk, upstream_a: MockUpstream, sdk_name: str
 ) -> None:
-    gw = start_gateway(config(deployment("a", upstream_a), router=router(), gateway=keys()))
+    gw = start_gateway(
+        config(deployment("a", upstream_a), router=router(circuit=EXACT_THROTTLE), gateway=keys())
+    )
     upstream_a.set_faults([], persistent={"status": 429, "retry_after": "2"})
     call = stock_sdk(sdk_name, gw.base_url)
     error_type = openai.RateLimitError if sdk_name == "openai" else anthropic.RateLimitError
@@ -105,7 +125,11 @@ def test_a_gateway_allowed_two_attempts_answers_within_the_providers_wait(
     start_gateway, stock_sdk, upstream_a: MockUpstream
 ) -> None:
     gw = start_gateway(
-        config(deployment("a", upstream_a), router=router(json={"max_attempts": 2}), gateway=keys())
+        config(
+            deployment("a", upstream_a),
+            router=router(circuit=EXACT_THROTTLE, json={"max_attempts": 2}),
+            gateway=keys(),
+        )
     )
     upstream_a.set_faults([], persistent={"status": 429, "retry_after": "2"})
     call = stock_sdk("openai", gw.base_url)
@@ -122,7 +146,8 @@ def test_a_429_the_gateway_could_not_retry_is_left_to_the_sdk(
     start_gateway, upstream_a: MockUpstream
 ) -> None:
     # One attempt allowed: the gateway repeated nothing, so the SDK's own retry stands
-    # (no x-should-retry), told the provider's wait.
+    # (no x-should-retry), told when the capacity circuit closes: the 5 s floor, which the
+    # provider's shorter Retry-After: 2 does not shorten (000).
     gw = start_gateway(
         config(deployment("a", upstream_a), router=router(json={"max_attempts": 1}), gateway=keys())
     )
@@ -135,7 +160,7 @@ def test_a_429_the_gateway_could_not_retry_is_left_to_the_sdk(
     )
     assert answer.status_code == 429
     assert "x-should-retry" not in answer.headers
-    assert answer.headers["retry-after"] == "2"
+    assert answer.headers["retry-after"] == "5"
     assert len(model_requests(upstream_a)) == 1
 
 

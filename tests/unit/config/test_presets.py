@@ -102,6 +102,7 @@ def test_the_patient_preset_is_the_specs_defaults() -> None:
 def test_interactive_is_tight_continues_and_probes_often() -> None:
     settings = RouterSettings(preset=Preset.INTERACTIVE)
     assert settings.circuit.max_probe_interval_seconds == 5
+    assert settings.circuit.throttle_exact_retry_after is True
     assert settings.continuation is Continuation.PREFILL
     chat = settings.execution_policies["chat"]
     assert (chat.json_.response_ms, chat.json_.total_ms) == (60_000, 120_000)
@@ -116,17 +117,31 @@ def test_interactive_is_tight_continues_and_probes_often() -> None:
             assert mine.response_ms < theirs.response_ms, op
 
 
+def test_patient_keeps_000s_knob_meanings() -> None:
+    # 000: a failed probe's cooldown grows to max_cooldown_seconds, and
+    # throttle_cooldown_seconds is the floor of a capacity circuit.
+    circuit = RouterSettings().circuit
+    assert circuit.max_probe_interval_seconds is None
+    assert circuit.throttle_exact_retry_after is False
+    assert RouterSettings(preset=Preset.PATIENT).circuit == circuit
+
+
 def test_explicit_settings_win_over_the_preset() -> None:
     row = {"response_ms": 9_000, "total_ms": 9_000, "max_attempts": 1}
     settings = RouterSettings.model_validate(
         {
             "preset": "interactive",
-            "circuit": {"max_probe_interval_seconds": None, "cooldown_seconds": 9},
+            "circuit": {
+                "max_probe_interval_seconds": None,
+                "cooldown_seconds": 9,
+                "throttle_exact_retry_after": False,
+            },
             "continuation": "off",
             "execution_policies": {"chat": {"json": row, "stream": row}},
         }
     )
     assert settings.circuit.max_probe_interval_seconds is None  # an explicit null stands
+    assert settings.circuit.throttle_exact_retry_after is False
     assert settings.circuit.cooldown_seconds == 9
     assert settings.continuation is Continuation.OFF
     assert settings.execution_policies["chat"].json_.total_ms == 9_000
@@ -199,7 +214,8 @@ def test_changing_the_preset_over_the_admin_api_takes_the_new_presets_values() -
     # And back: the patient defaults return, what the patch sets wins.
     router_settings({"preset": "patient", "continuation": "prefill"})(doc)
     back = validated(doc).router
-    assert back.circuit.max_probe_interval_seconds == 20
+    assert back.circuit.max_probe_interval_seconds is None
+    assert back.circuit.throttle_exact_retry_after is False
     assert back.execution_policies["chat"].json_.total_ms == 1_800_000
     assert back.continuation is Continuation.PREFILL
     # A patch that leaves the preset alone keeps every value.

@@ -23,6 +23,8 @@ from edgeproxy.routing.snapshot import Circuit, CircuitState, OpenCause
 
 T = FailureClass.TRANSIENT
 S = CircuitSettings()  # allowed_fails 3, cooldown 5, window 60, max 300, probe 30, config 300
+BOUNDED = CircuitSettings(max_probe_interval_seconds=20)  # prompt recovery, set explicitly
+EXACT = CircuitSettings(throttle_exact_retry_after=True)  # a provider's wait, even if shorter
 
 
 def fail(
@@ -195,10 +197,20 @@ def test_failed_probe_reopens_exponentially_with_bounded_jitter_and_cap() -> Non
     assert cooldowns[-1] == 300.0  # 5 * 2**8 = 1280: capped at max_cooldown_seconds
 
 
-def test_probe_interval_bounds_the_exponential_growth() -> None:
-    # Defaults: 5 s doubling (000) until the 20 s probe interval, then held there.
+def test_the_default_reopen_cooldown_grows_to_max_cooldown_seconds() -> None:
+    # 000: 5 s doubling per failed probe, jittered, capped only by max_cooldown_seconds (300).
     rng = random.Random(3)
     cooldowns = [reopen_cooldown(level, S, rng) for level in range(1, 8)]
+    for level, cooldown in enumerate(cooldowns, start=1):
+        assert min(5 * 2**level, 300) <= cooldown <= min(5 * 2**level * 1.25, 300), level
+    assert cooldowns[4] > 150.0  # well past the 20 s the old default held it at
+    assert cooldowns[-1] == 300.0
+
+
+def test_probe_interval_bounds_the_exponential_growth() -> None:
+    # An explicit interval (20 s): 5 s doubling until the interval, then held there.
+    rng = random.Random(3)
+    cooldowns = [reopen_cooldown(level, BOUNDED, rng) for level in range(1, 8)]
     assert 10.0 <= cooldowns[0] <= 12.5
     assert max(cooldowns) == 20.0
     assert cooldowns[2:] == [20.0] * 5
@@ -248,9 +260,11 @@ def _flapping_primary(settings: CircuitSettings, recovered_at: float = 60.0) -> 
 def test_flapping_primary_gets_traffic_back_within_30_s_of_recovery() -> None:
     # Every phase of the recovery against the probe schedule, a 60 s outage and longer.
     ends = [60.0 + tenth / 10 for tenth in range(0, 1200, 5)]
-    assert max(_flapping_primary(S, end) for end in ends) <= 30.0
-    # Without the bound (000's doubling alone) it can take longer: the rule is what helps.
+    assert max(_flapping_primary(BOUNDED, end) for end in ends) <= 30.0
+    # Without the bound (000's doubling alone, the default) it can take longer: the rule is
+    # what helps.
     assert max(_flapping_primary(UNBOUNDED, end) for end in ends) > 30.0
+    assert max(_flapping_primary(S, end) for end in ends) > 30.0
 
 
 def test_reopen_jitter_spreads_but_stays_within_25_percent() -> None:
@@ -332,13 +346,24 @@ def test_release_probe_frees_the_lease() -> None:
 
 
 def test_throttle_until_honours_retry_after_within_bounds() -> None:
-    assert throttle_until(100.0, 30.0, S) == 130.0
-    assert throttle_until(100.0, 3600.0, S) == 160.0  # Retry-After honoured up to 60 s
+    for settings in (S, EXACT):
+        assert throttle_until(100.0, 30.0, settings) == 130.0
+        assert throttle_until(100.0, 3600.0, settings) == 160.0  # honoured up to 60 s
 
 
-def test_the_throttle_cooldown_is_the_floor_only_for_a_429_that_names_no_wait() -> None:
+def test_the_throttle_cooldown_is_the_floor_of_a_capacity_circuit() -> None:
+    # 000: the provider's Retry-After may lengthen the cooldown, never shorten it.
     assert throttle_until(100.0, None, S) == 105.0
     assert throttle_until(100.0, -5.0, S) == 105.0  # not a wait: as if none was sent
-    # The provider's own wait, shorter than throttle_cooldown_seconds, is not lengthened.
-    assert throttle_until(100.0, 2.0, S) == 102.0
-    assert throttle_until(100.0, 0.0, S) == 100.0
+    assert throttle_until(100.0, 2.0, S) == 105.0
+    assert throttle_until(100.0, 0.0, S) == 105.0
+    assert throttle_until(100.0, 7.5, S) == 107.5
+    # A floor above the 60 s cap is the operator's own choice and holds.
+    assert throttle_until(100.0, 30.0, CircuitSettings(throttle_cooldown_seconds=90)) == 190.0
+
+
+def test_an_exact_retry_after_is_followed_even_when_shorter_than_the_cooldown() -> None:
+    assert throttle_until(100.0, None, EXACT) == 105.0
+    assert throttle_until(100.0, -5.0, EXACT) == 105.0
+    assert throttle_until(100.0, 2.0, EXACT) == 102.0
+    assert throttle_until(100.0, 0.0, EXACT) == 100.0

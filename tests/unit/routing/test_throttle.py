@@ -25,7 +25,8 @@ from tests.unit.routing.builders import dep
 NOW = 1_000_000.0
 A = dep("a")
 ROUTE = RouteRequest(caller="key:x", sticky=False)
-SETTINGS = CircuitSettings()  # throttle_cooldown_seconds 5, the spec's default
+SETTINGS = CircuitSettings()  # throttle_cooldown_seconds 5, the spec's default: a floor
+EXACT = CircuitSettings(throttle_exact_retry_after=True)  # the interactive preset's rule
 CALL_S = 0.05  # how long each simulated upstream call takes
 
 
@@ -85,23 +86,44 @@ def refusal(outcome: Outcome) -> EdgeproxyError:
 
 
 @pytest.mark.parametrize("seed", range(20))
-def test_one_429_is_retried_when_the_provider_said_not_sooner_nor_later(seed: int) -> None:
-    # Retry-After 2 under the default 5 s throttle cooldown: 2 s is what the provider asked.
+def test_a_shorter_retry_after_than_the_throttle_cooldown_waits_the_cooldown(seed: int) -> None:
+    # 000: throttle_cooldown_seconds (5) is the floor; the provider's 2 s does not shorten it.
     outcome = run([throttle(2.0), None], seed=seed)
     assert outcome.failure is None
     first, second = outcome.calls
     gap = second - (first + CALL_S)  # from the 429's arrival to the next call
+    assert 5.0 <= gap <= 5.05
+
+
+def test_a_longer_retry_after_than_the_throttle_cooldown_lengthens_it() -> None:
+    outcome = run([throttle(8.0), None])
+    first, second = outcome.calls
+    assert 8.0 <= second - (first + CALL_S) <= 8.05
+    # Honoured up to 60 s, never past it.
+    capped = run([throttle(600.0), None], total_ms=120_000)
+    first, second = capped.calls
+    assert 60.0 <= second - (first + CALL_S) <= 60.05
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_an_exact_retry_after_is_followed_sooner_than_the_cooldown(seed: int) -> None:
+    # throttle_exact_retry_after (interactive): 2 s is what the provider asked, so 2 s.
+    outcome = run([throttle(2.0), None], settings=EXACT, seed=seed)
+    assert outcome.failure is None
+    first, second = outcome.calls
+    gap = second - (first + CALL_S)
     assert 2.0 <= gap <= 2.05  # no sooner, and no jitter added to the provider's wait
 
 
 def test_a_429_naming_no_wait_waits_the_throttle_cooldown() -> None:
-    outcome = run([throttle(None), None])
-    first, second = outcome.calls
-    assert 5.0 <= second - (first + CALL_S) <= 5.05
+    for settings in (SETTINGS, EXACT):
+        outcome = run([throttle(None), None], settings=settings)
+        first, second = outcome.calls
+        assert 5.0 <= second - (first + CALL_S) <= 5.05
 
 
 def test_persistent_429s_spend_the_attempts_at_the_providers_pace_and_answer_at_once() -> None:
-    outcome = run([throttle(2.0)])
+    outcome = run([throttle(2.0)], settings=EXACT)
     assert len(outcome.calls) == 3
     gaps = [b - (a + CALL_S) for a, b in itertools.pairwise(outcome.calls)]
     assert all(2.0 <= g <= 2.05 for g in gaps), gaps
@@ -113,8 +135,17 @@ def test_persistent_429s_spend_the_attempts_at_the_providers_pace_and_answer_at_
     assert error.retries_spent  # the client must not repeat the gateway's retries
 
 
-def test_the_wait_left_counts_from_when_the_answer_is_given() -> None:
+def test_persistent_429s_under_the_floor_are_paced_and_answered_by_the_cooldown() -> None:
     outcome = run([throttle(2.0)])
+    assert len(outcome.calls) == 3
+    gaps = [b - (a + CALL_S) for a, b in itertools.pairwise(outcome.calls)]
+    assert all(5.0 <= g <= 5.05 for g in gaps), gaps
+    error = refusal(outcome)
+    assert error.retry_after == pytest.approx(5.0)  # when the capacity circuit closes
+
+
+def test_the_wait_left_counts_from_when_the_answer_is_given() -> None:
+    outcome = run([throttle(2.0)], settings=EXACT)
     assert outcome.failure is not None
     assert outcome.failure.retry_at is not None
     later = final_error(
