@@ -15,35 +15,103 @@ from tests.integration.admin.helpers import CLIENT_KEY, admin, ok, two_deploymen
 
 def _put(base_url: str, body: dict[str, Any]) -> httpx.Response:
     version = int(ok(admin(base_url, "GET", "/admin/router-settings"))["version"])
+    return _put_at(base_url, body, version)
+
+
+def _put_at(base_url: str, body: dict[str, Any], version: int) -> httpx.Response:
     return admin(
         base_url, "PUT", "/admin/router-settings", json=body, headers={"if-match": f'"{version}"'}
     )
+
+
+# 000's "Configuring it" body, exactly as its docs send it (no version: 000 has none).
+SPEC_BODY: dict[str, Any] = {
+    "routingStrategy": "latency-based",
+    "allowedFails": 3,
+    "cooldownSeconds": 10,
+    "failureWindowSeconds": 60,
+    "maxCooldownSeconds": 300,
+    "halfOpenProbeSeconds": 30,
+    "configurationCooldownSeconds": 300,
+    "throttleCooldownSeconds": 5,
+    "retryAfterSeconds": 1,
+}
+
+
+def test_the_primary_specs_documented_put_works_unchanged_without_a_version(
+    start_gateway: Any, upstream_a: MockUpstream, upstream_b: MockUpstream
+) -> None:
+    base = start_gateway(two_deployments(upstream_a, upstream_b)).base_url
+    before = int(ok(admin(base, "GET", "/admin/router-settings"))["version"])
+    # As 000's curl sends it: JSON body, bearer key, no If-Match and no version field.
+    answer = admin(
+        base,
+        "PUT",
+        "/admin/router-settings",
+        content=json.dumps(SPEC_BODY).encode(),
+        headers={"content-type": "application/json"},
+    )
+    settings = ok(answer)
+    assert settings["version"] == before + 1
+    assert settings["strategy"] == "latency-based"
+    assert (
+        settings["circuit"]["cooldown_seconds"],
+        settings["circuit"]["retry_after_seconds"],
+    ) == (
+        10,
+        1,
+    )
+    # Audited, and as unconditional: nobody can tell from a versioned entry that it was one.
+    [entry] = ok(admin(base, "GET", "/admin/audit?limit=1"))["data"]
+    assert (entry["action"], entry["target"], entry["version"]) == (
+        "router-settings.update.unconditional",
+        "router",
+        before + 1,
+    )
+    assert {"path": "router.strategy", "old": "simple-shuffle", "new": "latency-based"} in entry[
+        "changes"
+    ]
+    # Last writer wins: a second unconditional write over the first, no 409 and no 428.
+    again = ok(admin(base, "PUT", "/admin/router-settings", json={"cooldownSeconds": 12}))
+    assert (again["circuit"]["cooldown_seconds"], again["strategy"]) == (12, "latency-based")
+    # The versioned form still refuses a stale version.
+    stale = _put_at(base, {"cooldownSeconds": 7}, before)
+    assert (stale.status_code, stale.json()["error"]["code"]) == (409, "version_conflict")
+
+
+def test_get_answers_in_the_primary_specs_field_names_when_asked(
+    start_gateway: Any, upstream_a: MockUpstream, upstream_b: MockUpstream
+) -> None:
+    base = start_gateway(two_deployments(upstream_a, upstream_b)).base_url
+    ok(admin(base, "PUT", "/admin/router-settings", json=SPEC_BODY))
+    answer = admin(base, "GET", "/admin/router-settings?names=000")
+    spec = ok(answer)
+    for name, value in SPEC_BODY.items():  # what a 000 client wrote, it reads back by name
+        assert spec[name] == value, name
+    assert "strategy" not in spec
+    assert "allowed_fails" not in spec["circuit"]  # each setting under one name only
+    assert spec["circuit"]["max_probe_interval_seconds"] is None  # edgeproxy's own, by its name
+    chat = spec["executionPolicies"]["chat"]["json"]
+    assert set(chat) == {"responseMs", "idleMs", "totalMs", "maxAttempts"}
+    assert answer.headers["etag"] == f'"{spec["version"]}"'
+    # The answer goes back as a PUT body unchanged (its version makes it a versioned write).
+    same = ok(admin(base, "PUT", "/admin/router-settings", json=spec))
+    assert same["version"] == spec["version"]  # nothing changed, nothing written
+    # The default stays edgeproxy's names; an unknown choice is a 400 naming the parameter.
+    assert ok(admin(base, "GET", "/admin/router-settings"))["strategy"] == "latency-based"
+    bad = admin(base, "GET", "/admin/router-settings?names=camel")
+    assert (bad.status_code, bad.json()["error"]["param"]) == (400, "names")
 
 
 def test_router_settings_take_the_primary_specs_field_names(
     start_gateway: Any, upstream_a: MockUpstream, upstream_b: MockUpstream
 ) -> None:
     base = start_gateway(two_deployments(upstream_a, upstream_b)).base_url
-    # 000's own example body, as its docs send it.
-    answer = _put(
-        base,
-        {
-            "routingStrategy": "latency-based",
-            "allowedFails": 3,
-            "cooldownSeconds": 10,
-            "failureWindowSeconds": 60,
-            "maxCooldownSeconds": 300,
-            "halfOpenProbeSeconds": 30,
-            "configurationCooldownSeconds": 300,
-            "throttleCooldownSeconds": 5,
-            "retryAfterSeconds": 1,
-        },
-    )
-    settings = ok(answer)
+    settings = ok(_put(base, SPEC_BODY))
     assert settings["strategy"] == "latency-based"
     circuit = settings["circuit"]
     assert (circuit["cooldown_seconds"], circuit["retry_after_seconds"]) == (10, 1)
-    assert circuit["max_probe_interval_seconds"] == 20  # not named: kept
+    assert circuit["max_probe_interval_seconds"] is None  # not named: kept
     # The execution matrix in 000's spelling: its deadline fields in camelCase.
     current = ok(admin(base, "GET", "/admin/router-settings"))["execution_policies"]
     spec = {

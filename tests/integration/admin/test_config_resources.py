@@ -146,7 +146,9 @@ def test_the_openapi_document_describes_every_admin_route(
     assert put["requestBody"]["content"]["application/json"]["schema"]["allOf"] == [
         {"$ref": "#/components/schemas/RouterSettings"}
     ]
-    assert {"409", "428", "401", "403"} <= set(put["responses"])
+    assert {"409", "401", "403"} <= set(put["responses"])
+    assert "428" not in put["responses"]  # without a version it is last-writer-wins
+    assert "428" in doc["paths"]["/admin/pools/{model}"]["put"]["responses"]
     schemas = doc["components"]["schemas"]
     assert {"RouterSettings", "Deployment", "PoolSettings", "ForceOpen", "ErrorBody"} <= set(
         schemas

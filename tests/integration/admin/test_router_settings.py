@@ -110,16 +110,16 @@ def test_bad_values_and_unknown_fields_are_400s_naming_the_field(
     assert admin(gw.base_url, "PUT", SETTINGS, content=b"[1]").status_code == 400
 
 
-def test_a_write_needs_a_version_and_a_stale_one_is_409(
+def test_a_write_without_a_version_wins_and_a_stale_one_is_409(
     start_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream
 ) -> None:
     gw = start_gateway(two_deployments(upstream_a, upstream_b))
     version = ok(admin(gw.base_url, "GET", SETTINGS))["version"]
 
-    missing = _put(gw.base_url, {"strategy": "least-busy"})
-    assert (missing.status_code, missing.json()["error"]["code"]) == (428, "version_required")
+    # 000's clients send no version: last writer wins (the versioned form is recommended).
+    unconditional = ok(_put(gw.base_url, {"strategy": "least-busy"}))
+    assert unconditional["version"] == version + 1
 
-    ok(_put(gw.base_url, {"strategy": "least-busy"}, version))
     stale = admin(
         gw.base_url, "PUT", SETTINGS, json={"strategy": "price-based", "version": version}
     )
@@ -155,6 +155,46 @@ def test_two_concurrent_writes_of_one_version_end_with_exactly_one_409(
     winner = next(s for s, code in statuses.items() if code == 200)
     after = ok(admin(gw.base_url, "GET", SETTINGS))
     assert (after["strategy"], after["version"]) == (winner, version + 1)
+
+
+def test_concurrent_unconditional_writes_all_land_none_lost(
+    start_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream
+) -> None:
+    # Four versionless writes of different fields at once: each is applied over whatever
+    # landed before it (no 409, no 428), so every field ends up written.
+    gw = start_gateway(two_deployments(upstream_a, upstream_b))
+    version = ok(admin(gw.base_url, "GET", SETTINGS))["version"]
+    bodies = [
+        {"allowedFails": 7},
+        {"cooldownSeconds": 11},
+        {"retryAfterSeconds": 2},
+        {"routingStrategy": "least-busy"},
+    ]
+    barrier = threading.Barrier(len(bodies))
+    statuses: list[int] = []
+
+    def write(body: dict[str, Any]) -> None:
+        with httpx.Client(timeout=30) as http:
+            barrier.wait()
+            answer = http.put(
+                gw.base_url + SETTINGS,
+                json=body,
+                headers={"authorization": "Bearer sk-admin-operator"},
+            )
+            statuses.append(answer.status_code)
+
+    threads = [threading.Thread(target=write, args=(b,)) for b in bodies]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert statuses == [200] * len(bodies)
+    after = ok(admin(gw.base_url, "GET", SETTINGS))
+    circuit = after["circuit"]
+    assert (circuit["allowed_fails"], circuit["cooldown_seconds"]) == (7, 11)
+    assert (circuit["retry_after_seconds"], after["strategy"]) == (2, "least-busy")
+    assert after["version"] == version + len(bodies)
 
 
 def test_every_change_is_an_audit_entry_naming_the_admin_and_the_diff(

@@ -10,7 +10,8 @@ for the app and for the OpenAPI document (``GET /admin/openapi.json``).
 Writes are versioned: the request carries the version it read, in
 ``If-Match`` (``"3"``, as the ``ETag`` of the read) or a ``version`` field
 (``?version=3`` for a ``DELETE``);
-a stale one is 409, none at all is 428 ``version_required``.
+a stale one is 409, none at all is 428 ``version_required`` (except where a
+route is ``unconditional``: ``PUT /admin/router-settings`` as 000 sends it).
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ class AdminRoute:
     ``body``: the pydantic model its JSON body is validated with (None: no
     body). ``versioned``: a write that needs the version it read.
     ``query``: query parameters as ``(name, json type, description)``.
+    ``unconditional``: a versioned write that may also be sent without a
+    version, last writer wins (no 428).
     """
 
     method: str
@@ -64,6 +67,7 @@ class AdminRoute:
     body: type[BaseModel] | None = None
     versioned: bool = False
     query: Sequence[tuple[str, str, str]] = field(default_factory=tuple)
+    unconditional: bool = False
 
 
 def actor_of(who: Identity, config: GatewayConfig) -> str:
@@ -105,7 +109,19 @@ def _header_version(request: Request) -> int | None:
 
 def version_of(call: AdminCall, body: dict[str, Any] | None = None) -> int:
     """The version a write was based on: ``If-Match``, the body's ``version`` (removed from
-    it) or, for a write without a body, the ``version`` query parameter."""
+    it) or, for a write without a body, the ``version`` query parameter; 428 if none."""
+    version = sent_version(call, body)
+    if version is None:
+        raise VersionRequired(
+            "This write needs the version it is based on: send If-Match (the ETag of the "
+            "GET) or a `version` field.",
+            param="version",
+        )
+    return version
+
+
+def sent_version(call: AdminCall, body: dict[str, Any] | None = None) -> int | None:
+    """As ``version_of``, but None when the write names no version at all."""
     header = _header_version(call.request)
     sent: Any = None if body is None else body.pop("version", None)
     query = call.request.query_params.get("version")
@@ -115,14 +131,7 @@ def version_of(call: AdminCall, body: dict[str, Any] | None = None) -> int:
         raise RequestError("`version` must be a non-negative integer.", param="version")
     if header is not None and sent is not None and header != sent:
         raise RequestError("If-Match and `version` disagree.", param="version")
-    version = header if header is not None else sent
-    if version is None:
-        raise VersionRequired(
-            "This write needs the version it is based on: send If-Match (the ETag of the "
-            "GET) or a `version` field.",
-            param="version",
-        )
-    return version
+    return header if header is not None else sent
 
 
 def versioned(payload: dict[str, Any], version: int, status: int = 200) -> JSONResponse:

@@ -136,7 +136,7 @@ def _operation(route: AdminRoute, refs: dict[type[BaseModel], dict[str, Any]]) -
                 "description": VERSION_DOC,
             }
         )
-        codes += ["409", "428"]
+        codes += ["409"] if route.unconditional else ["409", "428"]
     if route.body is not None or route.query or route.versioned:
         codes.append("400")
     if "{" in route.path:

@@ -1,10 +1,11 @@
 """``/admin/router-settings``, ``/admin/pools`` and ``/admin/fallbacks``.
 
 Router settings follow the primary spec: ``GET`` returns the effective
-settings (the defaults if never set); in ``PUT`` every field is optional and
-an omitted one keeps its value (objects such as ``circuit`` merge field by
-field), except ``execution_policies``, which is sent whole: a matrix that
-misses an operation is refused with 400 naming it.
+settings (the defaults if never set; ``?names=000`` in 000's field names); in
+``PUT`` every field is optional and an omitted one keeps its value (objects
+such as ``circuit`` merge field by field), except ``execution_policies``,
+which is sent whole: a matrix that misses an operation is refused with 400
+naming it. A ``PUT`` without a version is last-writer-wins.
 """
 
 from __future__ import annotations
@@ -14,8 +15,15 @@ from typing import Annotated, Any
 from pydantic import Field
 from starlette.responses import Response
 
-from edgeproxy.api.admin.guard import AdminCall, AdminRoute, json_body, version_of, versioned
-from edgeproxy.api.admin.spec_names import from_spec_names
+from edgeproxy.api.admin.guard import (
+    AdminCall,
+    AdminRoute,
+    json_body,
+    sent_version,
+    version_of,
+    versioned,
+)
+from edgeproxy.api.admin.spec_names import from_spec_names, to_spec_names
 from edgeproxy.config.base import Strict
 from edgeproxy.config.models import FallbackReason
 from edgeproxy.config.router import PoolSettings, RouterSettings
@@ -54,24 +62,51 @@ async def get_router_settings(call: AdminCall) -> Response:
     endpoint caps every request's ``total_ms`` at: ``platform.max_total_ms``
     (read-only; a ``PUT`` may send it back and it is ignored).
     """
+    spec = _spec_names_asked(call)
     current = await editor(call).current()
     settings = dict(current.document["router"])
     if call.gateway.max_total_ms is not None:
         settings[PLATFORM] = {"max_total_ms": call.gateway.max_total_ms}
-    return versioned(settings, current.version)
+    return versioned(to_spec_names(settings) if spec else settings, current.version)
+
+
+NAMES = "names"
+SPEC_NAMES = "000"  # ?names=000: the primary spec's field names
+OWN_NAMES = "edgeproxy"
+
+
+def _spec_names_asked(call: AdminCall) -> bool:
+    asked = call.request.query_params.get(NAMES, OWN_NAMES)
+    if asked not in (SPEC_NAMES, OWN_NAMES):
+        raise RequestError(
+            f"`names` must be `{SPEC_NAMES}` (the primary spec's field names) or `{OWN_NAMES}`.",
+            param=NAMES,
+        )
+    return asked == SPEC_NAMES
+
+
+UNCONDITIONAL = "router-settings.update.unconditional"  # the audit action of a versionless PUT
 
 
 async def put_router_settings(call: AdminCall) -> Response:
     """Partial update: omitted fields keep their value; ``execution_policies`` whole.
 
     000's field names (``routingStrategy``, ``allowedFails``...) are accepted too.
+    Without a version (as 000's clients send it) the update applies over whatever
+    is stored, last writer wins, and is audited as unconditional; with one, a
+    stale version is a 409 (the recommended form).
     """
     body = from_spec_names(await json_body(call))
     body.pop(PLATFORM, None)  # what the platform imposes is not a setting
-    version = version_of(call, body)
-    done = await edit(
-        call, version, changes.router_settings(body), "router-settings.update", "router"
-    )
+    version = sent_version(call, body)
+    change = changes.router_settings(body)
+    if version is not None:
+        done = await edit(call, version, change, "router-settings.update", "router")
+    else:
+        done = await editor(call).edit_latest(
+            change, actor=call.actor, action=UNCONDITIONAL, target="router"
+        )
+        call.gateway.config_changed()
     return versioned(done.document["router"], done.version)
 
 
@@ -174,16 +209,30 @@ FALLBACK_PATH = "/admin/fallbacks/{reason}/{model:path}"
 
 ROUTES = [
     AdminRoute(
-        "GET", "/admin/router-settings", get_router_settings, "Effective router settings", SETTINGS
+        "GET",
+        "/admin/router-settings",
+        get_router_settings,
+        "Effective router settings",
+        SETTINGS,
+        query=[
+            (
+                NAMES,
+                "string",
+                f"`{SPEC_NAMES}`: the primary spec's field names (routingStrategy, "
+                f"allowedFails, ..., executionPolicies); `{OWN_NAMES}` (the default): the YAML's",
+            )
+        ],
     ),
     AdminRoute(
         "PUT",
         "/admin/router-settings",
         put_router_settings,
-        "Update router settings (omitted fields keep their value; execution_policies whole)",
+        "Update router settings (omitted fields keep their value; execution_policies whole; "
+        "without a version, last writer wins)",
         SETTINGS,
         body=RouterSettings,
         versioned=True,
+        unconditional=True,
     ),
     AdminRoute("GET", "/admin/pools", list_pools, "Every pool and its settings", POOLS),
     AdminRoute("GET", "/admin/pools/{model:path}", get_pool, "One pool", POOLS),

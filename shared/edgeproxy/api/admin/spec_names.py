@@ -10,7 +10,9 @@ both for different fields; naming one field twice is a 400.
     executionPolicies             -> execution_policies (responseMs, idleMs,
                                      totalMs, maxAttempts -> their snake_case)
 
-``GET`` answers in edgeproxy's names only.
+``GET ?names=000`` answers in 000's names (``to_spec_names``): every setting
+000 defines flat under its camelCase name, edgeproxy's own settings under
+their own names, so that the answer can be sent back as a ``PUT`` body.
 """
 
 from __future__ import annotations
@@ -58,6 +60,42 @@ def from_spec_names(body: dict[str, Any]) -> dict[str, Any]:
             out, "execution_policies", _policies(out.pop("executionPolicies")), "executionPolicies"
         )
     return out
+
+
+def to_spec_names(settings: dict[str, Any]) -> dict[str, Any]:
+    """Effective router settings (edgeproxy's names) as 000 names them.
+
+    >>> to_spec_names({"strategy": "least-busy", "circuit": {"allowed_fails": 3, "x_y": 1}})
+    {'circuit': {'x_y': 1}, 'routingStrategy': 'least-busy', 'allowedFails': 3}
+    """
+    out = dict(settings)
+    if "strategy" in out:
+        out["routingStrategy"] = out.pop("strategy")
+    circuit = out.get("circuit")
+    if isinstance(circuit, dict):
+        own = dict(circuit)
+        spec = {n: own.pop(snake(n)) for n in _CIRCUIT if snake(n) in own}
+        out["circuit"] = own
+        out.update(spec)
+    if "execution_policies" in out:
+        out["executionPolicies"] = _camel_policies(out.pop("execution_policies"))
+    return out
+
+
+def _camel_policies(matrix: Any) -> Any:
+    if not isinstance(matrix, dict):
+        return matrix
+    return {
+        operation: {
+            mode: {_camel(k): v for k, v in deadline.items()}
+            if isinstance(deadline, dict)
+            else deadline
+            for mode, deadline in modes.items()
+        }
+        if isinstance(modes, dict)
+        else modes
+        for operation, modes in matrix.items()
+    }
 
 
 def _policies(matrix: Any) -> Any:

@@ -45,6 +45,7 @@ class Versioned:
         return as_document(self.config)
 
 
+UNCONDITIONAL_TRIES = 5  # reads-and-writes of one unconditional edit racing other writers
 SET_FIELDS = ("modalities", "operations")  # frozensets: their JSON order is the hash order
 
 
@@ -128,6 +129,26 @@ class ConfigEditor:
             latest = await self.current()
             raise _conflict(expected_version, latest.version)
         return Versioned(config, version)
+
+    async def edit_latest(
+        self, change: Change, *, actor: str, action: str, target: str
+    ) -> Versioned:
+        """Apply ``change`` to whatever is stored now: last writer wins (an unconditional write).
+
+        Still written conditionally on the version just read, so a write that
+        lands in between is not overwritten wholesale: ``change`` is applied
+        again on top of it (a partial update merges over the newer document).
+        """
+        for _ in range(UNCONDITIONAL_TRIES - 1):
+            now = await self.current()
+            try:
+                return await self.edit(
+                    now.version, change, actor=actor, action=action, target=target
+                )
+            except VersionConflict:
+                continue  # another write landed between our read and ours: apply over it
+        now = await self.current()
+        return await self.edit(now.version, change, actor=actor, action=action, target=target)
 
     async def replace(self, config: GatewayConfig, *, actor: str, source: str) -> int:
         """Store a whole configuration (``edgeproxy config load``) over whatever is stored.
