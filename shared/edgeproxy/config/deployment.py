@@ -48,6 +48,9 @@ class Deployment(Strict):
     failure_domain: str | None = None
     input_price_per_mtok: Annotated[float, Field(ge=0)] | None = None
     output_price_per_mtok: Annotated[float, Field(ge=0)] | None = None
+    # 000's search-unit basis (reranking/search): cents per search unit. Only
+    # price-based ordering reads it; spend counts tokens (no rerank endpoint here).
+    search_unit_cents: Annotated[float, Field(ge=0)] | None = None
     modalities: frozenset[Literal["text", "image", "audio"]] = frozenset({"text"})
     operations: frozenset[Operation] = frozenset({Operation.CHAT, Operation.EMBEDDINGS})
     execution_policy_overrides: dict[Operation, OperationPolicyOverride] = Field(

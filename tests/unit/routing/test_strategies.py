@@ -144,6 +144,43 @@ def test_price_based_with_an_unknown_price_falls_back_to_weighted() -> None:
     assert counts["unknown"] / 4000 == pytest.approx(0.5, abs=0.05)
 
 
+def test_price_based_ranks_search_unit_prices_when_every_candidate_declares_them() -> None:
+    # 000's reranking basis: cents per search unit, exact when the whole tier shares it.
+    deps = [
+        dep("pricey", search_unit_cents=0.4, weight=5),
+        dep("cheap", search_unit_cents=0.1),
+        dep("middle", search_unit_cents=0.2, weight=5),
+    ]
+    for seed in range(20):
+        got = [d.id for d in order(Strategy.PRICE_BASED, deps, inputs(), random.Random(seed))]
+        assert got == ["cheap", "middle", "pricey"]  # weights do not outrank a lower price
+
+
+@pytest.mark.parametrize(
+    "odd_one",
+    [
+        {"input_price_per_mtok": 0.001, "output_price_per_mtok": 0.001},  # token billing
+        {"input_price_per_mtok": 0.001},  # input-token billing
+        {"search_unit_cents": 0.001, "input_price_per_mtok": 0.001},  # both bases at once
+        {},  # an unknown price
+    ],
+    ids=["tokens", "input-tokens", "both-bases", "unknown"],
+)
+def test_price_based_with_mixed_bases_falls_back_to_weighted(odd_one: dict[str, float]) -> None:
+    # A search-unit price and a token price are no numeric comparison: 0.001 would win on
+    # the number alone, so a fair split shows that nothing was compared.
+    deps = [dep("units", search_unit_cents=0.5, weight=1), dep("odd", weight=1, **odd_one)]
+    counts = first_counts(Strategy.PRICE_BASED, deps, inputs())
+    assert counts["odd"] / 4000 == pytest.approx(0.5, abs=0.05)
+    assert counts["units"] / 4000 == pytest.approx(0.5, abs=0.05)
+
+
+def test_a_search_unit_price_is_a_deployment_field() -> None:
+    assert dep("r", search_unit_cents=0.25).search_unit_cents == 0.25
+    with pytest.raises(ValueError, match="search_unit_cents"):
+        dep("r", search_unit_cents=-1)
+
+
 def test_health_aware_ranks_score_times_weight_and_skips_weight_zero() -> None:
     deps = [dep("a", weight=1), dep("b", weight=2), dep("z", weight=0), dep("new", weight=1)]
     snap = PoolSnapshot(

@@ -30,6 +30,7 @@ from itertools import groupby
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.strategies import LoadAware, Strategy, StrategyParams
 from edgeproxy.routing.ordering.inputs import StrategyInputs as StrategyInputs
+from edgeproxy.routing.ordering.prices import PriceBasis, comparable_price, price_basis
 from edgeproxy.routing.ordering.registry import REGISTRY
 
 
@@ -175,15 +176,15 @@ def _throughput(c: Sequence[Deployment], i: StrategyInputs, rng: random.Random) 
 
 
 @REGISTRY.register(
-    Strategy.PRICE_BASED, "The lowest token price (input plus output, or input only)", counters=True
+    Strategy.PRICE_BASED,
+    "The lowest price on one basis: token (input plus output, or input only) or search unit",
+    counters=True,
 )
 def _price(c: Sequence[Deployment], i: StrategyInputs, rng: random.Random) -> list[Deployment]:
-    bases = {d.output_price_per_mtok is None for d in c}  # in+out, or input only (embeddings)
-    if len(bases) > 1 or any(d.input_price_per_mtok is None for d in c):
+    bases = {price_basis(d) for d in c}
+    if len(bases) > 1 or PriceBasis.UNKNOWN in bases:
         return weighted_order(c, rng)  # an unknown price or mixed bases: do not pretend
-    return ranked(
-        c, lambda d: (d.input_price_per_mtok or 0.0) + (d.output_price_per_mtok or 0.0), i, rng
-    )
+    return ranked(c, comparable_price, i, rng)
 
 
 @REGISTRY.register(
