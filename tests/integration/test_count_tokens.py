@@ -104,6 +104,20 @@ def test_the_next_anthropic_deployment_then_the_estimate_when_they_fail(
     assert second.parse().input_tokens > 0
 
 
+@pytest.mark.parametrize("status", [404, 405])
+def test_an_anthropic_compatible_upstream_without_the_route_gives_the_estimate(
+    start_gateway, sdk, upstream_a: MockUpstream, status: int
+) -> None:
+    # A compatible server (a FastAPI one, as vLLM's) answers an unknown route 404 or 405.
+    gw = start_gateway(config(deployment("compat-claude", upstream_a, provider="anthropic")))
+    upstream_a.set_faults([{"status": status, "body": {"detail": "Not Found"}}])
+    raw = count(sdk(gw))
+    assert raw.status_code == 200
+    assert raw.headers["x-edgeproxy-token-count"] == "estimate"
+    assert raw.parse().input_tokens > 0
+    assert len(counts(upstream_a)) == 1  # asked once, then estimated
+
+
 def test_a_body_the_upstream_refuses_is_the_clients_400(
     start_gateway, sdk, upstream_a: MockUpstream
 ) -> None:

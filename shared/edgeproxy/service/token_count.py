@@ -2,7 +2,9 @@
 
 The count is asked of the pool's Anthropic deployments the caller may use,
 highest priority first, one after another until one answers (a 400-class
-refusal of the body is the client's answer, as on ``/v1/messages``); the request
+refusal of the body is the client's answer, as on ``/v1/messages``; a 404 or
+405 is an Anthropic-compatible server without the count route, so the next
+deployment, or the estimate, answers instead); the request
 is not routed (a count is free upstream and costs no model capacity), so it
 touches neither circuits nor rate counters. ``None`` means no Anthropic
 deployment answered, and the edge then gives its estimate
@@ -34,6 +36,7 @@ from edgeproxy.upstream.client import UpstreamClient
 
 logger = logging.getLogger(__name__)
 COUNT_TIMEOUT_S = 30.0  # per deployment; a count is quick or the provider is in trouble
+NO_COUNT_ROUTE = frozenset({404, 405})  # the upstream has no /messages/count_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +95,11 @@ class TokenCounter:
                 logger.error("deployment %s: %s", dep.id, exc)
                 continue
             except UpstreamFault as exc:
+                if exc.fault.status in NO_COUNT_ROUTE:
+                    # An Anthropic-compatible server without the count route: not the
+                    # client's error, only a deployment that cannot count.
+                    logger.info("token count not served: deployment=%s", dep.id)
+                    continue
                 if judge(exc.fault).cls is FailureClass.REQUEST:
                     raise fault_error(exc.fault) from None  # the body itself is refused
                 logger.warning(
