@@ -224,6 +224,25 @@ def test_unknown_model_is_not_found(client: anthropic.Anthropic) -> None:
     assert caught.value.request_id  # the gateway's request id, as Anthropic's header
 
 
+def test_models_answer_in_anthropics_shape(client: anthropic.Anthropic) -> None:
+    raw = client.models.with_raw_response.retrieve("fast-chat")
+    assert raw.json() == {
+        "type": "model",
+        "id": "fast-chat",
+        "display_name": "fast-chat",
+        "created_at": "1970-01-01T00:00:00Z",
+    }
+    info = raw.parse()
+    assert (info.type, info.id, info.display_name) == ("model", "fast-chat", "fast-chat")
+    assert info.created_at.year == 1970
+    page = client.models.list()
+    assert [m.id for m in page] == ["fast-chat"]
+    assert [m.type for m in page.data] == ["model"]
+    assert page.has_more is False
+    with pytest.raises(anthropic.NotFoundError):
+        client.models.retrieve("no-such-model")
+
+
 def test_malformed_bodies_are_bad_requests(
     client: anthropic.Anthropic, gateway: GatewayServer
 ) -> None:

@@ -60,11 +60,24 @@ async def count_tokens(request: Request) -> Response:
 
 
 async def models(request: Request) -> Response:
-    """``GET /v1/models``: the public model names and aliases this caller's key may use."""
+    """``GET /v1/models``: the public model names and aliases this caller's key may use.
+
+    In Anthropic's shape (a page: ``has_more``, ``first_id``, ``last_id``) when the
+    caller speaks Anthropic's API, else OpenAI's.
+    """
     _, config, who = await identified(request)  # authenticates
     names = [*config.public_models(), *sorted(config.aliases)]
-    data = [_model(n) for n in names if may_use(who, n, config.names_of(config.canonical(n)))]
-    return JSONResponse({"object": "list", "data": data})
+    usable = [n for n in names if may_use(who, n, config.names_of(config.canonical(n)))]
+    if _asks_as_anthropic(request):
+        return JSONResponse(
+            {
+                "data": [_anthropic_model(n) for n in usable],
+                "has_more": False,
+                "first_id": usable[0] if usable else None,
+                "last_id": usable[-1] if usable else None,
+            }
+        )
+    return JSONResponse({"object": "list", "data": [_model(n) for n in usable]})
 
 
 async def model(request: Request) -> Response:
@@ -81,12 +94,26 @@ async def model(request: Request) -> Response:
         raise ModelNotFound(
             f"The model `{name}` does not exist or you do not have access to it.", param="model"
         )
-    return JSONResponse(_model(name))
+    return JSONResponse(_anthropic_model(name) if _asks_as_anthropic(request) else _model(name))
+
+
+def _asks_as_anthropic(request: Request) -> bool:
+    # Anthropic's API requires the header on every call, and its SDKs always send it;
+    # OpenAI's never do.
+    return "anthropic-version" in request.headers
 
 
 def _model(name: str) -> dict[str, Any]:
     """A model object as OpenAI's API shapes it."""
     return {"id": name, "object": "model", "created": 0, "owned_by": "edgeproxy"}
+
+
+EPOCH = "1970-01-01T00:00:00Z"  # a public model has no release date of its own
+
+
+def _anthropic_model(name: str) -> dict[str, Any]:
+    """A model object as Anthropic's API shapes it."""
+    return {"type": "model", "id": name, "display_name": name, "created_at": EPOCH}
 
 
 async def deployments(request: Request) -> Response:
