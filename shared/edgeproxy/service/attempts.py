@@ -111,7 +111,8 @@ def modality_refusal(req: ProxyRequest, pool: Sequence[Deployment]) -> Fault | N
         return None
     missing = sorted(req.modalities - frozenset().union(*(d.modalities for d in serving)))
     needed = ", ".join(missing) or "+".join(sorted(req.modalities))
-    accepted = " or ".join(sorted("+".join(sorted(d.modalities)) for d in serving))
+    # Each kind of input set once: two text-only deployments accept "text", not "text or text".
+    accepted = " or ".join(sorted({"+".join(sorted(d.modalities)) for d in serving}))
     return Fault(
         FaultKind.INCOMPATIBLE,
         f"this request has {needed} input, and this model's deployments accept {accepted} only",

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from edgeproxy.config.deployment import Deployment
-from edgeproxy.service.attempts import usage_only, with_stream_usage
+from edgeproxy.config.policies import Operation
+from edgeproxy.service.attempts import modality_refusal, usage_only, with_stream_usage
+from edgeproxy.service.request import ProxyRequest
 
 BODY: dict[str, Any] = {"model": "m", "messages": [], "stream": True}
 
@@ -46,3 +48,33 @@ def test_only_the_final_usage_chunk_is_usage_only() -> None:
     assert usage_only({"choices": [], "usage": {"prompt_tokens": 1}})
     assert not usage_only({"choices": [{"index": 0, "delta": {}}], "usage": None})
     assert not usage_only({"choices": []})
+
+
+def _image_request() -> ProxyRequest:
+    return ProxyRequest(
+        Operation.CHAT, "m", BODY, "key:x", "req-1", modalities=frozenset({"image", "text"})
+    )
+
+
+def test_the_modality_refusal_names_each_accepted_kind_once() -> None:
+    # Two text-only deployments: "accept text only", never "accept text or text only".
+    pool = [
+        Deployment(id=n, model="m", provider="openai", base_url="http://h/v1", upstream_model="u")
+        for n in ("a", "b")
+    ]
+    fault = modality_refusal(_image_request(), pool)
+    assert fault is not None
+    assert fault.message == (
+        "this request has image input, and this model's deployments accept text only"
+    )
+    audio = Deployment(
+        id="c",
+        model="m",
+        provider="openai",
+        base_url="http://h/v1",
+        upstream_model="u",
+        modalities=frozenset({"audio", "text"}),
+    )
+    mixed = modality_refusal(_image_request(), [*pool, audio])
+    assert mixed is not None
+    assert mixed.message.endswith("accept audio+text or text only")
