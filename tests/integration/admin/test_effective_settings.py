@@ -168,6 +168,26 @@ def test_bad_model_rules_are_refused(
     assert ok(admin(gw.base_url, "GET", "/admin/model-rules"))["models"] == {}
 
 
+def test_rules_of_a_model_no_deployment_serves_are_404_by_path_and_400_in_a_document(
+    start_gateway: Any, upstream_a: MockUpstream, upstream_b: MockUpstream
+) -> None:
+    # The path names the resource (404, as /admin/pools/{model}); a document naming it is
+    # an invalid body (400), the README's rule for a configuration.
+    base = start_gateway(two_deployments(upstream_a, upstream_b)).base_url
+    by_path = _put(base, "/admin/model-rules/nosuchmodel", {"strategy": "least-busy"})
+    assert (by_path.status_code, by_path.json()["error"]["param"]) == (404, "model")
+    current = ok(admin(base, "GET", "/admin/config"))
+    document = {**current["document"], "models": {"nosuchmodel": {"strategy": "least-busy"}}}
+    loaded = admin(
+        base,
+        "PUT",
+        "/admin/config",
+        json={"document": document, "base_version": current["version"], "dry_run": True},
+    )
+    assert loaded.status_code == 400, loaded.text
+    assert "nosuchmodel" in loaded.json()["error"]["message"]
+
+
 def test_the_effective_view_refuses_unknown_pools_and_surfaces(
     start_gateway: Any, upstream_a: MockUpstream, upstream_b: MockUpstream
 ) -> None:
