@@ -178,14 +178,18 @@ def test_probe_success_closes_and_resets_level() -> None:
 UNBOUNDED = CircuitSettings(max_probe_interval_seconds=None)  # 000's cooldown alone
 
 
-def test_failed_probe_reopens_exponentially_with_bounded_jitter_and_cap() -> None:
-    c = opened(100.0, UNBOUNDED)
+@pytest.mark.parametrize("settings", [S, UNBOUNDED], ids=["default", "explicit-null"])
+def test_failed_probe_reopens_exponentially_with_bounded_jitter_and_cap(
+    settings: CircuitSettings,
+) -> None:
+    # Under the defaults (patient) too: 000's growth to max_cooldown_seconds, on a virtual clock.
+    c = opened(100.0, settings)
     now = c.open_until
     cooldowns: list[float] = []
     for _ in range(8):
-        leased = take_probe(c, "p", now, UNBOUNDED)
+        leased = take_probe(c, "p", now, settings)
         assert leased is not None
-        nxt = fail(leased, now, settings=UNBOUNDED, probe=True, seed=len(cooldowns))
+        nxt = fail(leased, now, settings=settings, probe=True, seed=len(cooldowns))
         assert nxt is not None
         assert nxt.state is CircuitState.OPEN
         assert nxt.level == c.level + 1
