@@ -43,6 +43,7 @@ AUDIT_SCAN = 200  # audit entries read for the weight a drained deployment had
 _ANSWERS: dict[BlockReason, type[EdgeproxyError]] = {
     BlockReason.OVERLOADED: ModelOverloaded,
     BlockReason.UNAVAILABLE: ModelUnavailable,
+    BlockReason.DISABLED: ModelUnavailable,
     BlockReason.INCOMPATIBLE: ModelUnavailable,
     BlockReason.RATE_LIMITED: RateLimited,
     BlockReason.RESERVED: RateLimited,
