@@ -139,6 +139,15 @@ def test_a_pool_with_every_deployment_disabled_answers_503_naming_it_without_a_c
     gw = start_gateway(
         config(deployment("a", upstream_a), deployment("b", upstream_b), gateway=keys())
     )
+    refused = admin(
+        gw.base_url,
+        "PATCH",
+        "/admin/deployments/a",
+        json={"enabled": "nope"},
+        headers={"if-match": _version(gw.base_url, "a")},
+    )
+    assert refused.status_code == 400
+    assert "enabled" in refused.json()["error"]["message"]
     for dep in ("a", "b"):
         ok(
             admin(
