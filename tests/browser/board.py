@@ -56,6 +56,6 @@ def force_open(base_url: str, dep: str, reason: str = "maintenance") -> None:
 
 
 def patch(base_url: str, dep: str, body: dict[str, Any]) -> None:
-    """Change fields of ``dep`` through the admin API (``{"weight": 0}`` drains it)."""
+    """Change fields of ``dep`` through the admin API (``{"enabled": False}`` drains it)."""
     etag = admin(base_url, "GET", f"/admin/deployments/{dep}").headers["etag"]
     ok(admin(base_url, "PATCH", f"/admin/deployments/{dep}", json=body, headers={"if-match": etag}))

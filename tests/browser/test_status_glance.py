@@ -44,7 +44,7 @@ async def test_the_summary_counts_trouble_and_a_forced_open_circuit_is_above_the
 ) -> None:
     gw = await asyncio.to_thread(start_gateway, _fleet(upstream_a, upstream_b))
     await asyncio.to_thread(force_open, gw.base_url, "zulu-a")
-    await asyncio.to_thread(patch, gw.base_url, "bravo-1", {"weight": 0})
+    await asyncio.to_thread(patch, gw.base_url, "bravo-1", {"enabled": False})
     page = watched.page
     await page.set_viewport_size({"width": 1280, "height": 800})
     await open_signed_in(page, gw.base_url)
@@ -152,23 +152,26 @@ async def test_a_drained_deployment_shows_as_drained_and_is_undone_from_the_page
     await expect(a.locator(".why")).to_contain_text("drained by ops at")
     await expect(tile(page, "drained")).to_have_text("1")
     await expect(page.locator('[data-pool="fast-chat"] .pool-state')).to_have_text("degraded")
-    assert ok(admin(gw.base_url, "GET", "/admin/deployments/a"))["weight"] == 0
+    drained = ok(admin(gw.base_url, "GET", "/admin/deployments/a"))
+    assert (drained["enabled"], drained["weight"]) == (False, 2)  # weight keeps its meaning
+    # Drained means no traffic, whatever the strategy ranks first (a is heavier and idle).
+    served = len(upstream_a.requests())
+    for _ in range(4):
+        assert (await asyncio.to_thread(chat, gw.base_url)).status_code == 200
+    assert len(upstream_a.requests()) == served
 
     said = await confirm(page, '[data-deployment="a"] .act-undrain')
-    assert "back to 2" in said
+    assert "Enable a again" in said
     await expect(a.locator(".state")).to_have_text("available")
     await expect(a.locator(".act-drain")).to_be_visible()
     await expect(tile(page, "drained")).to_have_text("0")
     await expect(page.locator('[data-pool="fast-chat"] .pool-state')).to_have_text("healthy")
-    assert ok(admin(gw.base_url, "GET", "/admin/deployments/a"))["weight"] == 2
+    assert ok(admin(gw.base_url, "GET", "/admin/deployments/a"))["enabled"] is True
     entries = ok(admin(gw.base_url, "GET", "/admin/audit?limit=5"))["data"]
-    weights = [
-        (c["old"], c["new"])
-        for e in entries
-        for c in e["changes"]
-        if c.get("path") == "deployments[a].weight"
+    switched = [
+        c["new"] for e in entries for c in e["changes"] if c.get("path") == "deployments[a].enabled"
     ]
-    assert weights == [(0, 2), (2, 0)]  # newest first: the undo, then the drain
+    assert switched == [True, False]  # newest first: the undo, then the drain
     assert watched.problems() == []
 
 
@@ -176,7 +179,7 @@ async def test_a_pool_left_with_drained_and_open_deployments_says_it_answers_503
     start_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream, watched: Watched
 ) -> None:
     gw = await asyncio.to_thread(start_gateway, _pair(upstream_a, upstream_b))
-    await asyncio.to_thread(patch, gw.base_url, "a", {"weight": 0})
+    await asyncio.to_thread(patch, gw.base_url, "a", {"enabled": False})
     page = watched.page
     await open_signed_in(page, gw.base_url)
     pool = page.locator('[data-pool="fast-chat"]')
@@ -215,7 +218,7 @@ async def test_hostile_names_and_reasons_are_shown_as_text(
             gateway=keys(),
         ),
     )
-    await asyncio.to_thread(patch, gw.base_url, "x:1", {"weight": 0})
+    await asyncio.to_thread(patch, gw.base_url, "x:1", {"enabled": False})
     await asyncio.to_thread(force_open, gw.base_url, "x:2", reason=HOSTILE)
     page = watched.page
     await open_signed_in(page, gw.base_url)

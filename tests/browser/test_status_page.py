@@ -236,7 +236,7 @@ async def test_actions_are_confirmed_and_audited_and_a_screenshot_is_saved(
         ("circuit.close", "b"),
         ("circuit.force-open", "b"),
     ]
-    assert ok(admin(gw.base_url, "GET", "/admin/deployments/a"))["weight"] == 0
+    assert ok(admin(gw.base_url, "GET", "/admin/deployments/a"))["enabled"] is False
     assert watched.problems() == []
 
 

@@ -136,7 +136,7 @@
     const c = dep.circuit;
     if (dep.drained) {
       const d = dep.drain;
-      parts.push(d ? `drained by ${d.actor} at ${fmtClock(d.at)}` : "drained (weight 0)");
+      parts.push(d ? `drained by ${d.actor} at ${fmtClock(d.at)}` : "drained (enabled: false)");
     }
     if (dep.status === "cooldown" || dep.status === "half_open") {
       parts.push("circuit " + c.state + (c.cause ? " (" + c.cause + ")" : ""));
@@ -488,23 +488,25 @@
     });
   }
 
-  function drain(id) {
-    confirmAction("Drain the deployment", `Set ${id}'s weight to 0: new traffic goes to the rest of its pool.`, false, async () => {
+  // The drain is the deployment's switch (enabled: false), honoured by every strategy;
+  // its weight is left as it is, so undoing a drain restores exactly what was there.
+  function setEnabled(id, enabled) {
+    return async () => {
       const current = await api("GET", `deployments/${enc(id)}`);
-      await api("PATCH", `deployments/${enc(id)}`, { body: { weight: 0 }, version: current.version });
-    });
+      await api("PATCH", `deployments/${enc(id)}`, { body: { enabled }, version: current.version });
+    };
+  }
+
+  function drain(id) {
+    confirmAction("Drain the deployment", `Disable ${id} (enabled: false): no request, binding or probe reaches it until it is undrained.`, false, setEnabled(id, false));
   }
 
   function undrain(dep) {
     const d = dep.drain;
-    const weight = d && d.weight_before > 0 ? d.weight_before : 1;
-    const text = d && d.weight_before > 0
-      ? `Set ${dep.id}'s weight back to ${weight}, what it was before ${d.actor} drained it at ${fmtClock(d.at)}.`
-      : `Set ${dep.id}'s weight to 1 (the default): the recent audit log does not say what it was before.`;
-    confirmAction("Undo the drain", text, false, async () => {
-      const current = await api("GET", `deployments/${enc(dep.id)}`);
-      await api("PATCH", `deployments/${enc(dep.id)}`, { body: { weight }, version: current.version });
-    });
+    const text = d
+      ? `Enable ${dep.id} again (enabled: true); ${d.actor} drained it at ${fmtClock(d.at)}.`
+      : `Enable ${dep.id} again (enabled: true).`;
+    confirmAction("Undo the drain", text, false, setEnabled(dep.id, true));
   }
 
   function invalidate(pool) {

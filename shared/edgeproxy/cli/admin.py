@@ -1,4 +1,4 @@
-"""``edgeproxy status``, ``edgeproxy settings get|set`` and ``edgeproxy audit``.
+"""``edgeproxy status``, ``settings get|set``, ``audit`` and ``drain|undrain DEPLOYMENT``.
 
 Each talks to a running gateway's admin API (``--url``, or ``EDGEPROXY_URL``;
 the admin key is read from the environment variable ``EDGEPROXY_ADMIN_KEY``,
@@ -24,7 +24,7 @@ from edgeproxy.cli.admin_client import AdminClient, HttpAdmin, TableAdmin
 from edgeproxy.errors import UsageError
 from edgeproxy.runtime import open_store
 
-COMMANDS = frozenset({"status", "settings", "audit"})
+COMMANDS = frozenset({"status", "settings", "audit", "drain", "undrain"})
 KEY_ENV = "EDGEPROXY_ADMIN_KEY"
 
 STATUS_EXAMPLE = """example:
@@ -39,6 +39,12 @@ Values are JSON when they parse as JSON (10, true, "x"), else strings. Omitted
 fields keep their value; execution_policies must be sent whole. The write is
 based on the version just read (or --version N) and fails with 409 if another
 admin changed the settings in between."""
+DRAIN_EXAMPLE = """examples:
+  export EDGEPROXY_ADMIN_KEY=ep-... EDGEPROXY_URL=http://127.0.0.1:8080
+  edgeproxy drain gpt-east      # enabled: false: no strategy, binding or probe sends it traffic
+  edgeproxy undrain gpt-east    # enabled: true again
+Every gateway routes by the change within the configuration propagation bound
+(config_refresh_seconds). Weight is left alone (it keeps its meaning per strategy)."""
 AUDIT_EXAMPLE = """example:
   EDGEPROXY_ADMIN_KEY=ep-... edgeproxy audit --url http://127.0.0.1:8080 --limit 20"""
 
@@ -86,6 +92,15 @@ def add_commands(commands: Any) -> None:
         formatter_class=raw,
     )
     _common(audit)
+    for name, what in (("drain", "disable"), ("undrain", "enable")):
+        switch = commands.add_parser(
+            name,
+            help=f"{what} one deployment (enabled: {str(name == 'undrain').lower()})",
+            epilog=DRAIN_EXAMPLE,
+            formatter_class=raw,
+        )
+        _common(switch)
+        switch.add_argument("deployment", help="the deployment's id")
     audit.add_argument("--limit", type=int, default=20, help="how many entries (default 20)")
     audit.add_argument("--json", action="store_true", help="machine-readable output")
 
@@ -200,6 +215,14 @@ async def _carry_out(args: argparse.Namespace, admin: AdminClient, out: TextIO) 
             version = int((await admin.router_settings())["version"])
         done = await admin.put_router_settings(patch, version)
         print(f"router settings stored as configuration version {done['version']}", file=out)
+    elif args.command in ("drain", "undrain"):
+        enabled = args.command == "undrain"
+        done = await admin.set_enabled(args.deployment, enabled)
+        state = "enabled" if enabled else "disabled (drained)"
+        print(
+            f"{args.deployment}: {state}, stored as configuration version {done['version']}",
+            file=out,
+        )
     else:
         if args.limit <= 0:
             raise UsageError("--limit must be positive")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Protocol
+from urllib.parse import quote
 
 import httpx
 
@@ -31,6 +32,8 @@ class AdminClient(Protocol):
     async def put_router_settings(self, patch: dict[str, Any], version: int) -> dict[str, Any]: ...
 
     async def audit(self, limit: int) -> list[dict[str, Any]]: ...
+
+    async def set_enabled(self, deployment_id: str, enabled: bool) -> dict[str, Any]: ...
 
     async def config(self) -> dict[str, Any]: ...
 
@@ -93,6 +96,13 @@ class HttpAdmin:
         page = await self._call("GET", "/admin/audit", params={"limit": limit})
         return list(page["data"])
 
+    async def set_enabled(self, deployment_id: str, enabled: bool) -> dict[str, Any]:
+        """PATCH the deployment's ``enabled``, based on the version just read."""
+        path = f"/admin/deployments/{quote(deployment_id, safe='')}"
+        current = await self._call("GET", path)
+        body = {"enabled": enabled, "version": current["version"]}
+        return dict(await self._call("PATCH", path, json=body))
+
     async def config(self) -> dict[str, Any]:
         return dict(await self._call("GET", "/admin/config"))
 
@@ -130,6 +140,20 @@ class TableAdmin:
     async def audit(self, limit: int) -> list[dict[str, Any]]:
         entries, _ = await self._store.read_audit(limit)
         return [e.as_json() for e in entries]
+
+    async def set_enabled(self, deployment_id: str, enabled: bool) -> dict[str, Any]:
+        current = await self._editor.current()
+        change = config_changes.replace_deployment(
+            deployment_id, {"enabled": enabled}, partial=True
+        )
+        done = await self._editor.edit(
+            current.version,
+            change,
+            actor=self._actor,
+            action="deployment.update",
+            target=deployment_id,
+        )
+        return {"id": deployment_id, "enabled": enabled, "version": done.version}
 
     async def config(self) -> dict[str, Any]:
         current = await self._editor.current()

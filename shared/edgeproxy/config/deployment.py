@@ -38,6 +38,8 @@ class Deployment(Strict):
     # Added to every upstream request (not bedrock); header values count as secrets.
     headers: dict[str, str] = Field(default_factory=dict)
     query: dict[str, str] = Field(default_factory=dict)
+    # False drains it: no strategy, binding or probe sends it traffic (weight keeps 000's meaning).
+    enabled: bool = True
     weight: Annotated[float, Field(ge=0)] = 1.0
     priority: int = 0
     rpm_limit: Positive | None = None

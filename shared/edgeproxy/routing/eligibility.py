@@ -1,10 +1,11 @@
 """Whether one deployment may take an attempt now, and if not, why and until when.
 
-Eligibility is decided by what the deployment can serve, its circuit, its
+Eligibility is decided by the operator's switch (``enabled: false`` drains a
+deployment, before anything else is judged), what it can serve, its circuit, its
 failure domain's capacity circuit and its rpm/tpm limits; never by live
 metrics (a slow deployment is tried less often, not excluded). The same
-verdict feeds the deployment status view (``available``, ``cooldown``,
-``half_open``, ``rate_limited``).
+verdict feeds the deployment status view (``available``, ``disabled``,
+``cooldown``, ``half_open``, ``rate_limited``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ _SERVED_BY = {Operation.RESPONSES: frozenset({Operation.RESPONSES, Operation.CHA
 
 class Status(StrEnum):
     AVAILABLE = "available"
+    DISABLED = (
+        "disabled"  # drained by its operator (``enabled: false``): never tried, not even probed
+    )
     HALF_OPEN = "half_open"  # cooldown over; one request may probe
     COOLDOWN = "cooldown"  # circuit open
     RATE_LIMITED = "rate_limited"  # failure domain throttled, or rpm/tpm limit reached
@@ -103,6 +107,8 @@ def assess(
     ``quota_max_age``: seconds after which a quota reading is ignored.
     ``native``: the request can be served only natively (see ``supports``).
     """
+    if not dep.enabled:
+        return Eligibility(dep.id, Status.DISABLED, eligible=False)
     lacking = unsupported(dep, operation, modalities, native=native)
     if lacking is not None:
         return Eligibility(dep.id, Status.INCOMPATIBLE, eligible=False, detail=lacking)

@@ -2,8 +2,8 @@
 
 The last upstream answer wins (its status and sanitized message); without
 one, what blocked the pool decides: every circuit open is 503
-``model_overloaded`` with Retry-After, misconfiguration everywhere is 503
-``model_unavailable``, capacity or rpm/tpm limits (or capacity reserved for
+``model_overloaded`` with Retry-After, misconfiguration everywhere or every
+deployment disabled (``enabled: false``) is 503 ``model_unavailable``, capacity or rpm/tpm limits (or capacity reserved for
 higher roles) are 429 ``rate_limit_exceeded``.
 
 A request that ended on a provider's 429 answers at once with the wait that
@@ -146,6 +146,10 @@ def final_error(failure: RouteFailure, *, now: float) -> EdgeproxyError:
     if blocked.reason is BlockReason.RESERVED:
         # The capacity exists only for higher roles: this caller sees a pool with none.
         return RateLimited("No capacity of this model is available to this API key right now.")
+    if blocked.reason is BlockReason.DISABLED:
+        return ModelUnavailable(
+            "Every deployment of this model is disabled (drained) by its operator."
+        )
     if blocked.reason is BlockReason.INCOMPATIBLE:
         return ModelUnavailable(
             "No deployment of this model accepts this kind of request.", code="model_unavailable"

@@ -2,7 +2,11 @@
 
 Order of preference for each attempt:
 
-1. the caller's valid sticky binding, if its deployment is eligible and untried;
+1. the caller's valid sticky binding, if its deployment is eligible, untried,
+   one its tier's strategy would pick at all (``weight: 0`` under a weighted
+   strategy is not) and in the highest tier that has such a deployment: a
+   binding made during a failover never holds a caller below a recovered tier
+   (003's tier order first, then the binding within the tier);
 2. untried eligible deployments, priority tiers high to low, each tier
    ordered by its strategy (a pool of exactly one deployment skips the
    strategy);
@@ -12,11 +16,13 @@ Order of preference for each attempt:
 When nothing is eligible the answer is a ``Blocked`` saying why, so the
 service can answer 503 ``model_overloaded`` (every circuit open, with
 Retry-After), 503 ``model_unavailable`` (every circuit opened by
-misconfiguration, or nothing routable by weight) or 429
+misconfiguration, every deployment disabled, or nothing routable by weight) or 429
 ``rate_limit_exceeded`` (capacity or rpm/tpm limits are the blocker, or
 every deployment is reserved for roles above the caller's: ``min_role``).
 Reserved deployments are filtered out before anything else, so a lower
 caller's request never counts against their health or circuits.
+Disabled deployments (``enabled: false``) are excluded by eligibility under
+every strategy, binding and probe alike.
 
 Usage::
 
@@ -110,6 +116,7 @@ class Pick:
 class BlockReason(StrEnum):
     OVERLOADED = "overloaded"  # every circuit open: 503 model_overloaded + Retry-After
     UNAVAILABLE = "unavailable"  # misconfiguration / weight 0 everywhere: 503 model_unavailable
+    DISABLED = "disabled"  # every deployment disabled by its operator: 503 model_unavailable
     RATE_LIMITED = "rate_limited"  # capacity or rpm/tpm limits: 429 rate_limit_exceeded
     INCOMPATIBLE = "incompatible"  # no deployment serves this operation/modality
     EXHAUSTED = "exhausted"  # the caller ruled out every eligible one: answer the last error
@@ -185,8 +192,7 @@ def next_deployment(
         assert binding is not None
         bound_id = binding.deployment_id
         bound = next((d for d in usable if d.id == binding.deployment_id), None)
-        # Weight 0 drains a deployment: a binding must not keep traffic flowing to it.
-        if bound is not None and bound.weight > 0 and counts.get(bound.id, 0) == 0:
+        if bound is not None and _holds(bound, usable, counts, len(deployments), request, inputs):
             probe = statuses[bound.id].probe
             why = reasons(bound.id, Cause.STICKY)
             return Pick(bound, bound.priority, None, probe, sticky=True, reasons=why)
@@ -203,6 +209,41 @@ def next_deployment(
             return Pick(dep, pick.tier, pick.strategy, probe, False, tries, pick.ranked, why)
     blocked = _blocked(deployments, statuses, skip, weight_excluded=bool(usable))
     return replace(blocked, reasons=reasons())
+
+
+def _holds(
+    bound: Deployment,
+    usable: Sequence[Deployment],
+    counts: Mapping[str, int],
+    pool_size: int,
+    request: RouteRequest,
+    inputs: StrategyInputs,
+) -> bool:
+    """Whether the binding's deployment takes this attempt before any strategy runs.
+
+    Untried, pickable by its own tier's strategy, and no higher tier has an
+    untried deployment its strategy would pick (the primary is back).
+    """
+    if counts.get(bound.id, 0) or not _pickable(bound, pool_size, request, inputs):
+        return False
+    return not any(
+        d.priority > bound.priority
+        and not counts.get(d.id, 0)
+        and _pickable(d, pool_size, request, inputs)
+        for d in usable
+    )
+
+
+def _pickable(
+    dep: Deployment, pool_size: int, request: RouteRequest, inputs: StrategyInputs
+) -> bool:
+    """Whether ``dep``'s tier strategy would rank it at all (weighted ones drop ``weight: 0``)."""
+    if pool_size == 1:
+        return True  # no strategy runs
+    strategy = request.strategy_for(dep.priority)
+    alone = replace(inputs, params=request.params_for(dep.priority, strategy), notes=None)
+    # One candidate: the order is fixed, so the rng is a throwaway (the request's stays untouched).
+    return bool(order(strategy, [dep], alone, random.Random(0)))
 
 
 def _pick_in_tiers(
@@ -238,16 +279,18 @@ def _blocked(
     weight_excluded: bool,
 ) -> Blocked:
     every = tuple(statuses[d.id] for d in deployments)
-    compatible = [s for s in every if s.status is not Status.INCOMPATIBLE]
+    if all(s.status is Status.DISABLED for s in every):
+        return Blocked(BlockReason.DISABLED, None, every)
+    compatible = [s for s in every if s.status not in (Status.INCOMPATIBLE, Status.DISABLED)]
     if not compatible:
         return Blocked(BlockReason.INCOMPATIBLE, None, every)
     blocked = [s for s in compatible if not s.eligible and s.deployment_id not in skip]
     if not blocked:
-        # Eligible deployments exist but every strategy dropped them (weight 0: drained).
+        # Eligible deployments exist but every strategy dropped them (weight 0 under weighted ones).
         return Blocked(
             BlockReason.UNAVAILABLE if weight_excluded else BlockReason.EXHAUSTED, None, every
         )
-    # A drained deployment waits for an operator; the others say when they free up.
+    # A disabled deployment waits for an operator; the others say when they free up.
     retry_after = min(s.retry_after for s in blocked)
     if all(s.circuit_blocked for s in blocked):
         if all(s.cause is OpenCause.CONFIGURATION for s in blocked):

@@ -97,7 +97,6 @@ def test_a_binding_made_through_one_process_is_the_others_sticky_choice(
     )
     assert chat(gw.base_url).headers["x-edgeproxy-deployment"] == "b"
     table.wait_binding(CALLER, "b")
-    ok(admin(gw.base_url, "POST", "/admin/circuits/a/close", headers={"if-match": '"1"'}))
     table.wait_successes(1, "b")
     items, calls = table.scan(), _calls(upstream_a, upstream_b)
 
@@ -107,10 +106,18 @@ def test_a_binding_made_through_one_process_is_the_others_sticky_choice(
     assert (report["binding"]["deployment"], report["binding"]["valid"]) == ("b", True)
     b, a = _by_id(report)["b"], _by_id(report)["a"]
     assert (b["outcome"], b["cause"], b["bound"]) == ("chosen", "sticky", True)
-    assert (a["outcome"], a["cause"]) == ("ranked", "sticky")
-    # Another caller has no binding: the tier decides.
+    assert (a["outcome"], a["cause"]) == ("excluded", "circuit")
+    # Another caller has no binding: the tier decides (nothing above b is eligible).
     fresh = _explain(other.base_url, caller="ip:203.0.113.9")
-    assert (fresh["chosen"], fresh["binding"]) == ("a", None)
+    assert (fresh["chosen"], fresh["binding"]) == ("b", None)
+
+    # The primary's tier recovers: the binding yields to it (003's tiers first).
+    ok(admin(gw.base_url, "POST", "/admin/circuits/a/close", headers={"if-match": '"1"'}))
+    items = table.scan()
+    report = _explain(other.base_url)
+    assert (report["chosen"], report["sticky"]) == ("a", False)
+    b = _by_id(report)["b"]
+    assert (b["outcome"], b["cause"], b["bound"]) == ("ranked", "tier", True)
     assert _calls(upstream_a, upstream_b) == calls
     assert table.scan() == items
 

@@ -89,15 +89,21 @@ def test_a_drained_pool_answers_503_and_says_so_and_the_drain_is_traced(
         gw.base_url,
         "PATCH",
         "/admin/deployments/a",
-        json={"weight": 0},
+        json={"enabled": False},
         headers={"if-match": _version(gw.base_url, "a")},
     )
     ok(answer)
     report = _status(gw.base_url)
     a = _rows(report)["a"]
-    assert (a["status"], a["drained"]) == ("available", True)  # the router's verdict, and drained
-    assert a["drain"]["weight_before"] == 3
+    assert (a["status"], a["available"], a["drained"]) == ("disabled", False, True)
+    assert a["weight"] == 3  # weight keeps its meaning; the switch is the drain
     assert a["drain"]["actor"] == "ops"
+    deep = {
+        r["id"]: r
+        for p in ok(admin(gw.base_url, "GET", "/health/deep"))["pools"]
+        for r in p["deployments"]
+    }
+    assert (deep["a"]["status"], deep["a"]["available"]) == ("disabled", False)
     assert report["pools"][0]["state"] == "degraded"
     assert report["summary"]["deployments"]["drained"] == 1
 
@@ -127,23 +133,44 @@ def test_a_drained_pool_answers_503_and_says_so_and_the_drain_is_traced(
     assert 590 <= int(refused.headers["retry-after"]) <= 600
 
 
-def test_a_drain_back_to_the_default_weight_is_traced_as_weight_1(
+def test_a_pool_with_every_deployment_disabled_answers_503_naming_it_without_a_call(
     start_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream
 ) -> None:
     gw = start_gateway(
         config(deployment("a", upstream_a), deployment("b", upstream_b), gateway=keys())
     )
-    ok(
-        admin(
-            gw.base_url,
-            "PATCH",
-            "/admin/deployments/a",
-            json={"weight": 0},
-            headers={"if-match": _version(gw.base_url, "a")},
-        )
+    refused = admin(
+        gw.base_url,
+        "PATCH",
+        "/admin/deployments/a",
+        json={"enabled": "nope"},
+        headers={"if-match": _version(gw.base_url, "a")},
     )
-    assert _rows(_status(gw.base_url))["a"]["drain"]["weight_before"] == 1.0
-    assert _rows(_status(gw.base_url))["b"]["drain"] is None
+    assert refused.status_code == 400
+    assert "enabled" in refused.json()["error"]["message"]
+    for dep in ("a", "b"):
+        ok(
+            admin(
+                gw.base_url,
+                "PATCH",
+                f"/admin/deployments/{dep}",
+                json={"enabled": False},
+                headers={"if-match": _version(gw.base_url, dep)},
+            )
+        )
+    pool = _status(gw.base_url)["pools"][0]
+    assert (pool["state"], pool["answer"]["status"], pool["answer"]["code"]) == (
+        "down",
+        503,
+        "model_unavailable",
+    )
+    refused = chat(gw.base_url)
+    assert refused.status_code == 503
+    error = refused.json()["error"]
+    assert error["code"] == "model_unavailable"
+    assert "disabled" in error["message"]
+    assert (upstream_a.requests(), upstream_b.requests()) == ([], [])
+    assert _rows(_status(gw.base_url))["b"]["drain"]["actor"] == "ops"
 
 
 def test_pools_in_trouble_come_first(

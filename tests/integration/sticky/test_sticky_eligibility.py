@@ -54,6 +54,21 @@ def test_weight_zero_skips_the_bound_deployment(
     _skipped_and_replaced(gateway, table, a)
 
 
+def test_a_disabled_deployment_is_skipped_though_bound(
+    start_gateway: Any,
+    make_upstream: MakeUpstream,
+    table: TableView,
+    dynamo_endpoint: str,
+    gateway_table: str,
+    clock: FleetClock,
+) -> None:
+    a, b = make_upstream("a"), make_upstream("b")
+    gateway = _bound_to_a(start_gateway, table, {}, (a, b))
+    drained = config(deployment("a", a, priority=1, enabled=False), deployment("b", b))
+    _change_config(clock, dynamo_endpoint, gateway_table, drained)
+    _skipped_and_replaced(gateway, table, a)
+
+
 def test_removed_deployment_is_skipped(
     start_gateway: Any,
     make_upstream: MakeUpstream,

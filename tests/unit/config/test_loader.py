@@ -88,3 +88,18 @@ def test_a_file_must_still_list_every_operation(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump({"router": {"execution_policies": matrix}}))
     with pytest.raises(ConfigError, match="missing: completions"):
         load_config_file(path)
+
+
+PUBLIC = GOOD.replace("http://127.0.0.1:9/v1", "https://api.example.com/v1")
+
+
+def test_enabled_false_in_the_file_drains_and_survives_the_stored_form(tmp_path: Path) -> None:
+    config = load_config_file(write(tmp_path, PUBLIC + "    enabled: false\n"))
+    assert config.deployments[0].enabled is False
+    assert from_document(to_document(config)).deployments[0].enabled is False
+    assert load_config_file(write(tmp_path, PUBLIC)).deployments[0].enabled is True
+
+
+def test_enabled_takes_only_a_boolean(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"deployments\[0\]\.enabled"):
+        load_config_file(write(tmp_path, PUBLIC + "    enabled: maybe\n"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Set
+from dataclasses import replace
 from functools import partial
 
 import pytest
@@ -13,6 +14,7 @@ from edgeproxy.config.models import GatewayConfig
 from edgeproxy.config.policies import Operation
 from edgeproxy.config.router import PoolSettings, Strategy
 from edgeproxy.routing.eligibility import Limit, Status, pool_status
+from edgeproxy.routing.ordering.registry import REGISTRY
 from edgeproxy.routing.selection import Blocked, BlockReason, Pick, RouteRequest, next_deployment
 from edgeproxy.routing.snapshot import (
     Binding,
@@ -178,19 +180,51 @@ def binding(dep_id: str, expires_at: float = NOW + 100, generation: int = 0) -> 
     return Binding(BindingKey("key:x", "gpt", "openai.chat"), dep_id, expires_at, generation)
 
 
-def test_valid_binding_is_tried_before_tiers() -> None:
-    deps = [dep("primary", priority=2), dep("bound", priority=0)]
+def test_valid_binding_goes_first_within_its_tier() -> None:
+    # WEIGHT_PRIORITY would pick "heavy"; the binding holds "bound" in the same tier.
+    deps = [dep("heavy", weight=5), dep("bound"), dep("backup", priority=-1)]
     got = pick(deps, PoolSnapshot(binding=binding("bound")))
     assert (got.deployment.id, got.sticky, got.strategy) == ("bound", True, None)
     # Not sticky once tried in this request, when expired, when the pool moved on, or when off.
     assert pick(deps, PoolSnapshot(binding=binding("bound")), tried={"bound"}).sticky is False
-    assert pick(deps, PoolSnapshot(binding=binding("bound", expires_at=NOW))).deployment.id == (
-        "primary"
-    )
+    expired = PoolSnapshot(binding=binding("bound", expires_at=NOW))
+    assert pick(deps, expired).deployment.id == "heavy"
     stale = PoolSnapshot(binding=binding("bound", generation=1), pool_generation=2)
-    assert pick(deps, stale).deployment.id == "primary"
+    assert pick(deps, stale).deployment.id == "heavy"
     off = RouteRequest(strategy=Strategy.WEIGHT_PRIORITY, sticky=False)
-    assert pick(deps, PoolSnapshot(binding=binding("bound")), req=off).deployment.id == "primary"
+    assert pick(deps, PoolSnapshot(binding=binding("bound")), req=off).deployment.id == "heavy"
+
+
+def test_binding_in_a_lower_tier_yields_once_the_higher_tier_recovers() -> None:
+    # A failover bound the caller to "backup"; the primary tier is eligible again.
+    deps = [dep("primary", priority=2), dep("backup", priority=0)]
+    snap = PoolSnapshot(binding=binding("backup"))
+    got = pick(deps, snap)
+    assert (got.deployment.id, got.sticky) == ("primary", False)
+    # While the primary is open the binding holds; half-open, the caller takes the probe.
+    down = replace(snap, circuits={"primary": open_circuit("primary", NOW + 5)})
+    assert pick(deps, down).deployment.id == "backup"
+    assert pick(deps, down).sticky is True
+    cooled = replace(snap, circuits={"primary": open_circuit("primary", NOW - 1)})
+    assert (pick(deps, cooled).deployment.id, pick(deps, cooled).probe) == ("primary", True)
+    # Already tried by this request (it failed): the binding is back in play.
+    assert pick(deps, snap, tried={"primary"}).deployment.id == "backup"
+
+
+def test_binding_yields_to_a_higher_tier_under_every_strategy() -> None:
+    deps = [dep("primary", priority=1), dep("primary-2", priority=1), dep("backup")]
+    for spec in REGISTRY:
+        req = RouteRequest(strategy=spec.name, caller="key:x")
+        got = pick(deps, PoolSnapshot(binding=binding("backup")), req)
+        assert got.deployment.id.startswith("primary"), spec.name
+
+
+def test_binding_ignores_a_higher_tier_its_strategy_never_picks() -> None:
+    # Weight 0 under a weighted strategy: that tier has nothing to offer, so the binding holds.
+    deps = [dep("zero", priority=1, weight=0), dep("backup")]
+    req = RouteRequest(strategy=Strategy.SIMPLE_SHUFFLE, caller="key:x")
+    got = pick(deps, PoolSnapshot(binding=binding("backup")), req)
+    assert (got.deployment.id, got.sticky) == ("backup", True)
 
 
 def test_binding_to_an_ineligible_deployment_is_ignored() -> None:
@@ -201,10 +235,23 @@ def test_binding_to_an_ineligible_deployment_is_ignored() -> None:
     assert pick(deps, snap).deployment.id == "primary"
 
 
-def test_binding_to_a_weight_zero_deployment_is_ignored() -> None:
-    # Draining a deployment (weight 0) must move its bound callers too.
+@pytest.mark.parametrize(
+    ("strategy", "holds"),
+    [
+        (Strategy.SIMPLE_SHUFFLE, False),  # 000: weighted-random never picks weight 0
+        (Strategy.HEALTH_AWARE, False),  # 000: score times weight
+        (Strategy.LEAST_BUSY, True),  # 000: metric strategies ignore weight
+        (Strategy.WEIGHT_PRIORITY, True),  # orders by weight, drops none
+    ],
+)
+def test_a_weight_zero_binding_holds_only_where_its_strategy_would_pick_it(
+    strategy: Strategy, holds: bool
+) -> None:
     deps = [dep("other"), dep("bound", weight=0)]
-    assert pick(deps, PoolSnapshot(binding=binding("bound"))).deployment.id == "other"
+    req = RouteRequest(strategy=strategy, caller="key:x")
+    got = pick(deps, PoolSnapshot(binding=binding("bound")), req)
+    assert got.sticky is holds
+    assert (got.deployment.id == "bound") is holds
 
 
 def test_every_circuit_open_is_overloaded_with_the_earliest_retry_after() -> None:

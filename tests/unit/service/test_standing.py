@@ -50,17 +50,17 @@ def _entry(at: float, *changes: dict[str, Any]) -> AuditEntry:
     return AuditEntry(f"e{at}", at, "ops", "deployment.update", "a", list(changes))
 
 
-def test_a_drain_is_found_newest_first_with_the_weight_before() -> None:
+def test_a_drain_is_the_newest_switch_to_disabled() -> None:
     entries = [  # newest first, as the store reads them
-        _entry(30.0, {"path": "deployments[b].weight", "new": 0}),
-        _entry(20.0, {"path": "deployments[a].weight", "old": 0, "new": 2}),
-        _entry(10.0, {"path": "deployments[a].weight", "old": 3, "new": 0}),
-        _entry(5.0, {"path": "deployments[c].weight", "old": 4.5, "new": 0}),
+        _entry(30.0, {"path": "deployments[b].enabled", "new": False}),
+        _entry(20.0, {"path": "deployments[a].enabled", "old": False, "new": True}),
+        _entry(10.0, {"path": "deployments[a].enabled", "new": False}),
+        _entry(5.0, {"path": "deployments[c].weight", "old": 4.5, "new": 0}),  # weight: no drain
     ]
     found = standing.drains(entries, ["a", "b", "c", "d"])
-    assert found["a"] == {"at": 10.0, "actor": "ops", "weight_before": 3}
-    assert found["b"]["weight_before"] == 1.0  # the document had no weight: the default
-    assert found["c"]["weight_before"] == 4.5
+    assert found["a"] == {"at": 10.0, "actor": "ops"}
+    assert found["b"] == {"at": 30.0, "actor": "ops"}
+    assert "c" not in found
     assert "d" not in found  # drained in the file, or longer ago than the entries read
 
 

@@ -68,7 +68,7 @@ async def replace_deployment(call: AdminCall) -> Response:
 
 
 async def patch_deployment(call: AdminCall) -> Response:
-    """Change some fields of a deployment (e.g. ``{"weight": 0}`` to drain it)."""
+    """Change some fields of a deployment (e.g. ``{"enabled": false}`` to drain it)."""
     body = await json_body(call)
     version = version_of(call, body)
     dep_id = _id(call)

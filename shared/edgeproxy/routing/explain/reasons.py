@@ -12,8 +12,10 @@ binding, and the ``Notes`` its strategies left) and returns them on its
     ranked    strategy    ranked ``rank``-th by the same ordering
     ranked    sticky      eligible, but the binding goes first
     ranked    tier        eligible, in a lower tier or reserved group: not reached
+                          (a binding there yields to the higher tier)
     ranked    tried       already tried by this request: reused after untried ones
     excluded  role        reserved (``min_role``) above the caller's role
+    excluded  disabled    drained by its operator (``enabled: false``)
     excluded  operation   does not serve the operation
     excluded  native      the request needs the operation natively
     excluded  modality    does not take an input modality of the request
@@ -52,6 +54,7 @@ class Cause(StrEnum):
     TIER = "tier"
     TRIED = "tried"
     ROLE = "role"
+    DISABLED = "disabled"
     OPERATION = "operation"
     NATIVE = "native"
     MODALITY = "modality"
@@ -108,6 +111,9 @@ class Reason:
 
 
 def _excluded(dep: Deployment, status: Eligibility) -> Reason:
+    if status.status is Status.DISABLED:
+        detail = "disabled by its operator (enabled: false)"
+        return Reason(dep.id, Outcome.EXCLUDED, Cause.DISABLED, dep.priority, detail=detail)
     if status.status is Status.INCOMPATIBLE:
         kind, _, what = status.detail.partition(":")
         cause = Cause(kind) if kind in (Cause.NATIVE, Cause.MODALITY) else Cause.OPERATION

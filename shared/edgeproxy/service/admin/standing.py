@@ -3,13 +3,13 @@
 Everything here is judged from what the status view already read: the
 per-minute usage buckets (an error rate over the last ``ERROR_MINUTES``
 minutes and the minute of the last error, by class: never a message or an
-upstream's body), the configured weight (0: drained) and, for the undo, the
-audit log's record of the weight before the drain.
+upstream's body), the configured switch (``enabled: false``: drained) and the
+audit log's record of who drained it and when.
 
 A pool's ``answer`` is what the router itself would do with a chat request
 now (``next_deployment`` on the same snapshot, no caller, no binding): None
 while some deployment can take it, else the status and code the gateway
-answers (503 ``model_unavailable`` when only drained deployments are left,
+answers (503 ``model_unavailable`` when every deployment is drained,
 503 ``model_overloaded`` when every circuit is open, 429 when limits are the
 blocker). Its ``state`` is ``down`` when it answers so, ``degraded`` when a
 deployment is not available, drained, rejecting credentials or failing at
@@ -38,11 +38,11 @@ LAST_ERROR_MINUTES = 60  # how far back a last error is looked for (buckets live
 DEGRADED_ERROR_RATE = 0.1
 # What counts as the deployment's error: a request error is the caller's (a 400 relayed).
 ERROR_CLASSES = (FailureClass.TRANSIENT, FailureClass.CONFIGURATION, FailureClass.THROTTLE)
-DEFAULT_WEIGHT = float(Deployment.model_fields["weight"].default)
-AUDIT_SCAN = 200  # audit entries read for the weight a drained deployment had
+AUDIT_SCAN = 200  # audit entries read for who drained a deployment
 _ANSWERS: dict[BlockReason, type[EdgeproxyError]] = {
     BlockReason.OVERLOADED: ModelOverloaded,
     BlockReason.UNAVAILABLE: ModelUnavailable,
+    BlockReason.DISABLED: ModelUnavailable,
     BlockReason.INCOMPATIBLE: ModelUnavailable,
     BlockReason.RATE_LIMITED: RateLimited,
     BlockReason.RESERVED: RateLimited,
@@ -174,22 +174,16 @@ def summary(pools: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def drains(entries: Iterable[AuditEntry], ids: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """For each of ``ids``: the newest audited change of its weight to 0 (who, when, from what).
+    """For each of ``ids``: the newest audited change of its ``enabled`` to false (who, when).
 
     Entries come newest first; a drain older than the entries read is not found.
     """
-    wanted = {f"deployments[{i}].weight": i for i in ids}
+    wanted = {f"deployments[{i}].enabled": i for i in ids}
     found: dict[str, dict[str, Any]] = {}
     for entry in entries:
         for change in entry.changes:
             dep = wanted.get(str(change.get("path")))
-            if dep is None or dep in found or change.get("new") != 0:
+            if dep is None or dep in found or change.get("new") is not False:
                 continue
-            # No ``old``: the document left the weight at its default.
-            before = change.get("old", DEFAULT_WEIGHT)
-            found[dep] = {
-                "at": entry.at,
-                "actor": entry.actor,
-                "weight_before": before if isinstance(before, int | float) else None,
-            }
+            found[dep] = {"at": entry.at, "actor": entry.actor}
     return found

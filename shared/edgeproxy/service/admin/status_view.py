@@ -7,8 +7,8 @@ health job's EWMAs, the credential's quota snapshot and its age, the
 circuit's end and version. Availability is judged exactly as the router and
 ``/v1/models/{model}/deployments`` judge it (the configured quota age).
 Beside that, what makes trouble visible at a glance (``service/admin/standing.py``):
-each deployment's error rate and last error, whether it is drained (and the
-audited drain an undo restores), each pool's state and what it answers when
+each deployment's error rate and last error, whether it is drained
+(``enabled: false``, with who drained it and when from the audit log), each pool's state and what it answers when
 it cannot serve, the summary counts; pools come in trouble first.
 
 ``history`` (``GET /admin/history``) is one value per minute from the
@@ -74,7 +74,8 @@ def _row(
         ewma_tokens_per_s=health.ewma_tokens_per_s,
         health_samples=health.samples,
         quota=_quota(dep, snapshot, now),
-        drained=dep.weight == 0,
+        enabled=dep.enabled,
+        drained=not dep.enabled,
         drain=None,
         errors_5m=standing.error_rate(buckets, int(now // 60)),
         last_error=standing.last_error(buckets),
