@@ -9,8 +9,10 @@ from pydantic import Field, model_validator
 from edgeproxy.config.base import Positive, Strict
 from edgeproxy.config.policies import Operation, OperationPolicyOverride
 from edgeproxy.config.providers import (
+    CARRIAGE,
     DEFAULT_AZURE_API_VERSION,
     AzureAuth,
+    Carriage,
     ProviderKind,
     provider_problems,
 )
@@ -98,12 +100,15 @@ class Deployment(Strict):
         return self.provider in (ProviderKind.OPENAI, ProviderKind.AZURE)
 
     @property
+    def carriage(self) -> Carriage:
+        """What its provider kind's adapter can carry (``config.providers.CARRIAGE``)."""
+        return CARRIAGE[self.provider]
+
+    @property
     def served_operations(self) -> frozenset[Operation]:
-        """``operations`` this deployment's provider can carry out: Anthropic and Bedrock
-        deployments translate chat only, whatever the list says (embeddings is a default)."""
-        if self.provider in (ProviderKind.ANTHROPIC, ProviderKind.BEDROCK):
-            return self.operations & {Operation.CHAT}
-        return self.operations
+        """``operations`` its provider's adapter can carry out: Anthropic and Bedrock translate
+        chat only, Azure chat and embeddings, whatever the list says (embeddings is a default)."""
+        return self.operations & self.carriage.operations
 
     @property
     def pool_key(self) -> str:

@@ -59,7 +59,9 @@ class RouteRequest:
     default, ``admin``, sees every deployment). ``native``: the request has
     no translation to another operation (a Responses request with
     ``previous_response_id``, say): deployments that would need one are
-    incompatible, so no attempt is spent on them.
+    incompatible, so no attempt is spent on them. ``features``: what the
+    request uses that some adapters cannot carry (``routing.features``):
+    deployments whose provider kind cannot are incompatible the same way.
     """
 
     operation: Operation = Operation.CHAT
@@ -70,6 +72,7 @@ class RouteRequest:
     quota_max_age: float = DEFAULT_QUOTA_MAX_AGE  # seconds a quota reading counts
     role: Role = Role.ADMIN
     native: bool = False
+    features: frozenset[str] = frozenset()
     params: ParamsChoice | None = None  # None: every strategy's defaults
     protocol: str = ""  # the inbound protocol (``ProxyRequest.protocol``), for hash_affinity
 
@@ -111,7 +114,7 @@ class BlockReason(StrEnum):
     OVERLOADED = "overloaded"  # every circuit open: 503 model_overloaded + Retry-After
     UNAVAILABLE = "unavailable"  # misconfiguration / weight 0 everywhere: 503 model_unavailable
     RATE_LIMITED = "rate_limited"  # capacity or rpm/tpm limits: 429 rate_limit_exceeded
-    INCOMPATIBLE = "incompatible"  # no deployment serves this operation/modality
+    INCOMPATIBLE = "incompatible"  # no deployment serves this operation/modality/feature
     EXHAUSTED = "exhausted"  # the caller ruled out every eligible one: answer the last error
     RESERVED = "reserved"  # every deployment is reserved for higher roles: 429, as if absent
 
@@ -162,6 +165,7 @@ def next_deployment(
             modalities=request.modalities,
             quota_max_age=request.quota_max_age,
             native=request.native,
+            features=request.features,
         )
         for d in deployments
     }

@@ -17,6 +17,7 @@ binding, and the ``Notes`` its strategies left) and returns them on its
     excluded  operation   does not serve the operation
     excluded  native      the request needs the operation natively
     excluded  modality    does not take an input modality of the request
+    excluded  feature     its provider kind cannot carry a feature of the request (n > 1...)
     excluded  circuit     its circuit is open, or half-open with the probe taken
     excluded  capacity    its failure domain is throttled
     excluded  quota       the provider reported its credential's quota spent
@@ -55,6 +56,7 @@ class Cause(StrEnum):
     OPERATION = "operation"
     NATIVE = "native"
     MODALITY = "modality"
+    FEATURE = "feature"
     CIRCUIT = "circuit"
     CAPACITY = "capacity"
     QUOTA = "quota"
@@ -110,7 +112,8 @@ class Reason:
 def _excluded(dep: Deployment, status: Eligibility) -> Reason:
     if status.status is Status.INCOMPATIBLE:
         kind, _, what = status.detail.partition(":")
-        cause = Cause(kind) if kind in (Cause.NATIVE, Cause.MODALITY) else Cause.OPERATION
+        named = (Cause.NATIVE, Cause.MODALITY, Cause.FEATURE)
+        cause = Cause(kind) if kind in named else Cause.OPERATION
         return Reason(dep.id, Outcome.EXCLUDED, cause, dep.priority, detail=what)
     if status.limit is not None:
         cause, detail = _LIMITS[status.limit], f"{status.limit.value} limit reached"
