@@ -221,9 +221,11 @@ def _pick_in_tiers(
         return Pick(only, only.priority, None, ranked=(only.id,))
     # Within a priority tier, capacity reserved for higher roles goes first, so an
     # entitled caller spends what was kept for it before the shared capacity.
-    for tier, reserved in sorted({(d.priority, d.min_role.rank) for d in candidates}, reverse=True):
+    for tier, reserved in sorted(
+        {(d.priority, d.reserved_for.rank) for d in candidates}, reverse=True
+    ):
         strategy = request.strategy_for(tier)
-        group = [d for d in candidates if (d.priority, d.min_role.rank) == (tier, reserved)]
+        group = [d for d in candidates if (d.priority, d.reserved_for.rank) == (tier, reserved)]
         params = request.params_for(tier, strategy)
         ordered = order(strategy, group, replace(inputs, params=params), rng)
         if inputs.notes is not None:

@@ -160,7 +160,9 @@ def _reason(
 ) -> Reason:
     status = statuses.get(dep.id)
     if status is None:
-        detail = f"reserved for {dep.min_role.value} and above"
+        detail = f"reserved for {dep.reserved_for.value} and above"
+        if dep.reserved_for is not dep.min_role:
+            detail += " (the strictest min_role of the deployments sharing its credential)"
         return Reason(dep.id, Outcome.EXCLUDED, Cause.ROLE, dep.priority, detail=detail)
     if not status.eligible:
         return _excluded(dep, status)
