@@ -98,6 +98,11 @@ class Carriage:
     parts: frozenset[str] | None = None
     refuses: frozenset[str] = frozenset()
 
+    @property
+    def limited(self) -> bool:
+        """Whether it refuses any feature (if not, a request's features need not be read)."""
+        return self.parts is not None or bool(self.refuses)
+
     def lacking(self, features: Set[str]) -> tuple[str, ...]:
         """The features of ``features`` it cannot carry, sorted (empty: it carries them all)."""
         return tuple(sorted(f for f in features if self._refuses(f)))

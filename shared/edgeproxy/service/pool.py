@@ -137,6 +137,9 @@ def route_request(run: Run, ctx: PoolContext) -> RouteRequest:
         quota_max_age=config.quota_max_age_seconds,
         role=req.role,
         native=untranslatable(req) is not None,
-        features=features_of(req),
+        # Read only where a deployment of the pool could refuse one (OpenAI kinds refuse none).
+        features=features_of(req)
+        if any(d.carriage.limited for d in ctx.deployments)
+        else frozenset(),
         protocol=req.protocol,
     )

@@ -105,6 +105,8 @@ def check_carried(call: UpstreamCall) -> None:
             FaultKind.INCOMPATIBLE,
             f"operation {call.operation.value} is not supported by {kind.value} deployments",
         )
+    if not carriage.limited:
+        return
     lacking = carriage.lacking(request_features(call.operation, call.body))
     if lacking:
         raise refused(kind, frozenset(lacking))
