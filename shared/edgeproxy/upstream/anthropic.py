@@ -66,8 +66,11 @@ def count_tokens_request(call: UpstreamCall) -> Prepared:
 
 
 def to_messages_request(body: Mapping[str, Any], model: str, stream: bool) -> dict[str, Any]:
-    """Translate an OpenAI chat body to an Anthropic Messages body (one ``check_carried``
-    passed: ``n`` is 1 or absent)."""
+    """Translate an OpenAI chat body to an Anthropic Messages body.
+
+    The body must be one Anthropic can carry (``prepare`` checks it first:
+    ``check_carried``); ``n`` is not read.
+    """
     system: list[str] = []
     messages: list[dict[str, Any]] = []
     for message in body.get("messages") or []:
