@@ -18,6 +18,7 @@ from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.configs import config, deployment
 from tests.fixtures.table import TableView, wait_for
 from tests.fixtures.upstream import MakeUpstream
+from tests.integration.admin.helpers import CLIENT_KEY, admin, keys, ok
 
 CLAUDES = ("claude-1", "claude-2", "claude-3")
 HELLO = [{"role": "user", "content": "Hello!"}]
@@ -99,5 +100,54 @@ def test_when_no_deployment_can_carry_it_the_400_names_the_feature_and_the_kinds
     error = answer.json()["error"]
     assert (error["code"], error["param"]) == ("unsupported_request", "messages")
     assert "'file'" in error["message"]
+    assert "anthropic" in error["message"]
+    assert all(_model_calls(up) == [] for up in claudes.values())
+
+
+def test_the_explainer_names_the_feature_and_a_pin_is_refused_by_the_adapter_s_guard(
+    start_gateway: Any, make_upstream: MakeUpstream
+) -> None:
+    claudes = {name: make_upstream(name) for name in CLAUDES[:2]}
+    compat = make_upstream("compat")
+    gw = start_gateway(
+        config(
+            *(
+                deployment(n, up, model="mixed", provider="anthropic", priority=1)
+                for n, up in claudes.items()
+            ),
+            deployment("compat", compat, model="mixed"),
+            gateway=keys(),
+        )
+    )
+    body = {"model": "mixed", "messages": HELLO, "n": 2}
+    order = {"path": "/v1/chat/completions", "body": body, "caller": "ip:203.0.113.9"}
+    report = ok(admin(gw.base_url, "POST", "/admin/route/explain", json=order))
+    assert report["chosen"] == "compat"
+    for name in claudes:
+        candidate = next(c for c in report["candidates"] if c["deployment"] == name)
+        assert (candidate["outcome"], candidate["cause"], candidate["detail"]) == (
+            "excluded",
+            "feature",
+            "n",
+        )
+    served = httpx.post(
+        gw.base_url + "/v1/chat/completions",
+        json=body,
+        headers={"authorization": f"Bearer {CLIENT_KEY}"},
+        timeout=30,
+    )
+    assert served.headers["x-edgeproxy-deployment"] == report["chosen"]
+
+    # An admin's pin bypasses selection: the adapter's own guard, from the same declaration.
+    pinned = admin(
+        gw.base_url,
+        "POST",
+        "/v1/chat/completions",
+        json=body,
+        headers={"x-route-pin": "claude-1"},
+    )
+    assert pinned.status_code == 400, pinned.text
+    error = pinned.json()["error"]
+    assert (error["code"], error["param"]) == ("unsupported_request", "n")
     assert "anthropic" in error["message"]
     assert all(_model_calls(up) == [] for up in claudes.values())
