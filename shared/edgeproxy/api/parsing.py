@@ -98,8 +98,12 @@ def chat_modalities(body: dict[str, Any]) -> frozenset[str]:
             raise RequestError(f"'{param}.role' must be a string", param=f"{param}.role")
         content = message.get("content")
         if isinstance(content, list):
-            for part in content:
-                kind = part.get("type") if isinstance(part, dict) else None
+            for at, part in enumerate(content):
+                if not isinstance(part, dict):
+                    # Every translation reads parts as objects; so does every OpenAI server.
+                    where = f"{param}.content[{at}]"
+                    raise RequestError(f"'{where}' must be an object", param=where)
+                kind = part.get("type")
                 if kind == "image_url":
                     modalities.add("image")
                 elif kind == "input_audio":

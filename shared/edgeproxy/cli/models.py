@@ -101,6 +101,9 @@ def _rows(view: dict[str, Any]) -> Iterator[tuple[str, str, str, str]]:
     yield row("continuation", view["continuation"])
     for name, setting in view["circuit"].items():
         yield row(f"circuit.{name}", setting)
+    # An older gateway's view has no reservations: nothing to print for them.
+    for dep, setting in view.get("min_role", {}).items():
+        yield row(f"{dep} min_role", setting)
 
 
 def print_effective(view: dict[str, Any], out: TextIO) -> None:

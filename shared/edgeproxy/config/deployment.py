@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
 from edgeproxy.config.base import Positive, Strict
 from edgeproxy.config.policies import Operation, OperationPolicyOverride
 from edgeproxy.config.providers import (
+    CARRIAGE,
     DEFAULT_AZURE_API_VERSION,
     AzureAuth,
+    Carriage,
     ProviderKind,
     provider_problems,
 )
@@ -59,11 +61,13 @@ class Deployment(Strict):
         default_factory=dict
     )
     stream_usage: bool | None = None
-    # Key reservation: callers below this role never select this deployment.
+    # Key reservation: callers below this role never select this deployment (see reserved_for).
     min_role: Role = Role.FREE
     # Continues a trailing assistant message (prefill) instead of rejecting it;
     # only such deployments receive the continuation of a cut stream.
     supports_prefill: bool = False
+    # Set by the configuration that holds it (``shared_reservations``), never by a document.
+    _credential_role: Role | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _fits_its_provider(self) -> Self:
@@ -80,6 +84,25 @@ class Deployment(Strict):
         if problems:
             raise ValueError(f"{self.id}: " + "; ".join(problems))
         return self
+
+    @property
+    def reserved_for(self) -> Role:
+        """The lowest caller role that may select it: its ``min_role``, raised to the strictest
+        ``min_role`` of the deployments sharing its credential (001: a reservation is the
+        credential's, so a second deployment cannot open it to lower roles)."""
+        return self._credential_role or self.min_role
+
+    def sharing(self, strictest: Role | None) -> Deployment:
+        """This deployment with ``strictest`` as its credential's reservation (itself when
+        that changes nothing; a copy otherwise, as configurations may share instances)."""
+        wanted = (
+            strictest if strictest is not None and strictest.rank > self.min_role.rank else None
+        )
+        if wanted == self._credential_role:
+            return self
+        copy = self.model_copy()
+        copy._credential_role = wanted
+        return copy
 
     @property
     def azure_api_version(self) -> str:
@@ -103,12 +126,15 @@ class Deployment(Strict):
         return self.provider in (ProviderKind.OPENAI, ProviderKind.AZURE)
 
     @property
+    def carriage(self) -> Carriage:
+        """What its provider kind's adapter can carry (``config.providers.CARRIAGE``)."""
+        return CARRIAGE[self.provider]
+
+    @property
     def served_operations(self) -> frozenset[Operation]:
-        """``operations`` this deployment's provider can carry out: Anthropic and Bedrock
-        deployments translate chat only, whatever the list says (embeddings is a default)."""
-        if self.provider in (ProviderKind.ANTHROPIC, ProviderKind.BEDROCK):
-            return self.operations & {Operation.CHAT}
-        return self.operations
+        """``operations`` its provider's adapter can carry out: Anthropic and Bedrock translate
+        chat only, Azure chat and embeddings, whatever the list says (embeddings is a default)."""
+        return self.operations & self.carriage.operations
 
     @property
     def pool_key(self) -> str:
@@ -119,3 +145,19 @@ class Deployment(Strict):
     def domain(self) -> str:
         """The failure domain; a deployment without one is its own domain."""
         return self.failure_domain or f"deployment:{self.id}"
+
+
+def shared_reservations(deployments: list[Deployment]) -> list[Deployment]:
+    """``deployments`` with each one's ``reserved_for`` set: the strictest ``min_role`` among
+    those naming the same ``credential`` reference (no credential: its own ``min_role``).
+
+    Computed once, when a configuration is validated, from the declared roles only: the
+    order of the deployments does not matter, and lowering the stricter declaration
+    lowers every deployment of the credential with it.
+    """
+    strictest: dict[str, Role] = {}
+    for dep in deployments:
+        if dep.credential is not None:
+            held = strictest.get(dep.credential, Role.FREE)
+            strictest[dep.credential] = dep.min_role if dep.min_role.rank > held.rank else held
+    return [d.sharing(strictest.get(d.credential) if d.credential else None) for d in deployments]

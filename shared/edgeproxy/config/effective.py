@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.levels import Layer, Level, param_sources, strategy_of
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.config.policies import Operation
@@ -104,7 +105,25 @@ def report(
             for name, value in router.circuit.model_dump(mode="json").items()
         },
         "deadlines": _deadlines(config, pool, operation),
+        "min_role": {dep.id: _reservation(config, dep) for dep in config.pool(pool)},
         "aliases": config.names_of(pool)[1:],
+    }
+
+
+def _reservation(config: GatewayConfig, dep: Deployment) -> Setting:
+    """A deployment's effective ``min_role``: its own, or the strictest declared by a
+    deployment sharing its credential (the source names that one)."""
+    setter = dep
+    if dep.reserved_for is not dep.min_role:
+        setter = next(
+            d
+            for d in config.deployments
+            if d.credential == dep.credential and d.min_role is dep.reserved_for
+        )
+    return {
+        "value": dep.reserved_for.value,
+        "level": "deployment",
+        "source": f"deployments.{setter.id}.min_role",
     }
 
 

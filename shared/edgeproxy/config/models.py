@@ -15,7 +15,7 @@ from pydantic import Field, PrivateAttr, model_validator
 from edgeproxy.config import levels
 from edgeproxy.config.aliases import Alias, AliasName, alias_problems, canonical, names_of
 from edgeproxy.config.base import Positive, Strict
-from edgeproxy.config.deployment import Deployment
+from edgeproxy.config.deployment import Deployment, shared_reservations
 from edgeproxy.config.egress import EgressSettings
 from edgeproxy.config.levels import Layer, ModelSettings, params_of, strategy_of
 from edgeproxy.config.policies import Deadline, Operation
@@ -157,6 +157,8 @@ class GatewayConfig(Strict):
                             f"deployments[{index}] ({dep.id}): "
                             f"execution_policy_overrides.{op.value}.{mode}: {exc}"
                         ) from None
+        # 001: a credential reserved for a role stays reserved through every deployment of it.
+        self.deployments[:] = shared_reservations(self.deployments)
         return self
 
     def pool(self, pool_key: str) -> list[Deployment]:

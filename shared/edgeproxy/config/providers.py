@@ -10,13 +10,28 @@
 ``headers`` and ``query`` are added to every request a deployment sends; a
 header the client sets itself (auth, framing, hop-by-hop) cannot be set
 there, so a typo cannot replace the key or break the framing.
+
+What each kind's adapter can carry of a request is declared here too
+(``CARRIAGE``), as data: routing filters on it before selection
+(``routing/eligibility.py``) and the adapter checks it as its last guard
+(``upstream/adapter.py``), so the two cannot disagree.
+
+    kind            operations                                content parts      refuses
+    openai          chat, completions, embeddings, responses  any                -
+    openai_compat   chat, completions, embeddings, responses  any                -
+    azure           chat, embeddings                          any                -
+    anthropic       chat                                      text, image_url    n > 1
+    bedrock         chat                                      text, image_url    n > 1, response_format, image links
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
+from dataclasses import dataclass
 from enum import StrEnum
+
+from edgeproxy.config.policies import Operation
 
 DEFAULT_AZURE_API_VERSION = "2024-10-21"  # the latest GA data-plane version when written
 
@@ -55,6 +70,87 @@ class ProviderKind(StrEnum):
     ANTHROPIC = "anthropic"
     AZURE = "azure"
     BEDROCK = "bedrock"
+
+
+# A request's features (``routing/features.py`` computes them from a chat body).
+CHOICES = "n"  # n > 1: several choices in one answer
+RESPONSE_FORMAT = "response_format"  # a response_format other than plain text
+IMAGE_LINK = "image_link"  # an image given as a link, not as a data: URL
+PART = "part:"  # ``part:<type>``: a content part of that type in a user or assistant turn
+_DESCRIPTIONS = {
+    CHOICES: ("n > 1 (several choices in one answer)", "n"),
+    RESPONSE_FORMAT: ("a response_format other than text", "response_format"),
+    IMAGE_LINK: ("an image given as a link (not a base64 data: URL)", "messages"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Carriage:
+    """What one provider kind's adapter can carry.
+
+    ``operations``: the operations it translates (a deployment serves those of
+    its ``operations`` list that are here). ``parts``: the content part types
+    it translates (None: it passes any through). ``refuses``: the features it
+    cannot carry.
+    """
+
+    operations: frozenset[Operation]
+    parts: frozenset[str] | None = None
+    refuses: frozenset[str] = frozenset()
+
+    @property
+    def limited(self) -> bool:
+        """Whether it refuses any feature (if not, a request's features need not be read)."""
+        return self.parts is not None or bool(self.refuses)
+
+    def lacking(self, features: Set[str]) -> tuple[str, ...]:
+        """The features of ``features`` it cannot carry, sorted (empty: it carries them all)."""
+        return tuple(sorted(f for f in features if self._refuses(f)))
+
+    def _refuses(self, feature: str) -> bool:
+        if feature.startswith(PART):
+            return self.parts is not None and feature.removeprefix(PART) not in self.parts
+        return feature in self.refuses
+
+
+_OPENAI_OPERATIONS = frozenset(
+    {Operation.CHAT, Operation.COMPLETIONS, Operation.EMBEDDINGS, Operation.RESPONSES}
+)
+_TRANSLATED_PARTS = frozenset({"text", "image_url"})
+CARRIAGE = {
+    ProviderKind.OPENAI: Carriage(_OPENAI_OPERATIONS),
+    ProviderKind.OPENAI_COMPAT: Carriage(_OPENAI_OPERATIONS),
+    ProviderKind.AZURE: Carriage(frozenset({Operation.CHAT, Operation.EMBEDDINGS})),
+    # Messages returns one choice per answer.
+    ProviderKind.ANTHROPIC: Carriage(
+        frozenset({Operation.CHAT}), _TRANSLATED_PARTS, frozenset({CHOICES})
+    ),
+    # Converse returns one choice, has no response_format and takes image bytes, not links.
+    ProviderKind.BEDROCK: Carriage(
+        frozenset({Operation.CHAT}),
+        _TRANSLATED_PARTS,
+        frozenset({CHOICES, RESPONSE_FORMAT, IMAGE_LINK}),
+    ),
+}
+
+
+def describe(feature: str) -> tuple[str, str]:
+    """A feature as a client reads it in a refusal, and the request parameter that holds it."""
+    if feature.startswith(PART):
+        return f"a content part of type {feature.removeprefix(PART)!r}", "messages"
+    return _DESCRIPTIONS.get(feature, (feature, "messages"))
+
+
+def uncarried(lacking: Mapping[ProviderKind, Set[str]]) -> tuple[str, str]:
+    """The refusal of a request no deployment can carry, ``lacking``: each deployment kind
+    and the request's features it cannot carry (none empty). Its message names each
+    feature and the kinds that cannot carry it; its parameter is the first feature's."""
+    features = sorted(set().union(*lacking.values()))
+    clauses = []
+    for feature in features:
+        kinds = " or ".join(sorted(k.value for k, fs in lacking.items() if feature in fs))
+        clauses.append(f"{describe(feature)[0]} is not supported by {kinds} deployments")
+    return "; ".join(clauses), describe(features[0])[1]
 
 
 class AzureAuth(StrEnum):

@@ -227,5 +227,6 @@ def cost_usd(dep: Deployment, prompt_tokens: int, completion_tokens: int) -> flo
 
 
 def reachable(dep: Deployment, role: Role) -> bool:
-    """Whether a caller of ``role`` may select ``dep`` (its ``min_role`` reservation)."""
-    return role.at_least(dep.min_role)
+    """Whether a caller of ``role`` may select ``dep``: its reservation, the strictest
+    ``min_role`` among the deployments sharing its credential (``Deployment.reserved_for``)."""
+    return role.at_least(dep.reserved_for)

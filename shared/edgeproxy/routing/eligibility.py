@@ -32,7 +32,7 @@ class Status(StrEnum):
     HALF_OPEN = "half_open"  # cooldown over; one request may probe
     COOLDOWN = "cooldown"  # circuit open
     RATE_LIMITED = "rate_limited"  # failure domain throttled, or rpm/tpm limit reached
-    INCOMPATIBLE = "incompatible"  # cannot serve this operation or these modalities
+    INCOMPATIBLE = "incompatible"  # cannot serve this operation, modalities or features
 
 
 class Limit(StrEnum):
@@ -57,7 +57,8 @@ class Eligibility:
     retry_after: float = 0.0
     cause: OpenCause | None = None
     limit: Limit | None = None
-    detail: str = ""  # incompatible: ``operation:x``, ``native:x`` or ``modality:a,b``
+    # incompatible: ``operation:x``, ``native:x``, ``modality:a,b`` or ``feature:n,part:file``
+    detail: str = ""
 
     @property
     def circuit_blocked(self) -> bool:
@@ -66,7 +67,12 @@ class Eligibility:
 
 
 def supports(
-    dep: Deployment, operation: Operation | None, modalities: Set[str], *, native: bool = False
+    dep: Deployment,
+    operation: Operation | None,
+    modalities: Set[str],
+    *,
+    native: bool = False,
+    features: Set[str] = frozenset(),
 ) -> bool:
     """Whether ``dep`` can serve ``operation`` with inputs of ``modalities``.
 
@@ -74,13 +80,20 @@ def supports(
     by any chat deployment; ``native``: the request has no translation (it uses
     a feature only the native API has), so only deployments listing the
     operation itself serve it, and the others are filtered out before any
-    attempt or rpm count is spent on them.
+    attempt or rpm count is spent on them. ``features``: what the request
+    uses that some adapters cannot carry (``routing.features``), matched
+    against ``dep``'s provider kind (``Deployment.carriage``) the same way.
     """
-    return unsupported(dep, operation, modalities, native=native) is None
+    return unsupported(dep, operation, modalities, native=native, features=features) is None
 
 
 def unsupported(
-    dep: Deployment, operation: Operation | None, modalities: Set[str], *, native: bool = False
+    dep: Deployment,
+    operation: Operation | None,
+    modalities: Set[str],
+    *,
+    native: bool = False,
+    features: Set[str] = frozenset(),
 ) -> str | None:
     """What of the request ``dep`` cannot serve (``Eligibility.detail``), None if all of it."""
     if operation is not None:
@@ -88,7 +101,10 @@ def unsupported(
         if not served_by & dep.served_operations:
             return f"{'native' if native else 'operation'}:{operation.value}"
     missing = modalities - dep.modalities
-    return "modality:" + ",".join(sorted(missing)) if missing else None
+    if missing:
+        return "modality:" + ",".join(sorted(missing))
+    lacking = dep.carriage.lacking(features)
+    return "feature:" + ",".join(lacking) if lacking else None
 
 
 def assess(
@@ -101,15 +117,16 @@ def assess(
     modalities: Set[str] = frozenset(),
     quota_max_age: float = DEFAULT_QUOTA_MAX_AGE,
     native: bool = False,
+    features: Set[str] = frozenset(),
 ) -> Eligibility:
     """The eligibility of ``dep`` at ``now`` (``minute``: the current usage bucket).
 
     ``quota_max_age``: seconds after which a quota reading is ignored.
-    ``native``: the request can be served only natively (see ``supports``).
+    ``native``, ``features``: what the request needs of its adapter (see ``supports``).
     """
     if not dep.enabled:
         return Eligibility(dep.id, Status.DISABLED, eligible=False)
-    lacking = unsupported(dep, operation, modalities, native=native)
+    lacking = unsupported(dep, operation, modalities, native=native, features=features)
     if lacking is not None:
         return Eligibility(dep.id, Status.INCOMPATIBLE, eligible=False, detail=lacking)
     circuit = snapshot.circuit(dep.id)

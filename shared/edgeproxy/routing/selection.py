@@ -34,8 +34,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Collection, Mapping, Sequence, Set
-from dataclasses import dataclass, field, replace
-from enum import StrEnum
+from dataclasses import dataclass, replace
 
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.policies import Operation
@@ -43,12 +42,15 @@ from edgeproxy.config.roles import Role
 from edgeproxy.config.strategies import Strategy, StrategyParams
 from edgeproxy.routing.access import reachable
 from edgeproxy.routing.affinity import binding_valid
-from edgeproxy.routing.eligibility import DEFAULT_QUOTA_MAX_AGE, Eligibility, Status, assess
+from edgeproxy.routing.blockage import Blocked as Blocked
+from edgeproxy.routing.blockage import BlockReason as BlockReason
+from edgeproxy.routing.blockage import blocked_by
+from edgeproxy.routing.eligibility import DEFAULT_QUOTA_MAX_AGE, assess
 from edgeproxy.routing.explain.notes import Group, Notes
 from edgeproxy.routing.explain.reasons import Cause, Reason, account
 from edgeproxy.routing.health import with_usable_health
 from edgeproxy.routing.ordering.strategies import StrategyInputs, order
-from edgeproxy.routing.snapshot import OpenCause, PoolSnapshot
+from edgeproxy.routing.snapshot import PoolSnapshot
 
 StrategyChoice = Strategy | Mapping[int, Strategy] | Callable[[int], Strategy]
 # (tier, strategy) -> its parameters; pass ``functools.partial(config.params_for, pool_key)``.
@@ -65,7 +67,9 @@ class RouteRequest:
     default, ``admin``, sees every deployment). ``native``: the request has
     no translation to another operation (a Responses request with
     ``previous_response_id``, say): deployments that would need one are
-    incompatible, so no attempt is spent on them.
+    incompatible, so no attempt is spent on them. ``features``: what the
+    request uses that some adapters cannot carry (``routing.features``):
+    deployments whose provider kind cannot are incompatible the same way.
     """
 
     operation: Operation = Operation.CHAT
@@ -76,6 +80,7 @@ class RouteRequest:
     quota_max_age: float = DEFAULT_QUOTA_MAX_AGE  # seconds a quota reading counts
     role: Role = Role.ADMIN
     native: bool = False
+    features: frozenset[str] = frozenset()
     params: ParamsChoice | None = None  # None: every strategy's defaults
     protocol: str = ""  # the inbound protocol (``ProxyRequest.protocol``), for hash_affinity
 
@@ -111,26 +116,6 @@ class Pick:
     tries: int = 0
     ranked: tuple[str, ...] = ()
     reasons: tuple[Reason, ...] = ()
-
-
-class BlockReason(StrEnum):
-    OVERLOADED = "overloaded"  # every circuit open: 503 model_overloaded + Retry-After
-    UNAVAILABLE = "unavailable"  # misconfiguration / weight 0 everywhere: 503 model_unavailable
-    DISABLED = "disabled"  # every deployment disabled by its operator: 503 model_unavailable
-    RATE_LIMITED = "rate_limited"  # capacity or rpm/tpm limits: 429 rate_limit_exceeded
-    INCOMPATIBLE = "incompatible"  # no deployment serves this operation/modality
-    EXHAUSTED = "exhausted"  # the caller ruled out every eligible one: answer the last error
-    RESERVED = "reserved"  # every deployment is reserved for higher roles: 429, as if absent
-
-
-@dataclass(frozen=True, slots=True)
-class Blocked:
-    """Nothing can be tried now; ``retry_after`` seconds until something frees up (if known)."""
-
-    reason: BlockReason
-    retry_after: float | None = None
-    statuses: tuple[Eligibility, ...] = field(default=())
-    reasons: tuple[Reason, ...] = ()  # every deployment's exclusion (``routing.explain``)
 
 
 def next_deployment(
@@ -169,6 +154,7 @@ def next_deployment(
             modalities=request.modalities,
             quota_max_age=request.quota_max_age,
             native=request.native,
+            features=request.features,
         )
         for d in deployments
     }
@@ -207,7 +193,7 @@ def next_deployment(
             why = reasons(dep.id, Cause.STRATEGY if pick.strategy else Cause.ONLY)
             probe = statuses[dep.id].probe
             return Pick(dep, pick.tier, pick.strategy, probe, False, tries, pick.ranked, why)
-    blocked = _blocked(deployments, statuses, skip, weight_excluded=bool(usable))
+    blocked = blocked_by(deployments, statuses, skip, weight_excluded=bool(usable))
     return replace(blocked, reasons=reasons())
 
 
@@ -258,9 +244,11 @@ def _pick_in_tiers(
         return Pick(only, only.priority, None, ranked=(only.id,))
     # Within a priority tier, capacity reserved for higher roles goes first, so an
     # entitled caller spends what was kept for it before the shared capacity.
-    for tier, reserved in sorted({(d.priority, d.min_role.rank) for d in candidates}, reverse=True):
+    for tier, reserved in sorted(
+        {(d.priority, d.reserved_for.rank) for d in candidates}, reverse=True
+    ):
         strategy = request.strategy_for(tier)
-        group = [d for d in candidates if (d.priority, d.min_role.rank) == (tier, reserved)]
+        group = [d for d in candidates if (d.priority, d.reserved_for.rank) == (tier, reserved)]
         params = request.params_for(tier, strategy)
         ordered = order(strategy, group, replace(inputs, params=params), rng)
         if inputs.notes is not None:
@@ -269,31 +257,3 @@ def _pick_in_tiers(
         if ordered:
             return Pick(ordered[0], tier, strategy, ranked=tuple(d.id for d in ordered))
     return None
-
-
-def _blocked(
-    deployments: Sequence[Deployment],
-    statuses: Mapping[str, Eligibility],
-    skip: Collection[str],
-    *,
-    weight_excluded: bool,
-) -> Blocked:
-    every = tuple(statuses[d.id] for d in deployments)
-    if all(s.status is Status.DISABLED for s in every):
-        return Blocked(BlockReason.DISABLED, None, every)
-    compatible = [s for s in every if s.status not in (Status.INCOMPATIBLE, Status.DISABLED)]
-    if not compatible:
-        return Blocked(BlockReason.INCOMPATIBLE, None, every)
-    blocked = [s for s in compatible if not s.eligible and s.deployment_id not in skip]
-    if not blocked:
-        # Eligible deployments exist but every strategy dropped them (weight 0 under weighted ones).
-        return Blocked(
-            BlockReason.UNAVAILABLE if weight_excluded else BlockReason.EXHAUSTED, None, every
-        )
-    # A disabled deployment waits for an operator; the others say when they free up.
-    retry_after = min(s.retry_after for s in blocked)
-    if all(s.circuit_blocked for s in blocked):
-        if all(s.cause is OpenCause.CONFIGURATION for s in blocked):
-            return Blocked(BlockReason.UNAVAILABLE, retry_after, every)
-        return Blocked(BlockReason.OVERLOADED, retry_after, every)
-    return Blocked(BlockReason.RATE_LIMITED, retry_after, every)

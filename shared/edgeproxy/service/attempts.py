@@ -15,10 +15,12 @@ from typing import Any, Protocol
 
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.policies import Operation
+from edgeproxy.config.providers import ProviderKind, uncarried
 from edgeproxy.errors import ModelNotFound
 from edgeproxy.routing.deadlines import AttemptTimeouts
 from edgeproxy.routing.eligibility import supports
 from edgeproxy.routing.faults import Fault, FaultKind
+from edgeproxy.routing.features import request_features
 from edgeproxy.routing.selection import BlockReason
 from edgeproxy.routing.step import PoolFailure
 from edgeproxy.service.request import ProxyRequest
@@ -94,14 +96,41 @@ def native_refusal(
     req: ProxyRequest, failure: PoolFailure, pool: Sequence[Deployment] = ()
 ) -> PoolFailure:
     """``failure`` with a 400 naming what no deployment of ``pool`` accepts, when that blocked it:
-    the untranslatable request's native feature, or the inputs' modalities."""
+    the untranslatable request's native feature, the inputs' modalities, or what no
+    adapter of the pool can carry (``n > 1`` on Anthropic deployments, say)."""
     blocked = failure.blocked
     if failure.fault is not None or blocked is None:
         return failure
     if blocked.reason is not BlockReason.INCOMPATIBLE:
         return failure
-    refusal = untranslatable(req) or modality_refusal(req, pool)
+    refusal = untranslatable(req) or modality_refusal(req, pool) or feature_refusal(req, pool)
     return failure if refusal is None else replace(failure, fault=refusal)
+
+
+def features_of(req: ProxyRequest) -> frozenset[str]:
+    """What ``req`` uses that some adapters cannot carry (``RouteRequest.features``), in the
+    body a chat deployment gets: a Responses request's chat translation, if it has one."""
+    if req.operation is not Operation.RESPONSES:
+        return request_features(req.operation, req.body)
+    body = None if req.chat is None else req.chat.body
+    return frozenset() if body is None else request_features(Operation.CHAT, body)
+
+
+def feature_refusal(req: ProxyRequest, pool: Sequence[Deployment]) -> Fault | None:
+    """The 400 for a request that no deployment of ``pool`` taking its operation and inputs
+    can carry: it names each feature and the provider kinds that cannot carry it."""
+    features = features_of(req)
+    serving = [d for d in pool if supports(d, req.operation, req.modalities)]
+    lacking: dict[ProviderKind, set[str]] = {}
+    for dep in serving:
+        missing = dep.carriage.lacking(features)
+        if not missing:
+            return None
+        lacking.setdefault(dep.provider, set()).update(missing)
+    if not lacking:
+        return None
+    message, param = uncarried(lacking)
+    return Fault(FaultKind.INCOMPATIBLE, message, param=param)
 
 
 def modality_refusal(req: ProxyRequest, pool: Sequence[Deployment]) -> Fault | None:

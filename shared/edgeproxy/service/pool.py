@@ -21,7 +21,7 @@ from edgeproxy.routing.access import ClientKey
 from edgeproxy.routing.ordering.strategies import reads_counters
 from edgeproxy.routing.selection import RouteRequest
 from edgeproxy.routing.snapshot import BindingKey, Capacity, Circuit, PoolSnapshot
-from edgeproxy.service.attempts import untranslatable
+from edgeproxy.service.attempts import features_of, untranslatable
 from edgeproxy.state.store import PoolSource, SnapshotRequest
 
 if TYPE_CHECKING:  # a Run carries PoolContexts (service.run imports this module)
@@ -137,5 +137,9 @@ def route_request(run: Run, ctx: PoolContext) -> RouteRequest:
         quota_max_age=config.quota_max_age_seconds,
         role=req.role,
         native=untranslatable(req) is not None,
+        # Read only where a deployment of the pool could refuse one (OpenAI kinds refuse none).
+        features=features_of(req)
+        if any(d.carriage.limited for d in ctx.deployments)
+        else frozenset(),
         protocol=req.protocol,
     )

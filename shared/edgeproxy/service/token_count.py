@@ -27,6 +27,7 @@ from edgeproxy.config.models import UpstreamLimits
 from edgeproxy.config.policies import Operation
 from edgeproxy.config.roles import Role
 from edgeproxy.errors import CredentialError, UpstreamFault
+from edgeproxy.routing.access import reachable
 from edgeproxy.routing.faults import FailureClass
 from edgeproxy.routing.refusal import fault_error
 from edgeproxy.routing.verdict import judge
@@ -54,7 +55,7 @@ def counters(pool: Sequence[Deployment], role: Role) -> list[Deployment]:
         for d in pool
         if d.provider is ProviderKind.ANTHROPIC
         and Operation.CHAT in d.operations
-        and role.at_least(d.min_role)
+        and reachable(d, role)
     ]
     return sorted(able, key=lambda d: -d.priority)
 

@@ -7,11 +7,16 @@ the answer and stream events read back in OpenAI format.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from edgeproxy.config.providers import ProviderKind, uncarried
+from edgeproxy.errors import UpstreamFault
+from edgeproxy.routing.faults import FaultKind
+from edgeproxy.routing.features import request_features
 from edgeproxy.upstream.call import StreamEvent, UpstreamCall, Usage
+from edgeproxy.upstream.errors import fault
 from edgeproxy.upstream.sse import ServerSentEvent
 
 
@@ -85,3 +90,29 @@ def wire_body(call: UpstreamCall) -> dict[str, Any]:
     elif "stream" in body:
         body["stream"] = False
     return body
+
+
+def check_carried(call: UpstreamCall) -> None:
+    """Raise INCOMPATIBLE when the deployment's provider kind cannot carry ``call``.
+
+    The last guard, read from the same declaration routing filters on before
+    selection (``config.providers.CARRIAGE``): only a call routing did not
+    choose (an admin's pin) gets here with what its adapter cannot translate.
+    """
+    kind, carriage = call.deployment.provider, call.deployment.carriage
+    if call.operation not in carriage.operations:
+        raise fault(
+            FaultKind.INCOMPATIBLE,
+            f"operation {call.operation.value} is not supported by {kind.value} deployments",
+        )
+    if not carriage.limited:
+        return
+    lacking = carriage.lacking(request_features(call.operation, call.body))
+    if lacking:
+        raise refused(kind, frozenset(lacking))
+
+
+def refused(kind: ProviderKind, lacking: Set[str]) -> UpstreamFault:
+    """The INCOMPATIBLE fault for features ``lacking`` that ``kind`` cannot carry."""
+    message, param = uncarried({kind: lacking})
+    return fault(FaultKind.INCOMPATIBLE, message, param=param)

@@ -3,8 +3,10 @@
 Only what maps cleanly is translated: system messages, text and image parts,
 tools and tool results, sampling knobs, stop sequences. OpenAI-only knobs with
 no Messages equivalent (``presence_penalty``, ``logprobs``, ...) are dropped,
-as Anthropic's own OpenAI-compatibility layer does; ``n > 1`` and
-non-image media cannot be served and fail as INCOMPATIBLE, so routing moves on.
+as Anthropic's own OpenAI-compatibility layer does. What it cannot carry
+(``n > 1``, content parts other than text and images) is declared in
+``config.providers.CARRIAGE``: routing never picks it for such a request, and
+``prepare`` refuses one as INCOMPATIBLE (an admin's pin).
 """
 
 from __future__ import annotations
@@ -14,12 +16,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from edgeproxy import strict_json
-from edgeproxy.config.policies import Operation
-from edgeproxy.routing.faults import FaultKind
-from edgeproxy.upstream.adapter import Prepared
+from edgeproxy.config.providers import PART, ProviderKind
+from edgeproxy.upstream.adapter import Prepared, check_carried, refused
 from edgeproxy.upstream.anthropic_stream import FINISH_REASONS, AnthropicChunks
 from edgeproxy.upstream.call import UpstreamCall
-from edgeproxy.upstream.errors import fault
 
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
@@ -29,12 +29,8 @@ class AnthropicAdapter:
     """``POST {base_url}/messages`` with ``x-api-key`` and ``anthropic-version``."""
 
     def prepare(self, call: UpstreamCall) -> Prepared:
-        """The Messages request for an OpenAI chat call; embeddings are INCOMPATIBLE."""
-        if call.operation is not Operation.CHAT:
-            raise fault(
-                FaultKind.INCOMPATIBLE,
-                f"operation {call.operation.value} is not supported by Anthropic deployments",
-            )
+        """The Messages request for an OpenAI chat call; what it cannot carry is INCOMPATIBLE."""
+        check_carried(call)
         headers = {
             "anthropic-version": API_VERSION,
             "accept": "text/event-stream" if call.stream else "application/json",
@@ -70,9 +66,11 @@ def count_tokens_request(call: UpstreamCall) -> Prepared:
 
 
 def to_messages_request(body: Mapping[str, Any], model: str, stream: bool) -> dict[str, Any]:
-    """Translate an OpenAI chat body to an Anthropic Messages body."""
-    if body.get("n") not in (None, 1):
-        raise fault(FaultKind.INCOMPATIBLE, "Anthropic deployments cannot return n > 1 choices")
+    """Translate an OpenAI chat body to an Anthropic Messages body.
+
+    The body must be one Anthropic can carry (``prepare`` checks it first:
+    ``check_carried``); ``n`` is not read.
+    """
     system: list[str] = []
     messages: list[dict[str, Any]] = []
     for message in body.get("messages") or []:
@@ -193,7 +191,7 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
         elif kind == "image_url":
             blocks.append(_image(part.get("image_url") or {}))
         else:
-            raise fault(FaultKind.INCOMPATIBLE, f"content part {kind!r} is not supported here")
+            raise refused(ProviderKind.ANTHROPIC, {f"{PART}{kind}"})
     return blocks
 
 

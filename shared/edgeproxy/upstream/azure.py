@@ -18,10 +18,8 @@ from urllib.parse import quote
 
 from edgeproxy.config.deployment import AzureAuth
 from edgeproxy.config.policies import Operation
-from edgeproxy.routing.faults import FaultKind
-from edgeproxy.upstream.adapter import Prepared, wire_body
+from edgeproxy.upstream.adapter import Prepared, check_carried, wire_body
 from edgeproxy.upstream.call import UpstreamCall
-from edgeproxy.upstream.errors import fault
 from edgeproxy.upstream.openai import OpenAIChunks
 
 _OPERATIONS = {Operation.CHAT: "chat/completions", Operation.EMBEDDINGS: "embeddings"}
@@ -32,12 +30,8 @@ class AzureAdapter:
 
     def prepare(self, call: UpstreamCall) -> Prepared:
         """Path, query, headers and body; only chat and embeddings are served."""
-        operation = _OPERATIONS.get(call.operation)
-        if operation is None:
-            raise fault(
-                FaultKind.INCOMPATIBLE,
-                f"operation {call.operation.value} is not supported by Azure deployments",
-            )
+        check_carried(call)
+        operation = _OPERATIONS[call.operation]  # every operation CARRIAGE lists for azure
         dep = call.deployment
         headers = {"accept": "text/event-stream" if call.stream else "application/json"}
         if call.credential and dep.auth is AzureAuth.ENTRA:

@@ -11,9 +11,11 @@
 
 What has no Converse equivalent is dropped (``presence_penalty``, ``seed``,
 ``logprobs``, ...), as for Anthropic; what would change the answer's meaning
-if dropped fails as INCOMPATIBLE, so routing moves on: ``n > 1``, a
+if dropped is declared in ``config.providers.CARRIAGE`` (routing never picks
+Bedrock for it) and refused here as INCOMPATIBLE: ``n > 1``, a
 ``response_format`` other than text, image URLs that are not ``data:`` URLs
-(Converse takes image bytes, not links), other content parts.
+(Converse takes image bytes, not links), other content parts; so is a
+``data:`` image that is not base64 png, jpeg, gif or webp.
 ``tool_choice: none`` sends no tools (unless the history holds tool calls,
 which Converse only accepts with the tools declared).
 """
@@ -27,9 +29,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from edgeproxy import strict_json
-from edgeproxy.config.policies import Operation
+from edgeproxy.config.providers import PART, ProviderKind
 from edgeproxy.errors import UpstreamFault
 from edgeproxy.routing.faults import FaultKind
+from edgeproxy.upstream.adapter import check_carried, refused
 from edgeproxy.upstream.call import UpstreamCall
 from edgeproxy.upstream.errors import fault
 
@@ -52,14 +55,8 @@ _IMAGE_FORMATS = {
 
 def to_converse(call: UpstreamCall) -> dict[str, Any]:
     """The keyword arguments of ``converse`` / ``converse_stream`` for an OpenAI chat call."""
-    if call.operation is not Operation.CHAT:
-        raise _incompatible(f"operation {call.operation.value} is not supported by Bedrock")
+    check_carried(call)
     body = call.body
-    if body.get("n") not in (None, 1):
-        raise _incompatible("Bedrock deployments cannot return n > 1 choices")
-    response_format = body.get("response_format")
-    if isinstance(response_format, Mapping) and response_format.get("type") not in (None, "text"):
-        raise _incompatible("Bedrock deployments do not take response_format")
     system: list[dict[str, Any]] = []
     messages: list[dict[str, Any]] = []
     for message in body.get("messages") or []:
@@ -192,7 +189,7 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
         elif kind == "image_url":
             blocks.append(_image(part.get("image_url") or {}))
         else:
-            raise _incompatible(f"content part {kind!r} is not supported by Bedrock deployments")
+            raise refused(ProviderKind.BEDROCK, {f"{PART}{kind}"})
     return blocks
 
 

@@ -16,7 +16,7 @@ from edgeproxy import strict_json
 from edgeproxy.config.policies import Operation
 from edgeproxy.routing.faults import FaultKind
 from edgeproxy.routing.stream.completeness import responses_event
-from edgeproxy.upstream.adapter import Prepared, wire_body
+from edgeproxy.upstream.adapter import Prepared, check_carried, wire_body
 from edgeproxy.upstream.call import DONE, StreamEvent, UpstreamCall, Usage
 from edgeproxy.upstream.errors import fault, stream_error_fault
 from edgeproxy.upstream.sse import ServerSentEvent
@@ -35,12 +35,8 @@ class OpenAIAdapter:
 
     def prepare(self, call: UpstreamCall) -> Prepared:
         """Path, headers and body for ``call``; chat, completions, embeddings and responses."""
-        path = _PATHS.get(call.operation)
-        if path is None:
-            raise fault(
-                FaultKind.INCOMPATIBLE,
-                f"operation {call.operation.value} is not supported by this deployment",
-            )
+        check_carried(call)
+        path = _PATHS[call.operation]  # every operation CARRIAGE lists for the openai kinds
         headers = {"accept": "text/event-stream" if call.stream else "application/json"}
         if call.credential:
             headers["authorization"] = f"Bearer {call.credential}"

@@ -111,6 +111,13 @@ def test_embeddings_never_stream_and_chat_checks_messages() -> None:
         CHAT.parse({"model": "m"})
 
 
+def test_a_content_part_that_is_not_an_object_is_a_400_naming_it() -> None:
+    messages = [{"role": "user", "content": [{"type": "text", "text": "x"}, "bare"]}]
+    with pytest.raises(RequestError) as caught:
+        CHAT.parse({"model": "m", "messages": messages})
+    assert caught.value.param == "messages[0].content[1]"
+
+
 def test_a_request_keeps_one_id() -> None:
     given = Request({"type": "http", "headers": [(b"x-request-id", b"r-1")]})
     assert request_id(given) == "r-1"

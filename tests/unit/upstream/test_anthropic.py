@@ -168,16 +168,24 @@ def test_image_parts() -> None:
 
 
 @pytest.mark.parametrize(
-    "body",
+    ("body", "param", "named"),
     [
-        {"messages": [{"role": "user", "content": [{"type": "input_audio"}]}]},
-        {"messages": [], "n": 2},
+        (
+            {"messages": [{"role": "user", "content": [{"type": "input_audio"}]}]},
+            "messages",
+            "'input_audio'",
+        ),
+        ({"messages": [], "n": 2}, "n", "n > 1"),
     ],
 )
-def test_unservable_requests_are_incompatible(body: dict[str, Any]) -> None:
+def test_unservable_requests_are_incompatible(body: dict[str, Any], param: str, named: str) -> None:
+    # The adapter's last guard reads the declaration routing filters on (CARRIAGE).
     with pytest.raises(UpstreamFault) as info:
-        to_messages_request(body, "m", stream=False)
-    assert info.value.fault.kind is FaultKind.INCOMPATIBLE
+        AnthropicAdapter().prepare(UpstreamCall(DEPLOYMENT, Operation.CHAT, body))
+    fault = info.value.fault
+    assert (fault.kind, fault.param) == (FaultKind.INCOMPATIBLE, param)
+    assert named in fault.message
+    assert "anthropic deployments" in fault.message
 
 
 def test_answer_translation() -> None:

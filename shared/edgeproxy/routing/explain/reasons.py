@@ -19,6 +19,7 @@ binding, and the ``Notes`` its strategies left) and returns them on its
     excluded  operation   does not serve the operation
     excluded  native      the request needs the operation natively
     excluded  modality    does not take an input modality of the request
+    excluded  feature     its provider kind cannot carry a feature of the request (n > 1...)
     excluded  circuit     its circuit is open, or half-open with the probe taken
     excluded  capacity    its failure domain is throttled
     excluded  quota       the provider reported its credential's quota spent
@@ -58,6 +59,7 @@ class Cause(StrEnum):
     OPERATION = "operation"
     NATIVE = "native"
     MODALITY = "modality"
+    FEATURE = "feature"
     CIRCUIT = "circuit"
     CAPACITY = "capacity"
     QUOTA = "quota"
@@ -116,7 +118,8 @@ def _excluded(dep: Deployment, status: Eligibility) -> Reason:
         return Reason(dep.id, Outcome.EXCLUDED, Cause.DISABLED, dep.priority, detail=detail)
     if status.status is Status.INCOMPATIBLE:
         kind, _, what = status.detail.partition(":")
-        cause = Cause(kind) if kind in (Cause.NATIVE, Cause.MODALITY) else Cause.OPERATION
+        named = (Cause.NATIVE, Cause.MODALITY, Cause.FEATURE)
+        cause = Cause(kind) if kind in named else Cause.OPERATION
         return Reason(dep.id, Outcome.EXCLUDED, cause, dep.priority, detail=what)
     if status.limit is not None:
         cause, detail = _LIMITS[status.limit], f"{status.limit.value} limit reached"
@@ -163,7 +166,9 @@ def _reason(
 ) -> Reason:
     status = statuses.get(dep.id)
     if status is None:
-        detail = f"reserved for {dep.min_role.value} and above"
+        detail = f"reserved for {dep.reserved_for.value} and above"
+        if dep.reserved_for is not dep.min_role:
+            detail += " (the strictest min_role of the deployments sharing its credential)"
         return Reason(dep.id, Outcome.EXCLUDED, Cause.ROLE, dep.priority, detail=detail)
     if not status.eligible:
         return _excluded(dep, status)
