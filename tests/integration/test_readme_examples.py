@@ -35,8 +35,8 @@ CURL = [code for code in _blocks("bash") if "curl " in code]
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRun]:
-    with local_run(tmp_path_factory.mktemp("readme")) as started:
+def run() -> Iterator[LocalRun]:
+    with local_run() as started:
         yield started
 
 
