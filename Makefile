@@ -5,8 +5,9 @@ PYPROJECT_SUM := $(shell cksum pyproject.toml | cut -d' ' -f1)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(PYPROJECT_SUM)
-# `make run`'s venv: the runtime and its local extra (uvicorn, uvloop, moto's DynamoDB)
-# and nothing of the dev tools, so a first `make run` installs a fifth as much.
+# `make run`'s venv: the runtime, its local extra (uvicorn, uvloop, moto's DynamoDB) and
+# OpenTelemetry (traces, when OTEL_EXPORTER_OTLP_ENDPOINT is set), and nothing of the
+# dev tools, so a first `make run` installs a fraction as much.
 RUN_VENV  ?= .venv-run
 RUN_BIN   := $(RUN_VENV)/bin
 RUN_STAMP := $(RUN_VENV)/.installed-$(PYPROJECT_SUM)
@@ -46,7 +47,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 $(RUN_STAMP): pyproject.toml
-	@PYTHON=$(PYTHON) infra/venv.sh $(RUN_VENV) '.[local]' 'make run'
+	@PYTHON=$(PYTHON) infra/venv.sh $(RUN_VENV) '.[local,otel]' 'make run'
 	@rm -f $(RUN_VENV)/.installed-*
 	@touch $(RUN_STAMP)
 

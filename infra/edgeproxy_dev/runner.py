@@ -133,10 +133,10 @@ def moved(config: GatewayConfig, ports: Mapping[int, int]) -> GatewayConfig:
     data = json.loads(to_document(config))
     for dep in data["deployments"]:
         port = _loopback_port(dep.get("base_url"))
-        if port in ports:
+        if port is not None and port in ports:
             url = urlsplit(dep["base_url"])
             dep["base_url"] = url._replace(netloc=f"127.0.0.1:{ports[port]}").geturl()
-    return parse_config(data, "the example configuration, its mocks moved")
+    return parse_config(data, "the configuration, its mocks moved")
 
 
 class Banner(NamedTuple):

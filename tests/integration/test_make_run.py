@@ -184,7 +184,7 @@ def test_make_run_installs_the_runtime_only_and_answers(tmp_path: Path) -> None:
     assert [re.sub(r" \(.*", "", s) for s in steps if "..." not in s] == [
         f"make run: creating {venv}",
         f"make run: updating pip in {venv}",
-        f"make run: installing .[local] into {venv}",
+        f"make run: installing .[local,otel] into {venv}",
         "make run: starting the embedded DynamoDB, the mock upstreams and the gateway",
     ]
     assert "Editable" not in "\n".join(lines)  # setuptools' notice stays off the screen
@@ -195,6 +195,6 @@ def test_make_run_installs_the_runtime_only_and_answers(tmp_path: Path) -> None:
         check=True,
     )
     installed = {p["name"].lower() for p in json.loads(listed.stdout)}
-    assert {"edgeproxy", "uvicorn", "uvloop", "moto", "aioboto3"} <= installed
+    assert {"edgeproxy", "uvicorn", "uvloop", "moto", "aioboto3", "opentelemetry-sdk"} <= installed
     assert not installed & DEV_TOOLS, installed & DEV_TOOLS
     print(f"fresh venv to first answer: {first_answer:.1f} s")

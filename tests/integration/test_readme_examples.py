@@ -103,7 +103,7 @@ def _commands() -> list[str]:
         for line in code.splitlines() if lang in ("bash", "") else []:
             command = re.split(r"\s+#|\s*[>|]", line.strip())[0]
             command = re.sub(r"^(\S+=\S+\s+)*", "", command)  # leading VAR=value
-            if re.match(r"^(\.venv/bin/)?edgeproxy \w", command):
+            if re.match(r"^(\.venv(-run)?/bin/)?edgeproxy \w", command):
                 found.append(command)
     return found
 
