@@ -14,8 +14,11 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
+from botocore.exceptions import ClientError
 
+from edgeproxy_dev.aws import client_kwargs
 from edgeproxy_dev.conditions import deployed
 from edgeproxy_dev.rollback import dependents, failed_create, stack_delete
 from edgeproxy_dev.template import default_template_path, load_template
@@ -86,6 +89,40 @@ def test_a_stack_delete_keeps_the_table_and_only_the_table(
         outcome = stack_delete(resources)
         assert outcome.status == "DELETE_COMPLETE", overrides
         assert outcome.left == {"StateTable": "DeletionPolicy RetainExceptOnCreate"}
+
+
+@pytest.mark.parametrize("protection", ["off", "on"])
+def test_the_rollbacks_delete_of_the_table_as_dynamodb_answers_it(
+    dynamo_endpoint: str, protection: str
+) -> None:
+    # The table as the stack creates it (its deployed properties, a cap included), then
+    # the rollback's DeleteTable: DynamoDB (the embedded moto) refuses it exactly when
+    # the model says the rollback fails.
+    overrides = {"TableDeletionProtection": protection, "TableMaxWriteRequestUnits": "1000"}
+    resources = _deploy(overrides)
+    table = resources["StateTable"]["Properties"]
+    client = boto3.client("dynamodb", **client_kwargs(dynamo_endpoint))
+    name = f"rollback-{protection}"
+    client.create_table(
+        TableName=name,
+        **{k: table[k] for k in ("AttributeDefinitions", "KeySchema", "BillingMode")},
+        DeletionProtectionEnabled=table["DeletionProtectionEnabled"],
+        OnDemandThroughput={k: int(v) for k, v in table["OnDemandThroughput"].items()},
+    )
+    outcome = failed_create(resources, "StreamFunction", _on_failure())
+    if protection == "off":
+        client.delete_table(TableName=name)
+        assert name not in client.list_tables()["TableNames"]
+        assert "StateTable" not in outcome.left
+    else:
+        with pytest.raises(ClientError) as refused:
+            client.delete_table(TableName=name)
+        error = refused.value.response["Error"]
+        assert error["Code"] == "ValidationException"
+        assert "DeletionProtectionEnabled is set to True" in error["Message"]
+        assert outcome.left["StateTable"].startswith("deletion protection")
+        client.update_table(TableName=name, DeletionProtectionEnabled=False)
+        client.delete_table(TableName=name)
 
 
 def test_the_model_follows_dependencies_and_policies() -> None:
