@@ -42,7 +42,7 @@ ARGS ?= --help
 .PHONY: run cli test test-deps lint typecheck unit bench bench-smoke bench-compare simulate build deploy validate lock clean
 
 $(STAMP): pyproject.toml
-	@PYTHON=$(PYTHON) infra/venv.sh $(VENV) '.[dev]' 'make test'
+	@PYTHON=$(PYTHON) infra/venv.sh $(VENV) '.[dev]' make
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
 
