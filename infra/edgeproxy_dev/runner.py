@@ -3,7 +3,8 @@
 Starts the embedded DynamoDB (linearizable moto in a process of its own,
 kept-alive connections; Ctrl-C stops it with the rest), creates the state table
 from template.yaml, starts the mock upstreams the example configuration
-points at (each on a free port, the configuration moved to them), stores the configuration, mints the keys (a bootstrap admin key,
+points at (each on its port, or a free one if that is taken, the configuration
+moved to it), stores the configuration, mints the keys (a bootstrap admin key,
 passed as the credential reference ``env:EDGEPROXY_LOCAL_ADMIN_KEY`` as the
 template passes an SSM parameter, and one ``free`` client key in the table),
 prints them, runs the scheduled jobs (health, quota refresh) every minute in
@@ -102,11 +103,12 @@ def _loopback_port(base_url: str | None) -> int | None:
 
 @contextlib.contextmanager
 def mock_upstreams(config: GatewayConfig) -> Iterator[dict[int, MockUpstream]]:
-    """One mock per loopback port the configuration names, each on a free port of its own.
+    """One mock per loopback port the configuration names: on that port, or a free one if taken.
 
-    Yields the mocks by the port the configuration names (``moved``: the
-    configuration pointed at where they listen). Free ports, so two runs,
-    or a run beside another program on 18101, never collide.
+    Yields the mocks by the port the configuration names (``moved`` points the
+    configuration at where they listen). So one run keeps the file's ports (a
+    copy of the file loaded later still reaches them), and a second run, or a
+    run beside another program on one of them, moves instead of failing.
     """
     from edgeproxy_dev.mock_upstream import MockUpstream  # local runs only
 
@@ -118,7 +120,12 @@ def mock_upstreams(config: GatewayConfig) -> Iterator[dict[int, MockUpstream]]:
     mocks: dict[int, MockUpstream] = {}
     try:
         for port, ids in sorted(ports.items()):
-            mock = MockUpstream(f"mock-{port}", 0, api_key=MOCK_KEY).start()
+            try:
+                mock = MockUpstream(f"mock-{port}", port, api_key=MOCK_KEY).start()
+            except OSError as exc:
+                if exc.errno != errno.EADDRINUSE:
+                    raise
+                mock = MockUpstream(f"mock-{port}", 0, api_key=MOCK_KEY).start()
             if ids <= ALWAYS_DOWN:
                 mock.set_faults([], persistent={"status": 503})
             mocks[port] = mock
@@ -197,7 +204,7 @@ def _banner(port: int, banner: Banner) -> str:
             f'-H "Authorization: Bearer {admin_key}"',
             "",
             f"State table: {banner.table} on the embedded DynamoDB at {banner.endpoint}",
-            "Mock upstreams (free ports, chosen for this run):",
+            "Mock upstreams (the configuration's ports, or free ones where those were taken):",
             *banner.mocks,
             "",
             f"The CLI is {cli} (or: make cli ARGS='...'). Point it at this gateway:",

@@ -18,6 +18,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from edgeproxy.config.loader import load_config_file
+from edgeproxy_dev.runner import mock_lines, mock_upstreams, moved
 from tests.fixtures.local_run import REPO, LocalRun, local_run
 
 EXAMPLE_PORTS = (18101, 18102, 18103)  # where infra/config.example.yaml points its mocks
@@ -68,6 +70,27 @@ def test_the_example_serves_with_its_mock_ports_taken_by_another_program() -> No
         ports = {int(re.search(r":(\d+)/v1$", url).group(1)) for url in urls.values()}  # type: ignore[union-attr]
         assert ports == run.mock_ports
         assert urls["mock-a"] == urls["embed-a"]  # one mock per port the file names, as before
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def test_a_mock_keeps_its_port_unless_it_is_taken() -> None:
+    example = load_config_file(REPO / "infra" / "config.example.yaml")
+    free, held = _free_port(), _free_port()
+    config = moved(example, {18101: free, 18102: held, 18103: _free_port()})
+    with holding((held,)), mock_upstreams(config) as mocks:
+        assert mocks[free].port == free  # a copy of the file loaded later still reaches it
+        assert mocks[held].port not in (held, 0)
+        answer = httpx.get(f"{mocks[held].base_url}/models", timeout=10)
+        assert answer.status_code == 200  # a mock answers there, not the holder
+        lines = mock_lines(moved(config, {p: m.port for p, m in mocks.items()}))
+        assert f"  http://127.0.0.1:{mocks[held].port}/v1  mock-b, healthy" in lines
+        assert f"  http://127.0.0.1:{free}/v1  mock-a, embed-a" in lines
 
 
 def test_the_banner_names_the_status_page() -> None:
