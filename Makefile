@@ -1,8 +1,16 @@
 # edgeproxy: two commands for users (run, test), a few for developers.
 PYTHON ?= python3
+PYPROJECT_SUM := $(shell cksum pyproject.toml | cut -d' ' -f1)
+# The tests' and the developer tools' venv (the dev extra: mypy, cfn-lint, playwright...).
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+STAMP  := $(VENV)/.installed-$(PYPROJECT_SUM)
+# `make run`'s venv: the runtime, its local extra (uvicorn, uvloop, moto's DynamoDB) and
+# OpenTelemetry (traces, when OTEL_EXPORTER_OTLP_ENDPOINT is set), and nothing of the
+# dev tools, so a first `make run` installs a fraction as much.
+RUN_VENV  ?= .venv-run
+RUN_BIN   := $(RUN_VENV)/bin
+RUN_STAMP := $(RUN_VENV)/.installed-$(PYPROJECT_SUM)
 # The SAM CLI lives in a venv of its own (it pins botocore versions that the
 # project's aiobotocore may not accept), cached per user and version so fresh
 # clones on the same machine reuse it.
@@ -27,39 +35,51 @@ LITELLM_VERSION := 1.108.7
 LITELLM_VENV    ?= $(HOME)/.cache/edgeproxy/litellm-$(LITELLM_VERSION)
 LITELLM_STAMP   := $(LITELLM_VENV)/.installed-$(LITELLM_VERSION)
 
-# `make run PORT=8081` serves elsewhere; `make cli ARGS='status'` runs the CLI of .venv.
+# `make run PORT=8081` serves elsewhere; `make cli ARGS='status'` runs the CLI of .venv-run.
 PORT ?= 8080
 ARGS ?= --help
 
-.PHONY: run cli test lint typecheck unit bench bench-smoke bench-compare simulate build deploy validate lock clean
+.PHONY: run cli test test-deps lint typecheck unit bench bench-smoke bench-compare simulate build deploy validate lock clean
 
 $(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	rm -f $(VENV)/.installed-*
-	touch $(STAMP)
+	@PYTHON=$(PYTHON) infra/venv.sh $(VENV) '.[dev]' make
+	@rm -f $(VENV)/.installed-*
+	@touch $(STAMP)
 
-## Start a working gateway on http://127.0.0.1:$(PORT) (embedded DynamoDB + mock upstreams).
-run: $(STAMP)
-	$(BIN)/python infra/run_local.py --port $(PORT) --config infra/config.example.yaml
+$(RUN_STAMP): pyproject.toml
+	@PYTHON=$(PYTHON) infra/venv.sh $(RUN_VENV) '.[local,otel]' 'make run'
+	@rm -f $(RUN_VENV)/.installed-*
+	@touch $(RUN_STAMP)
 
-## The edgeproxy CLI of this checkout (.venv/bin/edgeproxy), e.g. make cli ARGS='status'.
-cli: $(STAMP)
-	@$(BIN)/edgeproxy $(ARGS)
+## Start a working gateway on http://127.0.0.1:$(PORT) (embedded DynamoDB + mock upstreams
+## on free ports), from a venv of the runtime only (.venv-run).
+run: $(RUN_STAMP)
+	@echo "make run: starting the embedded DynamoDB, the mock upstreams and the gateway"
+	@$(RUN_BIN)/python infra/run_local.py --port $(PORT) --config infra/config.example.yaml
+
+## The edgeproxy CLI of this checkout (.venv-run/bin/edgeproxy), e.g. make cli ARGS='status'.
+cli: $(RUN_STAMP)
+	@$(RUN_BIN)/edgeproxy $(ARGS)
+
+## What the tests need from the system (Debian's chromium, curl): installed when root,
+## else make stops at once with the command that installs them.
+test-deps:
+	@infra/test-deps.sh
 
 $(SAM_STAMP):
-	mkdir -p $(dir $(SAM_VENV))
-	test -x $(SAM_VENV)/bin/python || $(PYTHON) -m venv $(SAM_VENV)
-	$(SAM_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(SAM_VENV)/bin/python -m pip install --quiet 'aws-sam-cli==$(SAM_VERSION)'
-	rm -f $(SAM_VENV)/.installed-*
-	touch $(SAM_STAMP)
+	@echo "make: installing the SAM CLI $(SAM_VERSION) into $(SAM_VENV) (once per machine)"
+	@mkdir -p $(dir $(SAM_VENV))
+	@test -x $(SAM_VENV)/bin/python || $(PYTHON) -m venv $(SAM_VENV)
+	@$(SAM_VENV)/bin/python -m pip install --quiet --upgrade pip
+	@$(SAM_VENV)/bin/python -m pip install --quiet 'aws-sam-cli==$(SAM_VERSION)'
+	@rm -f $(SAM_VENV)/.installed-*
+	@touch $(SAM_STAMP)
 
 ## Lint, type-check and run every test (the built-artifact tests run `sam build`).
+## Installs what they need first: the system's (test-deps), .venv, the SAM CLI's venv.
 # mypy runs beside the tests (it holds no ports; the tests mostly wait on sockets), and
 # either failing fails the target: CI's clean clone saves its ~40 s this way.
-test: $(STAMP) $(SAM_STAMP)
+test: test-deps $(STAMP) $(SAM_STAMP)
 	$(BIN)/ruff check shared functions tests infra bench
 	$(BIN)/ruff format --check shared functions tests infra bench
 	@$(BIN)/mypy > $(VENV)/mypy.log 2>&1 & typing=$$!; \
@@ -140,4 +160,4 @@ validate: $(STAMP) $(SAM_STAMP)
 	$(BIN)/python -m edgeproxy_dev.transform
 
 clean:
-	rm -rf $(VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(RUN_VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache

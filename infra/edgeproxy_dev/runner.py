@@ -3,7 +3,8 @@
 Starts the embedded DynamoDB (linearizable moto in a process of its own,
 kept-alive connections; Ctrl-C stops it with the rest), creates the state table
 from template.yaml, starts the mock upstreams the example configuration
-points at, stores the configuration, mints the keys (a bootstrap admin key,
+points at (each on its port, or a free one if that is taken, the configuration
+moved to it), stores the configuration, mints the keys (a bootstrap admin key,
 passed as the credential reference ``env:EDGEPROXY_LOCAL_ADMIN_KEY`` as the
 template passes an SSM parameter, and one ``free`` client key in the table),
 prints them, runs the scheduled jobs (health, quota refresh) every minute in
@@ -16,12 +17,13 @@ import argparse
 import asyncio
 import contextlib
 import errno
+import json
 import os
 import secrets
 import socket
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import urlsplit
@@ -30,7 +32,7 @@ import aioboto3
 import uvicorn
 
 from edgeproxy.api.app import create_app
-from edgeproxy.config.loader import load_config_file
+from edgeproxy.config.loader import load_config_file, parse_config, to_document
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.config.roles import Role
 from edgeproxy.runtime import build_gateway, open_store
@@ -94,27 +96,54 @@ async def store_config(settings: Settings, config: GatewayConfig) -> int:
         return await ConfigEditor(store, time.time).replace(config, actor="dev", source="runner")
 
 
+def _loopback_port(base_url: str | None) -> int | None:
+    url = urlsplit(base_url or "")
+    return url.port if url.hostname == "127.0.0.1" and url.port else None
+
+
 @contextlib.contextmanager
-def mock_upstreams(config: GatewayConfig) -> Iterator[list[MockUpstream]]:
-    """Start one mock per loopback port the configuration names."""
+def mock_upstreams(config: GatewayConfig) -> Iterator[dict[int, MockUpstream]]:
+    """One mock per loopback port the configuration names: on that port, or a free one if taken.
+
+    Yields the mocks by the port the configuration names (``moved`` points the
+    configuration at where they listen). So one run keeps the file's ports (a
+    copy of the file loaded later still reaches them), and a second run, or a
+    run beside another program on one of them, moves instead of failing.
+    """
     from edgeproxy_dev.mock_upstream import MockUpstream  # local runs only
 
     ports: dict[int, set[str]] = {}
     for dep in config.deployments:
-        url = urlsplit(dep.base_url)
-        if url.hostname == "127.0.0.1" and url.port:
-            ports.setdefault(url.port, set()).add(dep.id)
-    mocks = []
+        port = _loopback_port(dep.base_url)
+        if port:
+            ports.setdefault(port, set()).add(dep.id)
+    mocks: dict[int, MockUpstream] = {}
     try:
         for port, ids in sorted(ports.items()):
-            mock = MockUpstream(f"mock-{port}", port, api_key=MOCK_KEY).start()
+            try:
+                mock = MockUpstream(f"mock-{port}", port, api_key=MOCK_KEY).start()
+            except OSError as exc:
+                if exc.errno != errno.EADDRINUSE:
+                    raise
+                mock = MockUpstream(f"mock-{port}", 0, api_key=MOCK_KEY).start()
             if ids <= ALWAYS_DOWN:
                 mock.set_faults([], persistent={"status": 503})
-            mocks.append(mock)
+            mocks[port] = mock
         yield mocks
     finally:
-        for mock in mocks:
+        for mock in mocks.values():
             mock.stop()
+
+
+def moved(config: GatewayConfig, ports: Mapping[int, int]) -> GatewayConfig:
+    """``config`` with each loopback ``base_url`` on a port of ``ports`` moved to its new port."""
+    data = json.loads(to_document(config))
+    for dep in data["deployments"]:
+        port = _loopback_port(dep.get("base_url"))
+        if port is not None and port in ports:
+            url = urlsplit(dep["base_url"])
+            dep["base_url"] = url._replace(netloc=f"127.0.0.1:{ports[port]}").geturl()
+    return parse_config(data, "the configuration, its mocks moved")
 
 
 class Banner(NamedTuple):
@@ -124,6 +153,16 @@ class Banner(NamedTuple):
     client_key: str
     table: str
     endpoint: str
+    mocks: list[str]  # one line per mock upstream: where it listens, which deployments use it
+
+
+def mock_lines(config: GatewayConfig) -> list[str]:
+    """One line per loopback upstream of ``config``: its URL and the deployments on it."""
+    by_url: dict[str, list[str]] = {}
+    for dep in config.deployments:
+        if _loopback_port(dep.base_url) and dep.base_url:
+            by_url.setdefault(dep.base_url, []).append(dep.id)
+    return [f"  {url}  {', '.join(ids)}" for url, ids in sorted(by_url.items())]
 
 
 def cli_path() -> str:
@@ -146,6 +185,7 @@ def _banner(port: int, banner: Banner) -> str:
     return "\n".join(
         [
             f"edgeproxy is serving on {base}",
+            f"status page: {base}/admin/ (sign in with the admin key below)",
             "",
             f"admin key:  {admin_key}",
             f"client key: {client_key}",
@@ -164,6 +204,8 @@ def _banner(port: int, banner: Banner) -> str:
             f'-H "Authorization: Bearer {admin_key}"',
             "",
             f"State table: {banner.table} on the embedded DynamoDB at {banner.endpoint}",
+            "Mock upstreams (the configuration's ports, or free ones where those were taken):",
+            *banner.mocks,
             "",
             f"The CLI is {cli} (or: make cli ARGS='...'). Point it at this gateway:",
             f"  export EDGEPROXY_URL={base} EDGEPROXY_ADMIN_KEY={admin_key}",
@@ -234,14 +276,6 @@ def serve(
     uvicorn.Server(config).run(sockets=[sock])
 
 
-def _mock_ports(config: GatewayConfig) -> set[int]:
-    return {
-        url.port
-        for url in (urlsplit(d.base_url) for d in config.deployments if d.base_url)
-        if url.hostname == "127.0.0.1" and url.port
-    }
-
-
 def main(argv: list[str] | None = None) -> None:
     """``make run`` (and the tests' ``--serve-only`` gateways); a busy port is one line."""
     try:
@@ -280,18 +314,15 @@ def _main(argv: list[str] | None = None) -> None:
 
     config = load_config_file(args.config)
     sock = listen(args.port)  # first: a busy port fails before anything starts
-    # Checked (and let go) before starting: each names its port if taken.
-    for port, what in [(args.dynamo_port, "the embedded DynamoDB")] + [
-        (p, "a mock upstream of the configuration") for p in sorted(_mock_ports(config))
-    ]:
-        if port:
-            listen(port, what).close()
-    with EmbeddedDynamo(port=args.dynamo_port) as dynamo, mock_upstreams(config):
+    if args.dynamo_port:  # checked (and let go) before starting: it names its port if taken
+        listen(args.dynamo_port, "the embedded DynamoDB").close()
+    with EmbeddedDynamo(port=args.dynamo_port) as dynamo, mock_upstreams(config) as mocks:
+        config = moved(config, {port: mock.port for port, mock in mocks.items()})
         create_table(dynamo.endpoint_url, TABLE, default_template_path())
         settings, admin_key = with_admin_key(local_settings(dynamo.endpoint_url))
         asyncio.run(store_config(settings, config))
         client_key = asyncio.run(mint_client_key(settings, "local-client"))
-        banner = Banner(admin_key, client_key, TABLE, dynamo.endpoint_url)
+        banner = Banner(admin_key, client_key, TABLE, dynamo.endpoint_url, mock_lines(config))
         # The health job and the quota refresh, every minute, as EventBridge runs them on AWS.
         with Schedule(settings, local_session()):
             serve(settings, args.port, banner=banner, clock=clock, sock=sock)

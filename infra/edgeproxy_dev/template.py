@@ -24,9 +24,9 @@ TABLE_TYPE = "AWS::DynamoDB::Table"
 class TemplateLoader(yaml.SafeLoader):
     """A safe YAML loader that understands CloudFormation short-form tags.
 
-    ``!Ref X`` becomes ``{"Ref": "X"}``, ``!GetAtt A.B`` becomes
-    ``{"Fn::GetAtt": ["A", "B"]}`` and every other ``!Name v`` becomes
-    ``{"Fn::Name": v}``: the long form CloudFormation itself accepts.
+    ``!Ref X`` becomes ``{"Ref": "X"}``, ``!Condition C`` ``{"Condition": "C"}``,
+    ``!GetAtt A.B`` becomes ``{"Fn::GetAtt": ["A", "B"]}`` and every other
+    ``!Name v`` becomes ``{"Fn::Name": v}``: the long form CloudFormation itself accepts.
     """
 
 
@@ -38,8 +38,8 @@ def _construct_intrinsic(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) 
         value = loader.construct_sequence(node, deep=True)
     else:
         value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
-    if suffix == "Ref":
-        return {"Ref": value}
+    if suffix in ("Ref", "Condition"):
+        return {suffix: value}
     if suffix == "GetAtt" and isinstance(value, str):
         value = value.split(".", 1)
     return {f"Fn::{suffix}": value}

@@ -18,8 +18,10 @@ the tests cover and exits 1 with the translator's message when one fails
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 import logging
+import operator
 import os
 import sys
 from collections.abc import Iterator, Mapping
@@ -39,11 +41,13 @@ PSEUDO_PARAMETERS = {
     "AWS::URLSuffix": "amazonaws.com",
     "AWS::NotificationARNs": [],
 }
-# The parameters that switch resources or statements on and off, each with its
-# values (the default first). The first three run in every combination; each
-# parameter of PAIRED takes the value its two named parameters' positions give
-# when XORed, so the same eight transforms hold every pair of values of any two
-# of the five parameters (a 2^(5-2) design) instead of 32.
+# The parameters that switch resources or properties on and off, each with its
+# values (the default first). The first four (FREE) run in every combination; each
+# parameter of PAIRED takes the value its named parameters' positions give when
+# XORed. The ten columns are distinct non-zero vectors over the four free ones, so
+# the same sixteen transforms hold every pair of values of any two of the ten
+# parameters (an orthogonal array, 2^(10-6)) instead of 1024; the first one is
+# every default.
 COMBINATIONS: dict[str, list[str]] = {
     "AuthMode": ["keys", "iam"],
     "BedrockModelArns": [
@@ -51,12 +55,26 @@ COMBINATIONS: dict[str, list[str]] = {
         f"arn:aws:bedrock:{REGION}::foundation-model/amazon.nova-pro-v1:0",
     ],
     "AlarmTopicArn": ["", f"arn:aws:sns:{REGION}:{ACCOUNT}:edgeproxy-alarms"],
+    "TableDeletionProtection": ["off", "on"],
     "SnapStart": ["off", "on"],
     "XRayTracing": ["off", "on"],
+    "StreamReservedConcurrency": ["0", "100"],
+    "HealthJobReservedConcurrency": ["0", "1"],
+    "TableMaxReadRequestUnits": ["0", "4000"],
+    "TableMaxWriteRequestUnits": ["0", "1000"],
 }
-PAIRED: dict[str, tuple[str, str]] = {
+PAIRED: dict[str, tuple[str, ...]] = {
     "SnapStart": ("AuthMode", "BedrockModelArns"),
     "XRayTracing": ("BedrockModelArns", "AlarmTopicArn"),
+    "StreamReservedConcurrency": ("AuthMode", "AlarmTopicArn"),
+    "HealthJobReservedConcurrency": ("AuthMode", "TableDeletionProtection"),
+    "TableMaxReadRequestUnits": ("BedrockModelArns", "TableDeletionProtection"),
+    "TableMaxWriteRequestUnits": (
+        "AuthMode",
+        "BedrockModelArns",
+        "AlarmTopicArn",
+        "TableDeletionProtection",
+    ),
 }
 _CODE_PROPERTIES = {
     "AWS::Serverless::Function": "CodeUri",
@@ -75,14 +93,14 @@ def parameter_combinations() -> Iterator[dict[str, str]]:
     """Every combination of the free parameters of :data:`COMBINATIONS`, with the
     :data:`PAIRED` ones derived, as parameter overrides.
 
-    >>> [(o["AuthMode"], o["SnapStart"]) for o in parameter_combinations()][::2]
+    >>> [(o["AuthMode"], o["SnapStart"]) for o in parameter_combinations()][::4]
     [('keys', 'off'), ('keys', 'on'), ('iam', 'on'), ('iam', 'off')]
     """
     free = [n for n in COMBINATIONS if n not in PAIRED]
     for positions in itertools.product(*(range(len(COMBINATIONS[n])) for n in free)):
         at = dict(zip(free, positions, strict=True))
-        for name, (a, b) in PAIRED.items():
-            at[name] = at[a] ^ at[b]
+        for name, sources in PAIRED.items():
+            at[name] = functools.reduce(operator.xor, (at[source] for source in sources))
         yield {name: COMBINATIONS[name][at[name]] for name in COMBINATIONS}
 
 

@@ -2,7 +2,7 @@
 
 No browser is downloaded (never ``playwright install``): the tests drive the
 system's ``/usr/bin/chromium`` (``EDGEPROXY_CHROMIUM`` to name another), which
-``.ci/run`` installs when it is missing. Without it these tests fail, with a
+``make test`` installs when it is missing (infra/test-deps.sh). Without it these tests fail, with a
 message saying so; they are never skipped. The flags keep Chromium from
 reaching out on its own (this machine's network refuses it anyway).
 
@@ -47,7 +47,7 @@ async def browser() -> AsyncIterator[Browser]:
     if not os.path.exists(CHROMIUM):  # noqa: ASYNC240 - once per session, before the loop has work
         pytest.fail(
             f"no Chromium at {CHROMIUM}: the status page's browser tests need Debian's "
-            "chromium (apt-get install -y chromium; .ci/run installs it), "
+            "chromium (apt-get install -y chromium; make test installs it), "
             "or EDGEPROXY_CHROMIUM naming one",
             pytrace=False,
         )

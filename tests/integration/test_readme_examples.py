@@ -35,8 +35,8 @@ CURL = [code for code in _blocks("bash") if "curl " in code]
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRun]:
-    with local_run(tmp_path_factory.mktemp("readme")) as started:
+def run() -> Iterator[LocalRun]:
+    with local_run() as started:
         yield started
 
 
@@ -103,7 +103,7 @@ def _commands() -> list[str]:
         for line in code.splitlines() if lang in ("bash", "") else []:
             command = re.split(r"\s+#|\s*[>|]", line.strip())[0]
             command = re.sub(r"^(\S+=\S+\s+)*", "", command)  # leading VAR=value
-            if re.match(r"^(\.venv/bin/)?edgeproxy \w", command):
+            if re.match(r"^(\.venv(-run)?/bin/)?edgeproxy \w", command):
                 found.append(command)
     return found
 

@@ -38,9 +38,17 @@ def _key(overrides: dict[str, str]) -> tuple[str, str, str]:
 
 
 @pytest.fixture(scope="module")
-def stacks() -> dict[tuple[str, str, str], Resources]:
-    """Every combination's deployed resources (the transform raises on a rejected template)."""
-    return {_key(o): deploy(o) for o in parameter_combinations()}
+def every() -> list[tuple[dict[str, str], Resources]]:
+    """Every combination with its deployed resources (the transform raises on a rejected one)."""
+    return [(o, deploy(o)) for o in parameter_combinations()]
+
+
+@pytest.fixture(scope="module")
+def stacks(
+    every: list[tuple[dict[str, str], Resources]],
+) -> dict[tuple[str, str, str], Resources]:
+    """The eight combinations of the first three parameters (the table unprotected)."""
+    return {_key(o): r for o, r in every if o["TableDeletionProtection"] == "off"}
 
 
 def _of_type(resources: Resources, kind: str) -> Resources:
@@ -68,9 +76,11 @@ def _statements(resources: Resources, role: str) -> list[dict[str, Any]]:
     ]
 
 
-def test_all_eight_combinations_transform(stacks: dict[tuple[str, str, str], Resources]) -> None:
-    assert len(stacks) == 8
-    for resources in stacks.values():
+def test_all_sixteen_combinations_transform(
+    every: list[tuple[dict[str, str], Resources]], stacks: dict[tuple[str, str, str], Resources]
+) -> None:
+    assert (len(every), len(stacks)) == (16, 8)
+    for _, resources in every:
         assert "StreamFunctionUrl" in resources
         assert "HttpApi" in resources
 
@@ -207,19 +217,51 @@ def test_failed_job_runs_are_not_retried_and_land_in_the_dead_letter_queue(
     assert all(s["Fn::GetAtt"][1] == "Arn" for s in sources)
 
 
-def test_reserved_concurrency(stacks: dict[tuple[str, str, str], Resources]) -> None:
-    resources = stacks[("keys", "", "")]
-    assert _props(resources, "HealthJobFunction")["ReservedConcurrentExecutions"] == 1
+_RESERVING = {
+    "StreamFunction": "StreamReservedConcurrency",
+    "HealthJobFunction": "HealthJobReservedConcurrency",
+}
+
+
+def test_nothing_is_reserved_unless_a_parameter_reserves_it(
+    every: list[tuple[dict[str, str], Resources]],
+) -> None:
+    defaults, resources = every[0]
+    assert all(v == COMBINATIONS[k][0] for k, v in defaults.items())
+    # With the defaults no function reserves concurrency: a new account (quota 10 or 50,
+    # of which Lambda keeps 100 unreserved where it can) can create the stack.
+    functions = _of_type(resources, "AWS::Lambda::Function")
+    assert functions
+    assert all("ReservedConcurrentExecutions" not in f["Properties"] for f in functions.values())
+    for overrides, resources in every:
+        for function, parameter in _RESERVING.items():
+            value = overrides[parameter]
+            got = _props(resources, function).get("ReservedConcurrentExecutions")
+            # 0 means unreserved (never "reserve zero", which would throttle every call).
+            assert (got is None) if value == "0" else (str(got) == value), (function, overrides)
+        others = set(_of_type(resources, "AWS::Lambda::Function")) - set(_RESERVING)
+        assert all("ReservedConcurrentExecutions" not in _props(resources, f) for f in others)
     template = load_template(default_template_path())
-    default = template["Parameters"]["StreamReservedConcurrency"]["Default"]
-    assert default == 100
-    assert _props(resources, "StreamFunction")["ReservedConcurrentExecutions"] == default
+    assert all(template["Parameters"][p]["Default"] == 0 for p in _RESERVING.values())
     overrides = {"AuthMode": "keys", "BedrockModelArns": "", "AlarmTopicArn": ""}
     capped = deploy({**overrides, "StreamReservedConcurrency": "7"})
     assert _props(capped, "StreamFunction")["ReservedConcurrentExecutions"] == "7"
-    # 0 means unreserved (never "reserve zero", which would throttle every stream).
-    unreserved = deploy({**overrides, "StreamReservedConcurrency": "0"})
-    assert "ReservedConcurrentExecutions" not in _props(unreserved, "StreamFunction")
+
+
+def test_the_table_caps_its_on_demand_throughput_only_when_asked(
+    every: list[tuple[dict[str, str], Resources]],
+) -> None:
+    seen = set()
+    for overrides, resources in every:
+        caps = {
+            unit: overrides[f"Table{unit}"]
+            for unit in ("MaxReadRequestUnits", "MaxWriteRequestUnits")
+            if overrides[f"Table{unit}"] != "0"
+        }
+        table = _props(resources, "StateTable")
+        assert table.get("OnDemandThroughput") == (caps or None), overrides
+        seen.add(tuple(sorted(caps)))
+    assert len(seen) == 4  # neither, either one, both
 
 
 def _alarm_on(resources: Resources, metric: str, function: str) -> dict[str, Any]:
@@ -255,17 +297,28 @@ def test_url_errors_near_timeouts_and_table_throttles_alarm(
         assert metric["Dimensions"] == [{"Name": "TableName", "Value": {"Ref": "StateTable"}}]
 
 
-def test_the_table_is_protected_and_log_groups_go_with_the_stack(
-    stacks: dict[tuple[str, str, str], Resources],
+def test_the_table_outlives_the_stack_but_not_a_failed_create_and_the_rest_goes(
+    every: list[tuple[dict[str, str], Resources]],
 ) -> None:
-    resources = stacks[("keys", "", "")]
-    table = resources["StateTable"]
-    assert table["Properties"]["DeletionProtectionEnabled"] is True
-    assert (table["DeletionPolicy"], table["UpdateReplacePolicy"]) == ("Retain", "Retain")
-    groups = _of_type(resources, "AWS::Logs::LogGroup")
-    assert len(groups) == 5
-    for name, group in groups.items():
-        assert (group.get("DeletionPolicy"), group.get("UpdateReplacePolicy")) == (
-            "Delete",
-            "Delete",
-        ), name
+    for overrides, resources in every:
+        table = resources["StateTable"]
+        assert (table["DeletionPolicy"], table["UpdateReplacePolicy"]) == (
+            "RetainExceptOnCreate",
+            "Retain",
+        )
+        protected = overrides["TableDeletionProtection"] == "on"
+        assert table["Properties"]["DeletionProtectionEnabled"] is protected
+        groups = _of_type(resources, "AWS::Logs::LogGroup")
+        assert len(groups) == 5
+        for name, group in groups.items():
+            assert (group.get("DeletionPolicy"), group.get("UpdateReplacePolicy")) == (
+                "Delete",
+                "Delete",
+            ), name
+        # SAM's RetentionPolicy: Delete; an old layer version goes once the functions moved on.
+        (layer,) = _of_type(resources, "AWS::Lambda::LayerVersion").values()
+        assert layer["DeletionPolicy"] == "Delete"
+        kept = {
+            n for n, r in resources.items() if r.get("DeletionPolicy") in ("Retain", "Snapshot")
+        }
+        assert kept == set()

@@ -167,9 +167,17 @@ def _remote(args: argparse.Namespace) -> Any:
 async def _import(args: argparse.Namespace) -> int:
     config = load_config_file(args.file)
     settings = cli_target.table_settings(args, url_form=False)
+    legacy_keys = config.gateway.api_keys
+    if not legacy_keys:
+        print(
+            f"imported 0 keys: {args.file} has no gateway.api_keys "
+            "(new keys come from: edgeproxy keys create)"
+        )
+        return 0
+    imported = 0
     async with contextlib.AsyncExitStack() as stack:
         store = await open_store(settings, stack)
-        for legacy in config.gateway.api_keys:
+        for legacy in legacy_keys:
             key = ClientKey(
                 legacy.sha256,
                 legacy.name,
@@ -178,8 +186,12 @@ async def _import(args: argparse.Namespace) -> int:
                 created_at=time.time(),
             )
             created = await store.put_client_key(key)
+            imported += created
             print(f"{'imported' if created else 'already there'}: {key.id} {legacy.name}")
-    print("remove gateway.api_keys from the file once every key is imported")
+    print(
+        f"imported {imported} of {len(legacy_keys)} keys ({len(legacy_keys) - imported} "
+        "already there); remove gateway.api_keys from the file once every key is imported"
+    )
     return 0
 
 

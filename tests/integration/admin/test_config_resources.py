@@ -57,6 +57,12 @@ def test_bad_deployments_are_400_and_unknown_ids_404(
         == 400
     )
     assert _send(base, "PATCH", "/admin/deployments/a", {"provider": "nope"}).status_code == 400
+    # A typo names the deployment by the id the call used, never by its position.
+    typo = _send(base, "PATCH", "/admin/deployments/b", {"wieght": 2})
+    assert typo.status_code == 400
+    assert typo.json()["error"]["message"] == (
+        "configuration: deployments[id=b].wieght: extra inputs are not permitted"
+    )
     assert (
         _send(base, "PUT", "/admin/deployments/a", {**bad, "weight": 1}).status_code == 400
     )  # id differs

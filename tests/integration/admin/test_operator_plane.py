@@ -56,7 +56,7 @@ def test_every_hostile_base_url_is_a_400_naming_the_field(
     for url in [*REFUSED, "http://localhost:9/v1"]:  # localhost: refused once resolved
         evil = deployment("evil", upstream_a, model="evil", base_url=url)
         message = _refused(_send(gw.base_url, "POST", "/admin/deployments", evil), "base_url")
-        assert "deployments[1].base_url" in message
+        assert "deployments[id=evil].base_url" in message
         put = _send(gw.base_url, "PUT", "/admin/deployments/a", {**public, "base_url": url})
         _refused(put, "base_url")
     names = [d["id"] for d in ok(admin(gw.base_url, "GET", "/admin/deployments"))["deployments"]]

@@ -160,9 +160,9 @@ def test_a_busy_port_is_one_line_before_anything_starts() -> None:
 
 
 @pytest.fixture
-def local_run(tmp_path: Path) -> Iterator[list[str]]:
+def local_run() -> Iterator[list[str]]:
     """``make run``'s runner on free ports (its mocks too); yields its banner lines."""
-    with run_locally(tmp_path) as run:
+    with run_locally() as run:
         yield run.lines
 
 

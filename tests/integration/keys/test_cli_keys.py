@@ -109,6 +109,19 @@ def test_admin_calls_without_an_admin_key_or_with_bad_input_fail_cleanly(
     assert "401" in err
 
 
+def test_importing_a_file_without_keys_says_it_imported_none(
+    tmp_path: Path, upstream_a: MockUpstream, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(json.dumps(config(deployment("a", upstream_a))))
+    status, out, err = run(capsys, "keys", "import", str(path))
+    assert (status, err) == (0, "")
+    assert out.splitlines() == [
+        f"imported 0 keys: {path} has no gateway.api_keys "
+        "(new keys come from: edgeproxy keys create)"
+    ]
+
+
 def test_yaml_keys_import_into_the_table_and_keep_working(
     start_gateway: Callable[..., Any],
     upstream_a: MockUpstream,
@@ -128,6 +141,12 @@ def test_yaml_keys_import_into_the_table_and_keep_working(
     status, out, _ = run(capsys, "keys", "import", str(path))
     assert status == 0
     assert f"imported: {digest[:16]} legacy" in out
+    assert "imported 1 of 1 keys (0 already there)" in out
+    status, out, _ = run(capsys, "keys", "import", str(path))  # again: nothing new
+    assert (status, out.splitlines()[-1].split(";")[0]) == (
+        0,
+        "imported 0 of 1 keys (1 already there)",
+    )
     path.write_text(json.dumps(config(deployment("a", upstream_a))))  # keys gone from the YAML
     assert run(capsys, "config", "load", str(path))[0] == 0
     status, out, _ = run(capsys, "keys", "show", digest[:16])

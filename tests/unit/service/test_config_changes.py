@@ -9,6 +9,7 @@ import pytest
 from edgeproxy.errors import AlreadyExists, NotFound, RequestError
 from edgeproxy.service.admin import config_changes as changes
 from edgeproxy.service.admin.audit import MAX_CHANGES, diff
+from edgeproxy.service.admin.config_edit import by_id
 
 
 def _doc() -> dict[str, Any]:
@@ -106,3 +107,15 @@ def test_documents_list_set_fields_in_sorted_order() -> None:
 
     assert doc["deployments"][0]["operations"] == ["chat", "embeddings", "images"]
     assert doc["deployments"][0]["modalities"] == ["image", "text"]
+
+
+def test_messages_name_deployments_by_id_where_the_id_is_a_plain_one() -> None:
+    text = "configuration: deployments[1].wieght: extra; deployments[0].base_url: refused"
+    assert by_id(text, ["a", "mock-b"]) == (
+        "configuration: deployments[id=mock-b].wieght: extra; deployments[id=a].base_url: refused"
+    )
+    # An id the model refuses (the error may be its own), a missing one, or none: the position.
+    assert by_id("deployments[0].id: bad; deployments[2].x", ["a b]", "c"]) == (
+        "deployments[0].id: bad; deployments[2].x"
+    )
+    assert by_id("deployments[0].id", [None]) == "deployments[0].id"

@@ -14,7 +14,8 @@ within their configuration cache TTL (``EDGEPROXY_CONFIG_TTL_SECONDS``).
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +61,36 @@ def as_document(config: GatewayConfig) -> Document:
         for name in SET_FIELDS:
             dep[name] = sorted(dep[name])
     return doc
+
+
+_DEPLOYMENT_AT = re.compile(r"\bdeployments\[(\d+)\]")
+_PLAIN_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")  # Deployment.id's own pattern
+
+
+def by_id(text: str, ids: Sequence[object]) -> str:
+    """``text`` with each ``deployments[i]`` naming that deployment's id instead.
+
+    The configuration's messages give a deployment's position, as a file shows
+    it; an admin call names deployments by id and never sees their order
+    (``deployments[4].wieght`` is ``deployments[id=mock-a].wieght``). An id the
+    model would refuse (the error may be the id's own) keeps the position.
+    """
+
+    def named(found: re.Match[str]) -> str:
+        i = int(found.group(1))
+        ident = ids[i] if i < len(ids) else None
+        if isinstance(ident, str) and _PLAIN_ID.match(ident):
+            return f"deployments[id={ident}]"
+        return found.group(0)
+
+    return _DEPLOYMENT_AT.sub(named, text)
+
+
+def _ids(document: Document) -> list[object]:
+    deployments = document.get("deployments")
+    if not isinstance(deployments, list):
+        return []
+    return [d.get("id") if isinstance(d, dict) else None for d in deployments]
 
 
 def validated(document: Document) -> GatewayConfig:
@@ -118,8 +149,13 @@ class ConfigEditor:
         before = now.document
         after = copy.deepcopy(before)
         change(after)
-        config = validated(after)
-        await resolvable(config)
+        try:
+            config = validated(after)
+            await resolvable(config)
+        except RequestError as exc:  # the caller named the deployment by id, not position
+            exc.message = by_id(exc.message, _ids(after))
+            exc.args = (exc.message,)
+            raise
         changes = audit.diff(before, as_document(config))
         if not changes:
             return now
