@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from edgeproxy.api.codec import Codec, request_id
 from edgeproxy.api.deprecation import notice
@@ -52,16 +52,42 @@ class Gone:
 GONE = Gone()
 
 
+class _ClientGone(Exception):
+    """The client's connection closed while its stream was being sent."""
+
+
 class RelayedResponse(StreamingResponse):
-    """A streamed answer that closes the relay once the response is over, however it ended."""
+    """A streamed answer that closes the relay once the response is over, however it ended.
+
+    A send after the client left raises ``_ClientGone`` and ends the stream at
+    once: the server's send then returns without waiting, and starlette's own
+    disconnect cancellation alone can lose the race against a relay whose
+    every await is already done (a fast upstream into a closed connection),
+    which kept the upstream read at full speed for an answer nobody receives.
+    """
 
     def __init__(self, events: Any, content: Any, **kwargs: Any) -> None:
         super().__init__(content, **kwargs)
         self._events = events
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        gone = False
+
+        async def watched() -> Message:  # the disconnect, as starlette's listener receives it
+            nonlocal gone
+            message = await receive()
+            gone = gone or message["type"] == "http.disconnect"
+            return message
+
+        async def checked(message: Message) -> None:
+            if gone:
+                raise _ClientGone
+            await send(message)
+
         try:
-            await super().__call__(scope, receive, send)
+            await super().__call__(scope, watched, checked)
+        except _ClientGone:
+            logger.info("the client left during its stream; the stream is closed")
         finally:
             aclose = getattr(self._events, "aclose", None)
             if aclose is not None:
