@@ -62,11 +62,7 @@ _ADAPTERS: dict[ProviderKind, Adapter] = {
 
 
 def make_http_client(
-    *,
-    max_connections: int = MAX_CONNECTIONS,
-    max_per_host: int = MAX_PER_HOST,
-    max_keepalive: int = 20,
-    keepalive_expiry_s: float = 20.0,
+    *, max_connections: int = MAX_CONNECTIONS, max_per_host: int = MAX_PER_HOST
 ) -> httpx.AsyncClient:
     """The shared ``httpx.AsyncClient``; create it once per cold start and inject it.
 
@@ -77,14 +73,9 @@ def make_http_client(
     No redirects: a provider answering 3xx is a failure, not a place to send
     the key. Timeouts are set per request from the execution policy.
     Connections are aiohttp's (``AiohttpTransport``: half httpx's own CPU per
-    call), limited per upstream host (``max_per_host``) so that a slow upstream
-    cannot take another's; ``max_keepalive`` is kept for callers and not used by it.
+    call), at most ``max_per_host`` to one upstream host: a slow one cannot take another's.
     """
-    transport = AiohttpTransport(
-        max_connections=max_connections,
-        max_per_host=max_per_host,
-        keepalive_expiry_s=keepalive_expiry_s,
-    )
+    transport = AiohttpTransport(max_connections=max_connections, max_per_host=max_per_host)
     return httpx.AsyncClient(
         transport=transport,
         trust_env=False,
