@@ -14,7 +14,7 @@ import asyncio
 import socket
 import statistics
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
@@ -75,9 +75,9 @@ async def _timed(client: httpx.AsyncClient, body: dict[str, object]) -> tuple[in
     return response.status_code, time.monotonic() - started
 
 
-async def _wait_until(check: object, what: str, within_s: float = 30.0) -> None:
+async def _wait_until(check: Callable[[], bool], what: str, within_s: float = 30.0) -> None:
     deadline = time.monotonic() + within_s
-    while not check():  # type: ignore[operator]
+    while not check():
         assert time.monotonic() < deadline, f"{what}: never happened"
         await asyncio.sleep(0.05)
 
