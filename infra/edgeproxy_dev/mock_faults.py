@@ -73,6 +73,7 @@ class MockFault:
     long_line_bytes: int | None = None
     data_lines_bytes: int | None = None
     endless_stream: bool = False
+    trickle: bool = False
     nan: bool = False
     echo_headers: bool = False
 

@@ -4,7 +4,8 @@
     {"endless_json": true}           a chunked JSON answer that never ends
     {"long_line_bytes": 4194304}     a stream whose first line has that many bytes, no newline
     {"data_lines_bytes": 67108864}   ``data:`` lines of that many bytes in all, no blank line
-    {"endless_stream": true}         valid chunks forever (never [DONE])
+    {"endless_stream": true}         valid chunks forever (never [DONE]; each delta is "content", if given)
+    {"trickle": true}                a JSON answer's headers, then one byte a second, never ending
     {"nan": true}                    NaN in the JSON answer / in the first stream chunk
     {"echo_headers": true}           the answer's content is the request's headers (key included)
 
@@ -37,6 +38,7 @@ def is_hostile(fault: MockFault) -> bool:
         or fault.long_line_bytes
         or fault.data_lines_bytes
         or fault.endless_stream
+        or fault.trickle
     )
 
 
@@ -48,6 +50,11 @@ async def answer(
         if fault.huge_json_bytes:
             await _huge_json(writer, fault.huge_json_bytes)
             return True
+        if fault.trickle:
+            await http.start_chunked(writer, {"content-type": "application/json"})
+            while True:
+                await http.write_chunk(writer, b" ")
+                await asyncio.sleep(1.0)
         if fault.endless_json:
             await http.start_chunked(writer, {"content-type": "application/json"})
             await http.write_chunk(writer, b'{"id": "endless", "pad": "')
@@ -59,7 +66,7 @@ async def answer(
         elif fault.data_lines_bytes:
             await _repeat(writer, b"", b"data: " + b"y" * 1000 + b"\n", fault.data_lines_bytes)
         else:
-            chunk = _chunk("z" * 1000)
+            chunk = _chunk(fault.content or "z" * 1000)
             while True:
                 await http.write_chunk(writer, chunk * 32)
         await http.wait_for_close(reader)

@@ -11,12 +11,15 @@ request answered 503. ``server_config`` sets:
 | ``HEAD_TIMEOUT_S`` | 10 s | a request head (request line and headers) must arrive within this, on a new connection or between keep-alive requests; else the connection is closed |
 | ``timeout_keep_alive`` | 5 s | an idle keep-alive connection is closed |
 | ``MAX_REQUESTS`` | 512 | requests in progress beyond this are answered 503 (idle connections do not count) |
+| ``WRITE_STALL_S`` | 30 s | a client that reads none of its answer for this long (the server's write buffer full the whole time) is cut off: its stream's upstream connection and its request slot are released |
 | ``MAX_CONNECTIONS`` | 4096 (at most half the open-file limit) | beyond this, the connection idle longest (no request in progress) is closed to make room; a new one is refused only when every open connection is serving a request |
 | ``h11_max_incomplete_event_size`` | 64 KiB | a request head larger than this is a 400 |
 | ``backlog`` | 1024 | pending TCP connections |
 
 So idle and slow connections cost a slot for at most their head or
-keep-alive timeout, and cannot take the slots requests are served from.
+keep-alive timeout, and cannot take the slots requests are served from; a
+client that stops reading holds its slot and its upstream for at most
+``WRITE_STALL_S``.
 
 The request body's own deadline is ``gateway.body_read_timeout_seconds``
 (``api/parsing.py``: 408). A request uvicorn cannot parse is answered with
@@ -38,6 +41,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 HEAD_TIMEOUT_S = 10.0
 KEEP_ALIVE_S = 5
+WRITE_STALL_S = 30.0
 MAX_REQUESTS = 512
 MAX_CONNECTIONS = 4096
 MAX_HEAD_BYTES = 64 * 1024
@@ -70,9 +74,11 @@ class GuardedH11Protocol(H11Protocol):
     """
 
     head_timeout_s = HEAD_TIMEOUT_S
+    write_stall_s = WRITE_STALL_S
     max_requests = MAX_REQUESTS
     max_connections = MAX_CONNECTIONS
     _head_timer: asyncio.TimerHandle | None = None
+    _stall_timer: asyncio.TimerHandle | None = None
     _idle_since = 0.0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -94,9 +100,32 @@ class GuardedH11Protocol(H11Protocol):
         victim.transport.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        """Forget the head deadline with the connection."""
+        """Forget the head deadline and the write stall with the connection."""
         self._cancel_head_timer()
+        self._cancel_stall_timer()
         super().connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        """The client stopped reading (the write buffer is full): it has ``write_stall_s``."""
+        super().pause_writing()
+        self._cancel_stall_timer()
+        self._stall_timer = self.loop.call_later(self.write_stall_s, self._write_stalled)
+
+    def resume_writing(self) -> None:
+        """The client read again."""
+        self._cancel_stall_timer()
+        super().resume_writing()
+
+    def _cancel_stall_timer(self) -> None:
+        if self._stall_timer is not None:
+            self._stall_timer.cancel()
+            self._stall_timer = None
+
+    def _write_stalled(self) -> None:
+        self._stall_timer = None
+        self.logger.info("cutting off a client that read nothing of its answer in time")
+        # abort, not close: close would wait for the buffer the client never reads to flush.
+        self.transport.abort()
 
     def handle_events(self) -> None:
         """Parse what arrived; a complete head stops the deadline."""
@@ -153,6 +182,7 @@ def server_config(
     app: Any,
     *,
     head_timeout_s: float = HEAD_TIMEOUT_S,
+    write_stall_s: float = WRITE_STALL_S,
     max_requests: int = MAX_REQUESTS,
     max_connections: int = MAX_CONNECTIONS,
     **overrides: Any,
@@ -160,6 +190,7 @@ def server_config(
     """A ``uvicorn.Config`` for ``app`` with the limits above (``overrides`` win)."""
     limits = {
         "head_timeout_s": head_timeout_s,
+        "write_stall_s": write_stall_s,
         "max_requests": max_requests,
         "max_connections": connection_ceiling(max_connections),
     }

@@ -24,6 +24,7 @@
     │   └── StoreError                  500 (state backend failed)
     │       └── StoreUnavailable        503
     ├── UpstreamFault                   one attempt failed; ``.fault`` says how, as plain data
+    ├── ClientGone                      the client's connection closed while its stream was sent
     ├── CredentialError                 a credential reference cannot be resolved
     ├── QuotaFetchError                 a quota source could not be read (the refresh job logs it)
     ├── QuotaRefreshFailed              a refresh run had failed sources (its invocation fails)
@@ -235,6 +236,10 @@ class StoreError(EdgeproxyError):
 
 class StoreUnavailable(StoreError):
     status = 503
+
+
+class ClientGone(Exception):
+    """The client's connection closed while its stream was being sent (the stream ends)."""
 
 
 class UpstreamFault(Exception):

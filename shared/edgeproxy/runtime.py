@@ -17,6 +17,7 @@ from edgeproxy.aws_session import DeferredSession
 from edgeproxy.service.config_cache import ConfigCache
 from edgeproxy.service.credentials import CredentialResolver
 from edgeproxy.service.gateway import Gateway
+from edgeproxy.service.key_slots import KeySlots
 from edgeproxy.service.keys import KeyRing
 from edgeproxy.service.outcomes import Outcomes
 from edgeproxy.service.router import Router
@@ -203,4 +204,5 @@ async def build_gateway(
         tokens=TokenCounter(upstream, credentials),
         usage_log=usage_log,
         tracer=tracer,
+        key_slots=KeySlots(settings.max_key_requests),
     )

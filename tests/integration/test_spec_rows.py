@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from edgeproxy.routing.tokens import unreported_usage
+from edgeproxy.routing.estimates.tokens import unreported_usage
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.table import wait_for
 from tests.integration.admin.helpers import CLIENT_KEY, admin, ok, two_deployments

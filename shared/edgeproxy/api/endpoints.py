@@ -15,12 +15,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from edgeproxy.api.codec import Codec, request_id
-from edgeproxy.api.identity import admit, may_use
+from edgeproxy.api.identity import Identity, admit, may_use
 from edgeproxy.api.parsing import read_json_object
 from edgeproxy.api.pipeline import identified, serve
 from edgeproxy.api.surfaces.messages import MESSAGES
 from edgeproxy.api.surfaces.messages_tokens import check_count_request, estimate
+from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import ModelNotFound, PermissionDenied
+from edgeproxy.service.gateway import Gateway
 
 
 def proxied(codec: Codec) -> Callable[[Request], Awaitable[Response]]:
@@ -39,6 +41,16 @@ async def count_tokens(request: Request) -> Response:
     ``x-edgeproxy-token-count`` says which (``upstream`` or ``estimate``).
     """
     gateway, config, who = await identified(request)
+    slot = gateway.key_slots.take(who.owner)
+    try:
+        return await _counted(request, gateway, config, who)
+    finally:
+        slot.release()
+
+
+async def _counted(
+    request: Request, gateway: Gateway, config: GatewayConfig, who: Identity
+) -> Response:
     limits = config.gateway
     body = await read_json_object(request, limits.max_body_bytes, limits.body_read_timeout_seconds)
     requested = check_count_request(body)

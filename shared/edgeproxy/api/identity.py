@@ -41,6 +41,9 @@ class Identity:
     presented (its limits apply), None for the bootstrap admin, YAML keys and
     anonymous callers. ``name``: the key's name, for audit records.
     ``anonymous``: no key was presented (authentication is off).
+    ``owner``: whose share of the process's request slots the request takes
+    (``service.key_slots``): the table key's id or a YAML key's digest; None
+    for the bootstrap admin and anonymous callers.
     """
 
     caller: str
@@ -49,6 +52,7 @@ class Identity:
     key: ClientKey | None = None
     name: str | None = None
     anonymous: bool = False
+    owner: str | None = None
 
 
 def _bearer(request: Request) -> str | None:
@@ -106,7 +110,9 @@ async def identify(
     legacy = _yaml_key(config.gateway.api_keys, digest)
     if legacy is not None:
         role = legacy.effective_role
-        return Identity(caller, admin=role is Role.ADMIN, role=role, name=legacy.name)
+        return Identity(
+            caller, admin=role is Role.ADMIN, role=role, name=legacy.name, owner=f"yaml:{digest}"
+        )
     stored = await ring.lookup(digest)
     if stored is None:
         if ring.auth_off:  # no authentication: an unknown key only names the caller
@@ -120,7 +126,12 @@ async def identify(
     # before and after a rotation, so its sticky bindings stay with it.
     caller = caller_id(stored.digest, grant, ip)
     return Identity(
-        caller, admin=stored.role is Role.ADMIN, role=stored.role, key=stored, name=stored.name
+        caller,
+        admin=stored.role is Role.ADMIN,
+        role=stored.role,
+        key=stored,
+        name=stored.name,
+        owner=f"key:{stored.id}",
     )
 
 

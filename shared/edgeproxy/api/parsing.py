@@ -15,7 +15,7 @@ from starlette.requests import Request
 from edgeproxy import strict_json
 from edgeproxy.errors import BodyTooLarge, RequestError, RequestTimeout
 
-BODY_READ_TIMEOUT_S = 30.0
+BODY_READ_TIMEOUT_S = 10.0  # a slow body holds its key's request slot for at most this
 
 
 async def read_json_object(

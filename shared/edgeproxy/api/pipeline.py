@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from edgeproxy.api.codec import Codec, request_id
 from edgeproxy.api.deprecation import notice
@@ -35,8 +35,9 @@ from edgeproxy.api.identity import Identity, admit, identify
 from edgeproxy.api.parsing import read_json_object
 from edgeproxy.api.rate_headers import for_surface
 from edgeproxy.config.models import GatewayConfig
-from edgeproxy.errors import UpstreamError
+from edgeproxy.errors import ClientGone, UpstreamError
 from edgeproxy.service.gateway import Gateway
+from edgeproxy.service.key_slots import Slot
 from edgeproxy.service.request import ProxyRequest
 
 logger = logging.getLogger(__name__)
@@ -53,19 +54,45 @@ GONE = Gone()
 
 
 class RelayedResponse(StreamingResponse):
-    """A streamed answer that closes the relay once the response is over, however it ended."""
+    """A streamed answer that closes the relay once the response is over, however it ended.
 
-    def __init__(self, events: Any, content: Any, **kwargs: Any) -> None:
+    A send after the client left raises ``ClientGone`` and ends the stream at
+    once: the server's send then returns without waiting, and starlette's own
+    disconnect cancellation alone can lose the race against a relay whose
+    every await is already done (a fast upstream into a closed connection),
+    which kept the upstream read at full speed for an answer nobody receives.
+    """
+
+    def __init__(self, events: Any, content: Any, slot: Slot, **kwargs: Any) -> None:
         super().__init__(content, **kwargs)
         self._events = events
+        self._slot = slot  # the key's request slot, held until the stream is over
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        gone = False
+
+        async def watched() -> Message:  # the disconnect, as starlette's listener receives it
+            nonlocal gone
+            message = await receive()
+            gone = gone or message["type"] == "http.disconnect"
+            return message
+
+        async def checked(message: Message) -> None:
+            if gone:
+                raise ClientGone
+            await send(message)
+
         try:
-            await super().__call__(scope, receive, send)
+            await super().__call__(scope, watched, checked)
+        except ClientGone:
+            logger.info("the client left during its stream; the stream is closed")
         finally:
-            aclose = getattr(self._events, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            try:
+                aclose = getattr(self._events, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+            finally:
+                self._slot.release()
 
 
 async def _disconnected(request: Request) -> None:
@@ -116,8 +143,31 @@ async def identified(request: Request) -> tuple[Gateway, GatewayConfig, Identity
 
 
 async def serve(request: Request, codec: Codec) -> Response:
-    """Serve one proxied request on ``codec``'s surface; errors raise to the route's guard."""
+    """Serve one proxied request on ``codec``'s surface; errors raise to the route's guard.
+
+    The request holds a slot of its key's share (``service.key_slots``) from
+    before its body is read to the end of its answer.
+    """
     gateway, config, who = await identified(request)
+    slot = gateway.key_slots.take(who.owner)
+    try:
+        response = await _served(request, codec, gateway, config, who, slot)
+    except BaseException:
+        slot.release()
+        raise
+    if not isinstance(response, RelayedResponse):
+        slot.release()
+    return response
+
+
+async def _served(
+    request: Request,
+    codec: Codec,
+    gateway: Gateway,
+    config: GatewayConfig,
+    who: Identity,
+    slot: Slot,
+) -> Response:
     limits = config.gateway
     body = await read_json_object(request, limits.max_body_bytes, limits.body_read_timeout_seconds)
     parsed = codec.parse(body)
@@ -149,6 +199,7 @@ async def serve(request: Request, codec: Codec) -> Response:
         return RelayedResponse(
             answer.body,
             codec.stream(answer.body, parsed),
+            slot,
             media_type="text/event-stream",
             headers={
                 **headers,

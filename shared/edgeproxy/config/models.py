@@ -88,7 +88,7 @@ class GatewaySettings(Strict):
     """
 
     max_body_bytes: Positive = 4 * 1024 * 1024
-    body_read_timeout_seconds: Annotated[float, Field(gt=0)] = 30.0
+    body_read_timeout_seconds: Annotated[float, Field(gt=0)] = 10.0
     upstream_limits: UpstreamLimits = UpstreamLimits()
     api_keys: list[ApiKey] = Field(default_factory=list)
     egress: EgressSettings = EgressSettings()  # hosts and ranges upstreams may reach

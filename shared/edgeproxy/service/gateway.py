@@ -21,9 +21,11 @@ from edgeproxy.routing.deadlines import Budget
 from edgeproxy.routing.eligibility import pool_status
 from edgeproxy.routing.refusal import final_error
 from edgeproxy.service.attempts import JsonCaller, StreamCaller
+from edgeproxy.service.calibrations import Calibrations
 from edgeproxy.service.config_cache import ConfigCache
 from edgeproxy.service.credentials import CredentialResolver
 from edgeproxy.service.key_reserve import Reservation, priced_pool, released, reserve
+from edgeproxy.service.key_slots import KeySlots
 from edgeproxy.service.keys import KeyRing
 from edgeproxy.service.outcomes import Outcomes, settle
 from edgeproxy.service.request import ProxyRequest
@@ -85,6 +87,7 @@ class Gateway:
         tokens: TokenCounter | None = None,
         usage_log: RequestLog | None = None,
         tracer: Tracer | None = None,
+        key_slots: KeySlots | None = None,
     ) -> None:
         self._store = store
         self._configs = configs
@@ -96,11 +99,14 @@ class Gateway:
         self._tracer = tracer or NoTracer()
         self._json = JsonCaller(upstream)
         self._stream = StreamCaller(upstream)
+        # Each deployment's prompt calibration, learned from the counts its answers report.
+        self.calibrations = Calibrations()
         self._relay = Relay(
             outcomes,
             clock,
             telemetry,
             resume=lambda run, models, cut: router.resume(run, models, cut, self._stream),
+            calibrations=self.calibrations,
         )
         self._aclose = aclose
         self.trust_forwarded_for = trust_forwarded_for
@@ -108,6 +114,8 @@ class Gateway:
         self.max_total_ms = max_total_ms
         # The client keys (lookup cache, bootstrap admin key, admission).
         self.keys = keys or KeyRing(store, clock)
+        # Each key's share of the process's requests in progress.
+        self.key_slots = key_slots or KeySlots()
         # Token counts (``/v1/messages/count_tokens``) asked of Anthropic deployments.
         self.tokens = tokens or TokenCounter(upstream, CredentialResolver({}))
         # The request log and its usage aggregates (``service/usage/``).
@@ -153,6 +161,11 @@ class Gateway:
             owner=f"{req.request_id}:{uuid.uuid4().hex[:8]}",
         )
 
+    async def _reserve(self, req: ProxyRequest, config: GatewayConfig) -> Reservation | None:
+        pool = priced_pool(config, req.model)
+        ratio = self.calibrations.ratio(pool)
+        return await reserve(self._store, req, pool, self._clock(), ratio)
+
     async def complete(self, req: ProxyRequest, config: GatewayConfig) -> JsonAnswer:
         """A JSON request: the serving upstream's answer, or an ``EdgeproxyError``."""
         run = self._run(req, config)
@@ -161,7 +174,7 @@ class Gateway:
         held: Reservation | None = None
         span = opened(self._tracer, req, config, run.budget.started_at)
         try:
-            held = await reserve(self._store, req, priced_pool(config, req.model), self._clock())
+            held = await self._reserve(req, config)
             result = await self._router.route(run, self._json)
             self._log(run)
             if entry is not None:
@@ -183,6 +196,9 @@ class Gateway:
             body = {**body, "unified_routing": run.trace.metadata(reasons=req.want_reasons)}
 
         async def after() -> None:
+            self.calibrations.observe(
+                result.attempt.deployment.id, req.body, response.usage.prompt_tokens
+            )
             success = self._outcomes.success(
                 result.ctx,
                 result.attempt,
@@ -222,7 +238,7 @@ class Gateway:
         after = Deferred()
         held: Reservation | None = None
         try:
-            held = await reserve(self._store, req, priced_pool(config, req.model), self._clock())
+            held = await self._reserve(req, config)
             stream = await self._relay.open(run, route(), hold, after)
         except BaseException as exc:
             finish_json(self._tracer, span, run.trace, self._clock(), error=exc)

@@ -1,6 +1,6 @@
 """Exact client-key ``tpm_limit`` and ``budget_usd``: reserve an estimate before the call.
 
-As the pool's tpm admission does (``routing/tokens.py``): before the
+As the pool's tpm admission does (``routing/estimates/tokens.py``): before the
 request is routed, its token estimate is ADDed to the key's minute bucket
 and its cost estimate (the estimate at the highest price in the pool) to
 the key's spend, each conditionally (``state/dynamo_key_reserve.py``);
@@ -8,9 +8,13 @@ when the answer has been counted, the estimate is taken back through the
 same counter path as the actual usage, so the actual never lands after the
 release. A refused reservation is the same 429 the read check gives.
 
-What remains (the README's bound): an admitted request whose actual usage
-exceeds its estimate overshoots by that excess (the estimate errs high:
-a request's ``max_tokens`` bounds its output); a request whose estimate
+The estimate is ``routing.tokens.key_estimate``: the prompt's conservative
+bound scaled by the pool's calibration (the highest ratio of reported to
+estimated prompt tokens among its deployments, ``service.calibrations``),
+plus the request's output limit. What remains (the README's bound): an
+admitted request whose actual usage exceeds its estimate overshoots by that
+excess: the prompt the calibrated bound missed, and output beyond the
+request's ``max_tokens`` (only an upstream ignoring it answers more); a request whose estimate
 alone exceeds the limit is admitted only into an empty minute or budget;
 a reservation whose request never finishes (the process dies, the client
 drops a stream mid-way) stays counted: the minute bucket expires, spend
@@ -35,7 +39,7 @@ from edgeproxy.routing.access import (
     seconds_to_next_minute,
     spend_account,
 )
-from edgeproxy.routing.tokens import estimate_tokens
+from edgeproxy.routing.estimates.tokens import key_estimate
 from edgeproxy.service.key_usage import KEY_USAGE_RETENTION_S
 from edgeproxy.service.outcomes import Outcomes
 from edgeproxy.service.request import ProxyRequest
@@ -74,13 +78,20 @@ def price_bound(pool: Sequence[Deployment]) -> float:
 
 
 async def reserve(
-    store: KeyReserveStore, req: ProxyRequest, pool: Sequence[Deployment], now: float
+    store: KeyReserveStore,
+    req: ProxyRequest,
+    pool: Sequence[Deployment],
+    now: float,
+    ratio: float = 1.0,
 ) -> Reservation | None:
-    """Reserve ``req``'s estimate against its key's limits; 429 when it does not fit."""
+    """Reserve ``req``'s estimate against its key's limits; 429 when it does not fit.
+
+    ``ratio``: the pool's prompt calibration (``service.calibrations``).
+    """
     key: ClientKey | None = req.key
     if key is None or not key.tracks_usage:
         return None
-    tokens = estimate_tokens(req.body, req.operation)
+    tokens = key_estimate(req.body, req.operation, ratio)
     minute = int(now // 60)
     expires = minute * 60.0 + KEY_USAGE_RETENTION_S
     spend = tokens * price_bound(pool)

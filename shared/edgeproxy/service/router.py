@@ -20,9 +20,9 @@ from collections.abc import Callable, Sequence
 
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import CredentialError, UpstreamFault
+from edgeproxy.routing.estimates.tokens import reservation, with_output_limit
 from edgeproxy.routing.refusal import RouteFailure
 from edgeproxy.routing.step import AttemptLog, PoolFailure, Stop, Try, Wait, chain_reason, next_step
-from edgeproxy.routing.tokens import reservation, with_output_limit
 from edgeproxy.routing.verdict import CREDENTIAL_UNAVAILABLE, Verdict, judge
 from edgeproxy.service.admission import Attempt, InFlight, bucket_expiry
 from edgeproxy.service.attempts import Caller, check_pool, native_refusal, wire

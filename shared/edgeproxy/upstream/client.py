@@ -42,7 +42,7 @@ from edgeproxy.upstream.headers import (
 )
 from edgeproxy.upstream.openai import OpenAIAdapter, parse_json_object
 from edgeproxy.upstream.stream import UpstreamStream
-from edgeproxy.upstream.transport import AiohttpTransport
+from edgeproxy.upstream.transport import MAX_CONNECTIONS, MAX_PER_HOST, AiohttpTransport
 
 if TYPE_CHECKING:
     from edgeproxy.upstream.bedrock import BedrockClient  # built on first use (runtime.py)
@@ -62,7 +62,7 @@ _ADAPTERS: dict[ProviderKind, Adapter] = {
 
 
 def make_http_client(
-    *, max_connections: int = 100, max_keepalive: int = 20, keepalive_expiry_s: float = 20.0
+    *, max_connections: int = MAX_CONNECTIONS, max_per_host: int = MAX_PER_HOST
 ) -> httpx.AsyncClient:
     """The shared ``httpx.AsyncClient``; create it once per cold start and inject it.
 
@@ -73,11 +73,9 @@ def make_http_client(
     No redirects: a provider answering 3xx is a failure, not a place to send
     the key. Timeouts are set per request from the execution policy.
     Connections are aiohttp's (``AiohttpTransport``: half httpx's own CPU per
-    call); ``max_keepalive`` is kept for callers and not used by it.
+    call), at most ``max_per_host`` to one upstream host: a slow one cannot take another's.
     """
-    transport = AiohttpTransport(
-        max_connections=max_connections, keepalive_expiry_s=keepalive_expiry_s
-    )
+    transport = AiohttpTransport(max_connections=max_connections, max_per_host=max_per_host)
     return httpx.AsyncClient(
         transport=transport,
         trust_env=False,

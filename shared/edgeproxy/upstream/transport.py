@@ -33,6 +33,11 @@ from edgeproxy.config.egress import EgressSettings
 from edgeproxy.tls import verified_context
 from edgeproxy.upstream.egress import EGRESS, REFUSED, GuardedResolver, literal_refusal
 
+# One host's share, and the process's ceiling (above the 512 request slots of
+# ``edgeproxy_dev.serving``: only the per-host bulkhead is ever the one reached).
+MAX_PER_HOST = 100
+MAX_CONNECTIONS = 1024
+
 
 @contextmanager
 def _mapped() -> Iterator[None]:
@@ -102,6 +107,13 @@ class _Body(httpx.AsyncByteStream):
 class AiohttpTransport(httpx.AsyncBaseTransport):
     """One aiohttp session (created on the first request, in the running loop).
 
+    Connections are a bulkhead per upstream host (host, port and scheme, as
+    aiohttp keys its pool): at most ``max_per_host`` to one, and
+    ``max_connections`` in all, which is set above what the process's request
+    slots can use, so one slow upstream holding all of its own connections
+    leaves every other host's untouched. A request waiting for a connection
+    waits at most its pool timeout (the attempt's deadline).
+
     A request carrying an ``egress`` extension (``EgressSettings``) is held to
     that rule when it connects: a literal address here, a name in
     ``GuardedResolver`` (``resolver``: the system's by default; a test injects
@@ -111,11 +123,13 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
     def __init__(
         self,
         *,
-        max_connections: int = 100,
+        max_connections: int = MAX_CONNECTIONS,
+        max_per_host: int = MAX_PER_HOST,
         keepalive_expiry_s: float = 20.0,
         resolver: AbstractResolver | None = None,
     ) -> None:
         self._limit = max_connections
+        self._per_host = max_per_host
         self._keepalive = keepalive_expiry_s
         self._resolver = resolver
         self._session: aiohttp.ClientSession | None = None
@@ -123,6 +137,7 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
     def _open(self) -> aiohttp.ClientSession:
         connector = aiohttp.TCPConnector(
             limit=self._limit,
+            limit_per_host=self._per_host,
             keepalive_timeout=self._keepalive,
             ssl=verified_context(),
             resolver=GuardedResolver(self._resolver or DefaultResolver()),

@@ -14,6 +14,7 @@ from edgeproxy.api.app import create_app
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import ModelOverloaded
 from edgeproxy.service.gateway import JsonAnswer, StreamAnswer
+from edgeproxy.service.key_slots import KeySlots
 from edgeproxy.service.keys import KeyRing
 from edgeproxy.service.request import ProxyRequest
 from edgeproxy.service.stream.events import Chunk, Closing, StreamItem
@@ -60,6 +61,7 @@ class StandIn:
 
     def __init__(self) -> None:
         self.keys = KeyRing(NoTableKeys(), time.time)
+        self.key_slots = KeySlots()
         self.configs: list[GatewayConfig] = []
         self.calls: list[tuple[ProxyRequest, GatewayConfig]] = []
         self.error: Exception | None = None

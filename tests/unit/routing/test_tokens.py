@@ -6,7 +6,7 @@ import pytest
 
 from edgeproxy.config.deployment import ProviderKind
 from edgeproxy.config.policies import Operation
-from edgeproxy.routing.tokens import (
+from edgeproxy.routing.estimates.tokens import (
     DEFAULT_OUTPUT_TOKENS,
     IMAGE_TOKENS,
     OUTPUT_CEILING,

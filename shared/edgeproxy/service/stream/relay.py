@@ -27,9 +27,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from edgeproxy.errors import EdgeproxyError, UpstreamFault
+from edgeproxy.routing.estimates.tokens import unreported_usage
 from edgeproxy.routing.refusal import fault_error
 from edgeproxy.routing.stream.completeness import Complete
-from edgeproxy.routing.tokens import unreported_usage
+from edgeproxy.service.calibrations import Calibrations
 from edgeproxy.service.outcomes import Outcomes
 from edgeproxy.service.run import Run, Served
 from edgeproxy.service.stream.continuation import Progress, added
@@ -52,8 +53,10 @@ class Relay:
         clock: Callable[[], float],
         telemetry: Telemetry,
         resume: Resume | None = None,
+        calibrations: Calibrations | None = None,
     ) -> None:
         self._outcomes = outcomes
+        self._calibrations = calibrations
         self._clock = clock
         self._recovery = Recovery(outcomes, clock, telemetry, resume)
 
@@ -185,6 +188,10 @@ class Relay:
             if record is not None:
                 record.anomalies = list(outcome.anomalies)
         own = stream.usage
+        if own is not None and self._calibrations is not None:
+            self._calibrations.observe(
+                served.attempt.deployment.id, run.req.body, own.prompt_tokens
+            )
         if record is not None and own is not None:
             record.usage = {
                 "prompt_tokens": own.prompt_tokens,

@@ -27,6 +27,15 @@ least the default, so whether it fits is decided as before. Tokens then stay
 within the limit, up to what the prompt estimate misses: every attempt
 reserves at least what it may answer, and admission keeps the reservations
 within the limit.
+
+A client key's reservation (``service/key_reserve.py``) cannot take the
+client's word for its prompt: it reserves ``key_estimate``, the prompt's
+``prompt_bound`` (the estimate above plus what a chat format adds around
+each message, ``MESSAGE_TOKENS``, and before the reply, ``PROMPT_TOKENS``)
+scaled by the serving pool's calibration (``routing.calibration``: how far
+its upstreams' reported counts ran above this estimate), plus the output
+the request may answer. ``max_tokens`` moves only the output part, which an
+upstream that obeys it cannot exceed.
 """
 
 from __future__ import annotations
@@ -38,11 +47,14 @@ from typing import Any
 
 from edgeproxy.config.deployment import Deployment, ProviderKind
 from edgeproxy.config.policies import Operation
+from edgeproxy.routing.estimates.calibration import scaled
 
 CHARS_PER_TOKEN = 4
 IMAGE_TOKENS = 765
 DEFAULT_OUTPUT_TOKENS = 256
 OUTPUT_CEILING = 4096  # the most the gateway itself asks an upstream for
+MESSAGE_TOKENS = 4  # a message's role and delimiters, as chat formats count them
+PROMPT_TOKENS = 3  # what a chat format puts before the reply
 _INPUT_FIELDS = ("messages", "input", "prompt", "instructions", "system", "tools", "functions")
 _OUTPUT_LIMITS = ("max_completion_tokens", "max_tokens", "max_output_tokens")
 _IMAGE_PARTS = frozenset({"image_url", "image", "input_image"})
@@ -68,6 +80,32 @@ class Reservation:
 def estimate_tokens(body: Mapping[str, Any], operation: Operation) -> int:
     """The tokens one request is expected to use (prompt plus output), at least 1."""
     prompt = _prompt(body)
+    if operation is Operation.EMBEDDINGS:
+        return max(1, prompt)
+    limit = _limit(body)
+    return max(1, prompt + (DEFAULT_OUTPUT_TOKENS if limit is None else limit) * _choices(body))
+
+
+def prompt_bound(body: Mapping[str, Any]) -> int:
+    """A conservative estimate of the prompt: its text and images, and each message's frame.
+
+    >>> prompt_bound({"messages": [{"role": "user", "content": "Hello!"}]})
+    10
+    """
+    return _prompt(body) + MESSAGE_TOKENS * _messages(body) + PROMPT_TOKENS
+
+
+def key_estimate(body: Mapping[str, Any], operation: Operation, ratio: float = 1.0) -> int:
+    """What a client key reserves for one request: the calibrated prompt, plus its output.
+
+    ``ratio``: the pool's calibration (1: none yet). The output part is the
+    request's output limit (``DEFAULT_OUTPUT_TOKENS`` without one) times ``n``.
+
+    >>> key_estimate({"messages": [{"role": "user", "content": "Hello!"}], "max_tokens": 1},
+    ...              Operation.CHAT, ratio=1.5)
+    16
+    """
+    prompt = scaled(prompt_bound(body), ratio)
     if operation is Operation.EMBEDDINGS:
         return max(1, prompt)
     limit = _limit(body)
@@ -124,6 +162,15 @@ def _prompt(body: Mapping[str, Any]) -> int:
             chars += more_chars
             images += more_images
     return math.ceil(chars / CHARS_PER_TOKEN) + images * IMAGE_TOKENS
+
+
+def _messages(body: Mapping[str, Any]) -> int:
+    count = 0
+    for name in ("messages", "input"):
+        value = body.get(name)
+        if isinstance(value, list):
+            count += len(value)
+    return count
 
 
 def _choices(body: Mapping[str, Any]) -> int:
