@@ -42,6 +42,8 @@ from edgeproxy.routing.explain.notes import Group, Notes
 from edgeproxy.routing.explain.reasons import Cause, Reason, account
 from edgeproxy.routing.health import with_usable_health
 from edgeproxy.routing.ordering.strategies import StrategyInputs, order
+from edgeproxy.routing.prefill.choice import binding_kept, prefill_params
+from edgeproxy.routing.prefill.hints import Hint
 from edgeproxy.routing.snapshot import OpenCause, PoolSnapshot
 
 StrategyChoice = Strategy | Mapping[int, Strategy] | Callable[[int], Strategy]
@@ -59,7 +61,9 @@ class RouteRequest:
     default, ``admin``, sees every deployment). ``native``: the request has
     no translation to another operation (a Responses request with
     ``previous_response_id``, say): deployments that would need one are
-    incompatible, so no attempt is spent on them.
+    incompatible, so no attempt is spent on them. ``prompt_tokens`` and
+    ``hints``: what 001's prefill rule (``simple-shuffle``'s ``prefill``)
+    estimates the request's uncached prompt tokens from.
     """
 
     operation: Operation = Operation.CHAT
@@ -72,6 +76,8 @@ class RouteRequest:
     native: bool = False
     params: ParamsChoice | None = None  # None: every strategy's defaults
     protocol: str = ""  # the inbound protocol (``ProxyRequest.protocol``), for hash_affinity
+    prompt_tokens: int = 0  # the prompt's estimate, for 001's prefill rule
+    hints: Mapping[str, Hint] = field(default_factory=dict)  # the caller's, by deployment id
 
     def strategy_for(self, tier: int) -> Strategy:
         """The strategy of priority tier ``tier``."""
@@ -173,6 +179,9 @@ def next_deployment(
         request.caller,
         notes=notes,
         protocol=request.protocol,
+        prompt_tokens=request.prompt_tokens,
+        hints=request.hints,
+        now=now,
     )
 
     def reasons(chosen: str | None = None, how: Cause | None = None) -> tuple[Reason, ...]:
@@ -187,9 +196,15 @@ def next_deployment(
         bound = next((d for d in usable if d.id == binding.deployment_id), None)
         # Weight 0 drains a deployment: a binding must not keep traffic flowing to it.
         if bound is not None and bound.weight > 0 and counts.get(bound.id, 0) == 0:
-            probe = statuses[bound.id].probe
-            why = reasons(bound.id, Cause.STICKY)
-            return Pick(bound, bound.priority, None, probe, sticky=True, reasons=why)
+            if _within_ceiling(bound, snapshot, request):
+                probe = statuses[bound.id].probe
+                why = reasons(bound.id, Cause.STICKY)
+                return Pick(bound, bound.priority, None, probe, sticky=True, reasons=why)
+            # 001: a backlog above the affinity ceiling gives the binding up for this
+            # request and excludes its deployment from the draw (unless it is the only one).
+            notes.remark(bound.id, "prefill: binding given up above the affinity ceiling")
+            others = [d for d in usable if d.id != bound.id]
+            usable = others or usable
 
     by_tries: dict[int, list[Deployment]] = {}
     for dep in usable:
@@ -203,6 +218,14 @@ def next_deployment(
             return Pick(dep, pick.tier, pick.strategy, probe, False, tries, pick.ranked, why)
     blocked = _blocked(deployments, statuses, skip, weight_excluded=bool(usable))
     return replace(blocked, reasons=reasons())
+
+
+def _within_ceiling(bound: Deployment, snapshot: PoolSnapshot, request: RouteRequest) -> bool:
+    """Whether the binding holds under the bound tier's prefill rule (no rule: it holds)."""
+    params = prefill_params(
+        request.params_for(bound.priority, request.strategy_for(bound.priority))
+    )
+    return params is None or binding_kept(snapshot, bound.id, params)
 
 
 def _pick_in_tiers(
