@@ -189,7 +189,7 @@ def next_deployment(
             pool, statuses, notes, skip=skip, counts=counts, chosen=chosen, how=how, bound=bound_id
         )
 
-    binding, bound_id = snapshot.binding, None
+    binding, bound_id, avoided = snapshot.binding, None, None
     if request.sticky and binding_valid(binding, now, snapshot.pool_generation):
         assert binding is not None
         bound_id = binding.deployment_id
@@ -201,21 +201,22 @@ def next_deployment(
                 why = reasons(bound.id, Cause.STICKY)
                 return Pick(bound, bound.priority, None, probe, sticky=True, reasons=why)
             # 001: a backlog above the affinity ceiling gives the binding up for this
-            # request and excludes its deployment from the draw (unless it is the only one).
+            # request and excludes its deployment from the draw (unless nothing else is left).
             notes.remark(bound.id, "prefill: binding given up above the affinity ceiling")
-            others = [d for d in usable if d.id != bound.id]
-            usable = others or usable
+            avoided = bound.id
 
-    by_tries: dict[int, list[Deployment]] = {}
-    for dep in usable:
-        by_tries.setdefault(counts.get(dep.id, 0), []).append(dep)
-    for tries in sorted(by_tries):
-        pick = _pick_in_tiers(by_tries[tries], len(deployments), request, inputs, rng)
-        if pick is not None:
-            dep = pick.deployment
-            why = reasons(dep.id, Cause.STRATEGY if pick.strategy else Cause.ONLY)
-            probe = statuses[dep.id].probe
-            return Pick(dep, pick.tier, pick.strategy, probe, False, tries, pick.ranked, why)
+    passes = [[d for d in usable if d.id != avoided], usable] if avoided else [usable]
+    for candidates in passes:
+        by_tries: dict[int, list[Deployment]] = {}
+        for dep in candidates:
+            by_tries.setdefault(counts.get(dep.id, 0), []).append(dep)
+        for tries in sorted(by_tries):
+            pick = _pick_in_tiers(by_tries[tries], len(deployments), request, inputs, rng)
+            if pick is not None:
+                dep = pick.deployment
+                why = reasons(dep.id, Cause.STRATEGY if pick.strategy else Cause.ONLY)
+                probe = statuses[dep.id].probe
+                return Pick(dep, pick.tier, pick.strategy, probe, False, tries, pick.ranked, why)
     blocked = _blocked(deployments, statuses, skip, weight_excluded=bool(usable))
     return replace(blocked, reasons=reasons())
 

@@ -37,7 +37,9 @@ HEAVY, LIGHT = dep("heavy", 10), dep("light", 1)
 def split(loads: dict[str, PrefillLoad], n: int = 4000, **kw: int) -> Counter[str]:
     rng = random.Random(7)
     sizes = {"heavy": kw.get("uncached", 1000), "light": kw.get("uncached", 1000)}
-    return Counter(choose([HEAVY, LIGHT], loads, sizes, SETTINGS, rng, weighted_draw).id for _ in range(n))
+    return Counter(
+        choose([HEAVY, LIGHT], loads, sizes, SETTINGS, rng, weighted_draw).id for _ in range(n)
+    )
 
 
 def test_below_the_threshold_the_weights_decide_alone() -> None:
@@ -87,10 +89,14 @@ def test_a_warmed_continuation_is_not_a_large_prefill_until_its_hint_expires() -
     loads = {"heavy": PrefillLoad(elephants=1)}
     rng = random.Random(3)
     warm = {d.id: uncached(book, d.id, 250_000, 1060.0, ttl) for d in (HEAVY, LIGHT)}
-    picks = Counter(choose([HEAVY, LIGHT], loads, warm, SETTINGS, rng, weighted_draw).id for _ in range(200))
+    picks = Counter(
+        choose([HEAVY, LIGHT], loads, warm, SETTINGS, rng, weighted_draw).id for _ in range(200)
+    )
     assert picks["heavy"] > 150
     cold = {d.id: uncached(book, d.id, 250_000, expired, ttl) for d in (HEAVY, LIGHT)}
-    picks = Counter(choose([HEAVY, LIGHT], loads, cold, SETTINGS, rng, weighted_draw).id for _ in range(200))
+    picks = Counter(
+        choose([HEAVY, LIGHT], loads, cold, SETTINGS, rng, weighted_draw).id for _ in range(200)
+    )
     assert picks == Counter({"light": 200})
 
 
