@@ -126,10 +126,6 @@ class Usage:
     sticky_hits: int = 0
     # Admitted against tpm limits: estimates at start, reconciled to actual usage at the end.
     reserved_tokens: int = 0
-    # 001's prefill lease: uncached prompt tokens an attempt holds from its start to its
-    # first token, and 1 when they make it large (``routing.prefill``); held like in-flight.
-    prefill_tokens: int = 0
-    prefill_elephants: int = 0
 
     # Failures by class (routing.counters.FAILURE_COUNTERS) and successes by latency
     # (routing.counters.LATENCY_BOUNDS_MS): what the status page's sparklines read.
@@ -146,6 +142,10 @@ class Usage:
     latency_le_10000: int = 0
     latency_le_30000: int = 0
     latency_over_30000: int = 0
+    # 001's prefill lease: uncached prompt tokens an attempt holds from its start to its
+    # first token, and 1 when they make it large (``routing.prefill``); held like in-flight.
+    prefill_tokens: int = 0
+    prefill_elephants: int = 0
     seconds: Mapping[int, Second] = field(default_factory=dict)
 
     @property
