@@ -189,7 +189,7 @@ def next_deployment(
             pool, statuses, notes, skip=skip, counts=counts, chosen=chosen, how=how, bound=bound_id
         )
 
-    binding, bound_id, avoided = snapshot.binding, None, None
+    binding, bound_id = snapshot.binding, None
     if request.sticky and binding_valid(binding, now, snapshot.pool_generation):
         assert binding is not None
         bound_id = binding.deployment_id
@@ -203,20 +203,20 @@ def next_deployment(
             # 001: a backlog above the affinity ceiling gives the binding up for this
             # request and excludes its deployment from the draw (unless nothing else is left).
             notes.remark(bound.id, "prefill: binding given up above the affinity ceiling")
-            avoided = bound.id
+            others = [d for d in usable if d.id != bound.id]
+            if any(d.weight > 0 for d in others):  # one some strategy will draw
+                usable = others
 
-    passes = [[d for d in usable if d.id != avoided], usable] if avoided else [usable]
-    for candidates in passes:
-        by_tries: dict[int, list[Deployment]] = {}
-        for dep in candidates:
-            by_tries.setdefault(counts.get(dep.id, 0), []).append(dep)
-        for tries in sorted(by_tries):
-            pick = _pick_in_tiers(by_tries[tries], len(deployments), request, inputs, rng)
-            if pick is not None:
-                dep = pick.deployment
-                why = reasons(dep.id, Cause.STRATEGY if pick.strategy else Cause.ONLY)
-                probe = statuses[dep.id].probe
-                return Pick(dep, pick.tier, pick.strategy, probe, False, tries, pick.ranked, why)
+    by_tries: dict[int, list[Deployment]] = {}
+    for dep in usable:
+        by_tries.setdefault(counts.get(dep.id, 0), []).append(dep)
+    for tries in sorted(by_tries):
+        pick = _pick_in_tiers(by_tries[tries], len(deployments), request, inputs, rng)
+        if pick is not None:
+            dep = pick.deployment
+            why = reasons(dep.id, Cause.STRATEGY if pick.strategy else Cause.ONLY)
+            probe = statuses[dep.id].probe
+            return Pick(dep, pick.tier, pick.strategy, probe, False, tries, pick.ranked, why)
     blocked = _blocked(deployments, statuses, skip, weight_excluded=bool(usable))
     return replace(blocked, reasons=reasons())
 
