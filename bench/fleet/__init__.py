@@ -3,5 +3,6 @@
 ``capacity``: a DynamoDB capacity model (per-partition read and write units,
 the 400 KB item limit, split for heat); ``engine``: virtual instances on it in
 virtual time; ``moto_fleet``: real instances on the embedded store in real
-time; ``report``: the Markdown report and its plots; ``run``: the command.
+time; ``prefill``: 001's prefill rule on and off over prefill-bound replicas
+in virtual time; ``report``: the Markdown report and its plots; ``run``: the command.
 """

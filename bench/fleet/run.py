@@ -15,6 +15,9 @@ from pathlib import Path
 from bench.fleet.capacity import CapacityModel
 from bench.fleet.engine import Fleet, Outcome, Scenario
 from bench.fleet.moto_fleet import MotoOutcome, moto_runs
+from bench.fleet.prefill import PrefillOutcome
+from bench.fleet.prefill import rows as prefill_rows
+from bench.fleet.prefill import runs as prefill_runs
 from bench.fleet.report import model_rows, moto_rows, plots
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "fleet"
@@ -42,7 +45,13 @@ def model_runs(rates: tuple[int, ...], seconds: float, *, new_table_rate: int) -
     return runs
 
 
-def report(runs: list[Outcome], motos: list[MotoOutcome], out: Path, took: float) -> Path:
+def report(
+    runs: list[Outcome],
+    motos: list[MotoOutcome],
+    out: Path,
+    took: float,
+    prefill: list[PrefillOutcome] | None = None,
+) -> Path:
     """Write REPORT.md and the plots into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     names = plots(runs, out)
@@ -77,6 +86,19 @@ def report(runs: list[Outcome], motos: list[MotoOutcome], out: Path, took: float
         *moto_rows(motos),
         "",
     ]
+    if prefill:
+        lines += [
+            "## 001's prefill rule (virtual time)",
+            "",
+            "Four prefill-bound replicas of equal weight at 10,000 prompt tokens/s each, 60 %",
+            "loaded by Poisson arrivals, 1 % of them large (200,000-300,000 uncached tokens),",
+            "routed by the gateway's core on a fleet-wide read 10 ms old (bench/fleet/prefill.py).",
+            "`fifo`: a replica prefills one prompt at a time; `shared`: it shares its rate among",
+            "every prompt it holds (chunked prefill). TTFT: arrival to the end of its prefill.",
+            "",
+            *prefill_rows(prefill),
+            "",
+        ]
     path = out / "REPORT.md"
     path.write_text("\n".join(lines))
     return path
@@ -91,10 +113,12 @@ def main() -> None:
     if args.quick:
         runs = model_runs((100, 1000), 2.0, new_table_rate=1000)
         motos = moto_runs([(50, 1.0, 20, 1, 35), (50, 1.0, 20, 4, 35)])
+        prefill = prefill_runs(seeds=1, seconds=300.0)
     else:
         runs = model_runs(RATES, SECONDS, new_table_rate=1000)
         motos = moto_runs([(100, 3.0, 100, 1, 210), (100, 3.0, 100, 4, 210)])
-    print(report(runs, motos, args.out, time.monotonic() - began))
+        prefill = prefill_runs(seeds=3, seconds=3600.0)
+    print(report(runs, motos, args.out, time.monotonic() - began, prefill))
 
 
 if __name__ == "__main__":

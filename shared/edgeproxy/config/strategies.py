@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 
 from pydantic import ConfigDict, Field, ValidationError
 
@@ -77,16 +77,50 @@ class LoadAware(StrategyParams):
     intervene_inflight: Annotated[int, Field(ge=0)] | None = DEFAULT_INTERVENE_INFLIGHT
 
 
+class PrefillParams(StrategyParams):
+    """001's prefill-aware rules (``routing.prefill``), with 001's defaults.
+
+    The load is the uncached prompt tokens in prefill fleet-wide (a lease from
+    an attempt's start to its first token, in the usage buckets).
+    """
+
+    intervene_tokens: Annotated[int, Field(ge=0)] = Field(
+        50_000,
+        description="keep the lighter of two weighted draws when the heavier has at least "
+        "this many uncached prompt tokens in prefill",
+    )
+    elephant_tokens: Annotated[int, Field(ge=1)] = Field(
+        200_000, description="a request with at least this many uncached prompt tokens is large"
+    )
+    elephant_limit: Annotated[int, Field(ge=1)] = Field(
+        1, description="large prefills a deployment takes at once before large requests skip it"
+    )
+    affinity_ceiling: Annotated[int, Field(ge=0)] = Field(
+        150_000,
+        description="a sticky binding is given up while its deployment has more uncached "
+        "prompt tokens than this in prefill",
+    )
+    hint_ttl_seconds: Annotated[float, Field(ge=0, le=86_400)] = Field(
+        1200.0,
+        description="how long a caller's last prompt size on a deployment counts as cached",
+    )
+
+
 class WeightedDrawParams(LoadAware):
     """``simple-shuffle``: weighted draws, load-aware only past the threshold when one is set.
 
     Off by default: the rule needs the in-flight counters in every routing read,
     which measured 24.6 -> 36.9 ms at p50 for one client on the embedded store
     (the default pool's read grows from 10 keys to 16, usage items included).
+    ``prefill`` (off by default, for the same read): 001's prefill-aware rules.
     """
 
     intervene_inflight: Annotated[int, Field(ge=0)] | None = Field(
         None, description=_INTERVENE_DOC + "; null (the default): plain weighted draws"
+    )
+    prefill: PrefillParams | None = Field(
+        None,
+        description="001's prefill-aware choice ({} for its defaults); null (the default): off",
     )
 
 
@@ -159,24 +193,35 @@ def merged(strategy: Strategy, *levels: Mapping[Strategy, Mapping[str, Any]]) ->
 
 
 def describe(strategy: Strategy) -> list[dict[str, Any]]:
-    """``strategy``'s parameters as ``GET /admin/strategies`` and the README list them."""
-    model = PARAMS[strategy]
+    """``strategy``'s parameters as ``GET /admin/strategies`` and the README list them.
+
+    A parameter that is a group of settings (``prefill``) is listed, then each
+    of its settings as ``<group>.<name>``.
+    """
+    return _rows(PARAMS[strategy])
+
+
+def _rows(model: type[StrategyParams], prefix: str = "") -> list[dict[str, Any]]:
     schema = model.model_json_schema()
     rows = []
     for name, field in model.model_fields.items():
         prop = schema["properties"][name]
         options = prop.get("anyOf", [prop])
-        types = [o["type"] for o in options if "type" in o]
+        types = [o.get("type", "object" if "$ref" in o else "") for o in options]
         numeric = (o for o in options if o.get("type") in ("integer", "number"))
         bounds: dict[str, Any] = next(numeric, {})
         rows.append(
             {
-                "name": name,
-                "type": " or ".join(types),
+                "name": prefix + name,
+                "type": " or ".join(t for t in types if t),
                 "minimum": bounds.get("minimum"),
                 "maximum": bounds.get("maximum"),
                 "default": field.default,
                 "description": field.description or "",
             }
         )
+        groups = [a for a in get_args(field.annotation) if isinstance(a, type)]
+        for group in groups:
+            if issubclass(group, StrategyParams):
+                rows.extend(_rows(group, f"{prefix}{name}."))
     return rows

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Collection, Mapping, Sequence, Set
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.policies import Operation
@@ -50,6 +50,8 @@ from edgeproxy.routing.explain.notes import Group, Notes
 from edgeproxy.routing.explain.reasons import Cause, Reason, account
 from edgeproxy.routing.health import with_usable_health
 from edgeproxy.routing.ordering.strategies import StrategyInputs, order
+from edgeproxy.routing.prefill.choice import binding_kept, prefill_params
+from edgeproxy.routing.prefill.hints import Hint
 from edgeproxy.routing.snapshot import PoolSnapshot
 
 StrategyChoice = Strategy | Mapping[int, Strategy] | Callable[[int], Strategy]
@@ -69,7 +71,9 @@ class RouteRequest:
     ``previous_response_id``, say): deployments that would need one are
     incompatible, so no attempt is spent on them. ``features``: what the
     request uses that some adapters cannot carry (``routing.features``):
-    deployments whose provider kind cannot are incompatible the same way.
+    deployments whose provider kind cannot are incompatible the same way. ``prompt_tokens`` and
+    ``hints``: what 001's prefill rule (``simple-shuffle``'s ``prefill``)
+    estimates the request's uncached prompt tokens from.
     """
 
     operation: Operation = Operation.CHAT
@@ -83,6 +87,8 @@ class RouteRequest:
     features: frozenset[str] = frozenset()
     params: ParamsChoice | None = None  # None: every strategy's defaults
     protocol: str = ""  # the inbound protocol (``ProxyRequest.protocol``), for hash_affinity
+    prompt_tokens: int = 0  # the prompt's estimate, for 001's prefill rule
+    hints: Mapping[str, Hint] = field(default_factory=dict)  # the caller's, by deployment id
 
     def strategy_for(self, tier: int) -> Strategy:
         """The strategy of priority tier ``tier``."""
@@ -166,6 +172,9 @@ def next_deployment(
         request.caller,
         notes=notes,
         protocol=request.protocol,
+        prompt_tokens=request.prompt_tokens,
+        hints=request.hints,
+        now=now,
     )
 
     def reasons(chosen: str | None = None, how: Cause | None = None) -> tuple[Reason, ...]:
@@ -179,9 +188,16 @@ def next_deployment(
         bound_id = binding.deployment_id
         bound = next((d for d in usable if d.id == binding.deployment_id), None)
         if bound is not None and _holds(bound, usable, counts, len(deployments), request, inputs):
-            probe = statuses[bound.id].probe
-            why = reasons(bound.id, Cause.STICKY)
-            return Pick(bound, bound.priority, None, probe, sticky=True, reasons=why)
+            if _within_ceiling(bound, snapshot, request):
+                probe = statuses[bound.id].probe
+                why = reasons(bound.id, Cause.STICKY)
+                return Pick(bound, bound.priority, None, probe, sticky=True, reasons=why)
+            # 001: a backlog above the affinity ceiling gives the binding up for this
+            # request and excludes its deployment from the draw (unless nothing else is left).
+            notes.remark(bound.id, "prefill: binding given up above the affinity ceiling")
+            others = [d for d in usable if d.id != bound.id]
+            if any(d.weight > 0 for d in others):  # one some strategy will draw
+                usable = others
 
     by_tries: dict[int, list[Deployment]] = {}
     for dep in usable:
@@ -230,6 +246,14 @@ def _pickable(
     alone = replace(inputs, params=request.params_for(dep.priority, strategy), notes=None)
     # One candidate: the order is fixed, so the rng is a throwaway (the request's stays untouched).
     return bool(order(strategy, [dep], alone, random.Random(0)))
+
+
+def _within_ceiling(bound: Deployment, snapshot: PoolSnapshot, request: RouteRequest) -> bool:
+    """Whether the binding holds under the bound tier's prefill rule (no rule: it holds)."""
+    params = prefill_params(
+        request.params_for(bound.priority, request.strategy_for(bound.priority))
+    )
+    return params is None or binding_kept(snapshot, bound.id, params)
 
 
 def _pick_in_tiers(

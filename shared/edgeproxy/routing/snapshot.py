@@ -142,6 +142,10 @@ class Usage:
     latency_le_10000: int = 0
     latency_le_30000: int = 0
     latency_over_30000: int = 0
+    # 001's prefill lease: uncached prompt tokens an attempt holds from its start to its
+    # first token, and 1 when they make it large (``routing.prefill``); held like in-flight.
+    prefill_tokens: int = 0
+    prefill_elephants: int = 0
     seconds: Mapping[int, Second] = field(default_factory=dict)
 
     @property
@@ -264,3 +268,13 @@ class PoolSnapshot:
     def inflight_of(self, deployment_id: str) -> int:
         """In-flight attempts: the last two buckets summed, so a crash leaks at most 2 min."""
         return max(0, sum(u.inflight for u in self.usage.get(deployment_id, [])))
+
+    def prefill_of(self, deployment_id: str) -> tuple[int, int]:
+        """Uncached prompt tokens in prefill and large prefills among them, fleet-wide.
+
+        Read like ``inflight_of`` (the last two buckets summed), so a lease whose
+        instance died stops counting within two minutes.
+        """
+        buckets = self.usage.get(deployment_id, [])
+        tokens = sum(u.prefill_tokens for u in buckets)
+        return max(0, tokens), max(0, sum(u.prefill_elephants for u in buckets))

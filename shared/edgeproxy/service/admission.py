@@ -9,6 +9,12 @@ current bucket (+1 there first, then -1 in the old one), and the outcome
 releases it from whichever bucket holds it. A crashed instance moves
 nothing, so its counts stop being read within two minutes of its last move;
 the buckets themselves expire after an hour.
+
+001's prefill lease (``prefill_tokens``, ``prefill_elephants``: the attempt's
+uncached prompt estimate, when the prefill rule is on) rides the same start
+count, moves with the in-flight count and is released at the first token: a
+stream's when it commits (its own write, off the critical path), otherwise
+with the outcome's release.
 """
 
 from __future__ import annotations
@@ -48,6 +54,8 @@ class InFlight:
         until: float,
     ) -> None:
         self.minute = minute  # the bucket that holds the count now
+        self.prefill = (0, 0)  # the prefill lease still held: (tokens, large)
+        self._lock = asyncio.Lock()  # a move and a release never interleave
         self._store = store
         self._deployment_id = deployment_id
         self._clock = clock
@@ -87,16 +95,51 @@ class InFlight:
             if current > self.minute:
                 await self._move(current)
 
+    def released(self) -> tuple[int, int]:
+        """Give the prefill lease up here (the caller writes it); what was held."""
+        held, self.prefill = self.prefill, (0, 0)
+        return held
+
+    async def release_prefill(self, admission: asyncio.Future[bool] | None) -> None:
+        """Write the prefill lease's release now (a stream's first token), after its start."""
+        if self.prefill == (0, 0):
+            return
+        if admission is not None:
+            try:
+                if not await admission:
+                    return
+            except StoreError:
+                return
+        async with self._lock:
+            tokens, large = self.released()
+            if tokens or large:
+                delta = UsageDelta(
+                    self._deployment_id,
+                    self.minute,
+                    prefill_tokens=-tokens,
+                    prefill_elephants=-large,
+                )
+                try:
+                    await self._store.record(delta, bucket_expiry(self.minute))
+                except StoreError:
+                    logger.warning("could not release the prefill lease on %s", delta.deployment_id)
+
     async def _move(self, current: int) -> None:
         dep = self._deployment_id
-        try:
-            await self._store.record(UsageDelta(dep, current, inflight=1), bucket_expiry(current))
-            moved_from, self.minute = self.minute, current
-            await self._store.record(
-                UsageDelta(dep, moved_from, inflight=-1), bucket_expiry(moved_from)
-            )
-        except StoreError:
-            logger.warning("could not move the in-flight count of an attempt on %s", dep)
+        async with self._lock:
+            tokens, large = self.prefill
+            try:
+                more = UsageDelta(
+                    dep, current, inflight=1, prefill_tokens=tokens, prefill_elephants=large
+                )
+                await self._store.record(more, bucket_expiry(current))
+                moved_from, self.minute = self.minute, current
+                less = UsageDelta(
+                    dep, moved_from, inflight=-1, prefill_tokens=-tokens, prefill_elephants=-large
+                )
+                await self._store.record(less, bucket_expiry(moved_from))
+            except StoreError:
+                logger.warning("could not move the in-flight count of an attempt on %s", dep)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +155,9 @@ class Attempt:
     admission: asyncio.Future[bool] | None = field(default=None, compare=False)
     reserved: int = 0  # tokens reserved against the deployment's tpm limit at start
     inflight: InFlight | None = field(default=None, compare=False)
-    output_limit: int | None = None  # set by the gateway from the tpm budget (routing.tokens)
+    output_limit: int | None = (
+        None  # set by the gateway from the tpm budget (routing.estimates.tokens)
+    )
 
     async def admitted(self) -> None:
         """Wait for the start count to land (it may run alongside the upstream call).
@@ -136,18 +181,24 @@ class Attempt:
         ``finished`` (when it finished, and its sample) in the second it finished.
         """
         held = await self.inflight.stop() if self.inflight is not None else self.minute
+        tokens, large = self.inflight.released() if self.inflight is not None else (0, 0)
         dep = self.deployment.id
+        here = held == self.minute
         deltas = {
             self.minute: UsageDelta(
                 dep,
                 self.minute,
-                inflight=-1 if held == self.minute else 0,
+                inflight=-1 if here else 0,
                 reserved_tokens=reconcile if self.reserved else 0,
+                prefill_tokens=-tokens if here else 0,
+                prefill_elephants=-large if here else 0,
                 **counters,
             )
         }
-        if held != self.minute:
-            deltas[held] = UsageDelta(dep, held, inflight=-1)
+        if not here:
+            deltas[held] = UsageDelta(
+                dep, held, inflight=-1, prefill_tokens=-tokens, prefill_elephants=-large
+            )
         if finished is not None:
             at, sample = finished
             minute, second = int(at // 60), int(at % 60)

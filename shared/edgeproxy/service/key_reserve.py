@@ -8,7 +8,7 @@ when the answer has been counted, the estimate is taken back through the
 same counter path as the actual usage, so the actual never lands after the
 release. A refused reservation is the same 429 the read check gives.
 
-The estimate is ``routing.tokens.key_estimate``: the prompt's conservative
+The estimate is ``routing.estimates.tokens.key_estimate``: the prompt's conservative
 bound scaled by the pool's calibration (the highest ratio of reported to
 estimated prompt tokens among its deployments, ``service.calibrations``),
 plus the request's output limit. What remains (the README's bound): an

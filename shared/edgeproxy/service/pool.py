@@ -16,9 +16,13 @@ from typing import TYPE_CHECKING
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.policies import Deadline
 from edgeproxy.config.router import CircuitSettings, StickySettings
+from edgeproxy.config.strategies import PrefillParams
 from edgeproxy.errors import RequestError
 from edgeproxy.routing.access import ClientKey
+from edgeproxy.routing.estimates.tokens import prompt_tokens
 from edgeproxy.routing.ordering.strategies import reads_counters
+from edgeproxy.routing.prefill.choice import prefill_params
+from edgeproxy.routing.prefill.hints import Hint
 from edgeproxy.routing.selection import RouteRequest
 from edgeproxy.routing.snapshot import BindingKey, Capacity, Circuit, PoolSnapshot
 from edgeproxy.service.attempts import features_of, untranslatable
@@ -119,9 +123,23 @@ async def open_pool(store: PoolSource, run: Run, model: str, now: float) -> Pool
     )
 
 
-def route_request(run: Run, ctx: PoolContext) -> RouteRequest:
-    """What the core routes ``run`` in ``ctx``'s pool by (the router and the explainer alike)."""
+def prefill_rule(run: Run, ctx: PoolContext, dep: Deployment) -> PrefillParams | None:
+    """001's prefill rule as ``dep``'s tier runs it for ``run`` (None: off there)."""
     req, config = run.req, run.config
+    strategy = config.strategy_for(ctx.model, dep.priority, req.operation, req.protocol)
+    params = config.params_for(ctx.model, dep.priority, strategy, req.operation, req.protocol)
+    return prefill_params(params)
+
+
+def route_request(
+    run: Run, ctx: PoolContext, hints: Mapping[str, Hint] | None = None
+) -> RouteRequest:
+    """What the core routes ``run`` in ``ctx``'s pool by (the router and the explainer alike).
+
+    ``hints``: the caller's prompt-size hints, for 001's prefill rule.
+    """
+    req, config = run.req, run.config
+    prefill = any(prefill_rule(run, ctx, d) is not None for d in ctx.deployments)
     return RouteRequest(
         operation=req.operation,
         modalities=req.modalities,
@@ -142,4 +160,7 @@ def route_request(run: Run, ctx: PoolContext) -> RouteRequest:
         if any(d.carriage.limited for d in ctx.deployments)
         else frozenset(),
         protocol=req.protocol,
+        # The prompt is walked only when a tier of this pool runs the prefill rule.
+        prompt_tokens=prompt_tokens(req.body) if prefill else 0,
+        hints=hints or {},
     )

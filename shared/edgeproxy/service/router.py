@@ -18,6 +18,7 @@ import random
 from collections import deque
 from collections.abc import Callable, Sequence
 
+from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import CredentialError, UpstreamFault
 from edgeproxy.routing.estimates.tokens import reservation, with_output_limit
@@ -29,6 +30,7 @@ from edgeproxy.service.attempts import Caller, check_pool, native_refusal, wire
 from edgeproxy.service.credentials import CredentialResolver
 from edgeproxy.service.outcomes import Outcomes
 from edgeproxy.service.pool import PoolContext, Standing, open_pool, route_request
+from edgeproxy.service.prefill import Prefill
 from edgeproxy.service.run import Run, Served
 from edgeproxy.service.trace import AttemptRecord
 from edgeproxy.state.store import RouterStore
@@ -53,6 +55,7 @@ class Router:
         self._credentials = credentials
         self._clock = clock
         self._rng = rng
+        self._prefill = Prefill(clock)  # 001's prefill leases and hints
 
     async def route(self, run: Run, caller: Caller) -> Served | RouteFailure:
         """Try the requested model's pool, then its fallback chains."""
@@ -112,7 +115,7 @@ class Router:
         if not ctx.deployments:
             return PoolFailure()  # a continuation with no prefill-capable deployment here
         pinned = run.req.pin is not None
-        route = route_request(run, ctx)
+        route = route_request(run, ctx, self._prefill.hints(run.req.caller))
         log = AttemptLog(skip=skip)
         while True:
             step = next_step(
@@ -166,17 +169,7 @@ class Router:
         # Under a tpm limit, a request without an output limit gets one from the minute's rest.
         used = ctx.snapshot.usage_of(dep.id, minute).tpm_used
         planned = reservation(run.req.body, run.req.operation, dep.tpm_limit, used)
-        admission = asyncio.ensure_future(
-            self._store.admit(
-                dep.id,
-                minute,
-                dep.rpm_limit,
-                bucket_expiry(minute),
-                tpm_limit=dep.tpm_limit,
-                reserve=planned.tokens,
-                shards=dep.counter_shards,
-            )
-        )
+        admission, prefill = self._start_count(run, ctx, dep, minute, planned.tokens)
         if limited and not await admission:
             # At its rpm or tpm limit (another instance got there first).
             if pick.probe:
@@ -185,6 +178,7 @@ class Router:
             return ctx, log.skipped(dep.id, rate_limited=True)
         log = log.started(dep.id)
         inflight = InFlight(self._store, dep.id, minute, self._clock, run.budget.deadline_at)
+        inflight.prefill = prefill  # held with the in-flight count until the first token
         inflight.follow(admission)
         attempt = Attempt(
             dep,
@@ -203,6 +197,25 @@ class Router:
             return result
         verdict, standing = result
         return ctx.applied(standing), log.failed(dep.id, verdict, self._clock())
+
+    def _start_count(
+        self, run: Run, ctx: PoolContext, dep: Deployment, minute: int, reserve: int
+    ) -> tuple[asyncio.Future[bool], tuple[int, int]]:
+        """The start count's write (under way) and 001's prefill lease, which rides it."""
+        prefill = self._prefill.lease(run, ctx, dep)
+        admission = asyncio.ensure_future(
+            self._store.admit(
+                dep.id,
+                minute,
+                dep.rpm_limit,
+                bucket_expiry(minute),
+                tpm_limit=dep.tpm_limit,
+                reserve=reserve,
+                shards=dep.counter_shards,
+                prefill=prefill,
+            )
+        )
+        return admission, prefill
 
     async def _attempt(
         self, run: Run, ctx: PoolContext, attempt: Attempt, caller: Caller, log: AttemptLog
@@ -252,6 +265,7 @@ class Router:
                 record.error_class = "gateway"
             await asyncio.shield(self._outcomes.abandon(attempt))
             raise
+        self._prefill.answered(run, ctx, attempt)
         record.latency_ms = int((self._clock() - attempt.started_at) * 1000)
         record.status = answer.response.status if answer.response else 200
         run.trace.served_by = dep.id

@@ -24,6 +24,8 @@ usage bucket        ``dep#<id>``                 ``usage#<minute>``   requests, 
                                                                       throughput_samples,
                                                                       sticky_hits,
                                                                       reserved_tokens,
+                                                                      prefill_tokens,
+                                                                      prefill_elephants,
                                                                       transient_failures,
                                                                       configuration_failures,
                                                                       throttles, request_errors,
@@ -69,6 +71,13 @@ key usage bucket    ``key#<id>``                 ``usage#<minute>``   requests, 
 key spend           ``key#<id>``                 ``spend``            spend_usd, tokens (no TTL)
 key period spend    ``key#<id>``                 ``spend#<start>``    spend_usd, tokens (no TTL)
 ==================  ===========================  ===================  =========================
+
+``prefill_tokens`` / ``prefill_elephants``: 001's prefill lease (only while
+a tier runs ``simple-shuffle`` with ``prefill``): an attempt adds its uncached
+prompt estimate (and 1 if large) in its start count's ``ADD``, moves it with
+its in-flight count and gives it back at its first token, so readers sum the
+last two buckets as they do for in-flight and a dead process's lease stops
+counting within two minutes.
 
 ``circuit.reason`` is set only while an operator forced the circuit open
 (``cause`` = ``maintenance``, ``open_until`` = the end of the window).

@@ -59,10 +59,13 @@ class Admitter(Protocol):
         tpm_limit: int | None = None,
         reserve: int = 0,
         shards: int = 1,
+        prefill: tuple[int, int] = (0, 0),
     ) -> bool:
         """Count one attempt start (requests +1, inflight +1) in bucket ``minute``.
 
         ``shards``: the deployment's ``counter_shards`` (its bucket's item count).
+        ``prefill``: 001's prefill lease (uncached prompt tokens, 1 if large), added
+        to ``prefill_tokens`` and ``prefill_elephants`` in the same write.
 
         With ``rpm_limit`` the increment is conditional on the bucket being under
         it. ``reserve`` tokens are added to ``reserved_tokens``; with

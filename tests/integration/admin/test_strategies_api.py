@@ -36,13 +36,26 @@ def test_the_registry_is_listed_with_each_strategys_parameters(
         False,
         {},
     )
-    [param] = shuffle["parameters"]
+    param, prefill, *settings = shuffle["parameters"]
     assert (param["name"], param["type"], param["minimum"], param["default"]) == (
         "intervene_inflight",
         "integer or null",
         0,
         None,
     )
+    # 001's prefill rule: off (null) by default, its settings listed under it.
+    assert (prefill["name"], prefill["type"], prefill["default"]) == (
+        "prefill",
+        "object or null",
+        None,
+    )
+    assert [s["name"] for s in settings] == [
+        "prefill.intervene_tokens",
+        "prefill.elephant_tokens",
+        "prefill.elephant_limit",
+        "prefill.affinity_ceiling",
+        "prefill.hint_ttl_seconds",
+    ]
     assert by_name["power-of-two-choices"]["configured"] == {"intervene_inflight": 3}
     assert by_name["hash_affinity"]["parameters"] == []
     assert by_name["hash_affinity"]["reads_counters"] is False
@@ -85,8 +98,8 @@ def test_admin_writes_validate_parameters_and_unknown_keys_are_400s(
         )
     )
     assert pool["effective"]["params_by_tier"] == {
-        "1": {"intervene_inflight": None},
-        "0": {"intervene_inflight": 20},
+        "1": {"intervene_inflight": None, "prefill": None},
+        "0": {"intervene_inflight": 20, "prefill": None},
     }
     listed = ok(admin(base, "GET", "/admin/strategies"))["strategies"]
     assert {s["name"]: s["configured"] for s in listed}["simple-shuffle"] == {

@@ -2,7 +2,7 @@
 
 The mock upstream counts the serialized messages (``mock_answers.prompt_tokens``):
 for many short messages that is about 1.5 times the gateway's conservative
-bound (``routing.tokens.prompt_bound``). Uncalibrated, 32 concurrent
+bound (``routing.estimates.tokens.prompt_bound``). Uncalibrated, 32 concurrent
 requests of that shape with ``max_tokens: 1`` would each reserve the bound
 and be counted half as much again: about 1,440 tokens against a tpm limit of
 1,000. Once one answer has reported its count, the process reserves the

@@ -78,7 +78,8 @@ def test_levels_merge_field_by_field_most_specific_first() -> None:
     assert cfg.params_for("gpt", 0, p2c).model_dump() == {"intervene_inflight": 5}
     assert cfg.params_for("gpt", 3, p2c).model_dump() == {"intervene_inflight": None}
     assert cfg.params_for("gpt", 0, Strategy.SIMPLE_SHUFFLE).model_dump() == {
-        "intervene_inflight": None  # off unless set: the rule reads the in-flight counters
+        "intervene_inflight": None,  # off unless set: the rule reads the in-flight counters
+        "prefill": None,  # 001's prefill rule: off unless set, for the same read
     }
 
 

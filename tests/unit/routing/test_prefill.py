@@ -9,10 +9,13 @@ from collections import Counter
 import pytest
 
 from edgeproxy.config.deployment import Deployment
-from edgeproxy.routing.prefill.hints import HINT_TTL_SECONDS, pruned, remember, uncached
-from edgeproxy.routing.prefill.load import PrefillLoad, PrefillSettings, choose, keep_binding
+from edgeproxy.config.strategies import PrefillParams
+from edgeproxy.routing.ordering.strategies import weighted_draw
+from edgeproxy.routing.prefill.hints import Hint, uncached
+from edgeproxy.routing.prefill.load import PrefillLoad, choose, keep_binding
 
-SETTINGS = PrefillSettings()
+SETTINGS = PrefillParams()
+HINT_TTL_SECONDS = SETTINGS.hint_ttl_seconds
 
 
 def dep(dep_id: str, weight: int = 1) -> Deployment:
@@ -34,7 +37,9 @@ HEAVY, LIGHT = dep("heavy", 10), dep("light", 1)
 def split(loads: dict[str, PrefillLoad], n: int = 4000, **kw: int) -> Counter[str]:
     rng = random.Random(7)
     sizes = {"heavy": kw.get("uncached", 1000), "light": kw.get("uncached", 1000)}
-    return Counter(choose([HEAVY, LIGHT], loads, sizes, SETTINGS, rng).id for _ in range(n))
+    return Counter(
+        choose([HEAVY, LIGHT], loads, sizes, SETTINGS, rng, weighted_draw).id for _ in range(n)
+    )
 
 
 def test_below_the_threshold_the_weights_decide_alone() -> None:
@@ -71,37 +76,30 @@ def test_when_every_candidate_is_at_its_limit_the_least_loaded_is_chosen() -> No
 
 
 def test_a_warmed_continuation_is_not_a_large_prefill_until_its_hint_expires() -> None:
-    book = remember({}, "alice", "heavy", 240_000, now=1000.0)
-    assert uncached(book, "alice", "heavy", 250_000, now=1000.0 + 60) == 10_000
-    assert uncached(book, "alice", "light", 250_000, now=1060.0) == 250_000  # other deployment
-    assert uncached(book, "bob", "heavy", 250_000, now=1060.0) == 250_000  # other caller
+    book = {"heavy": Hint(240_000, at=1000.0)}  # alice's hints, by deployment
+    ttl = HINT_TTL_SECONDS
+    assert uncached(book, "heavy", 250_000, now=1000.0 + 60, ttl=ttl) == 10_000
+    assert uncached(book, "light", 250_000, now=1060.0, ttl=ttl) == 250_000  # other deployment
     expired = 1000.0 + HINT_TTL_SECONDS
-    assert uncached(book, "alice", "heavy", 250_000, now=expired - 0.001) == 10_000
-    assert uncached(book, "alice", "heavy", 250_000, now=expired) == 250_000
-    assert pruned(book, now=expired) == {}
-    assert pruned(book, now=expired - 1) == book
+    assert uncached(book, "heavy", 250_000, now=expired - 0.001, ttl=ttl) == 10_000
+    assert uncached(book, "heavy", 250_000, now=expired, ttl=ttl) == 250_000
+    assert uncached(book, "heavy", 250_000, now=1060.0, ttl=30.0) == 250_000  # a shorter TTL
 
     # The hint decides whether the limit applies: warm on heavy, the request may go there.
     loads = {"heavy": PrefillLoad(elephants=1)}
     rng = random.Random(3)
-    warm = {d.id: uncached(book, "alice", d.id, 250_000, now=1060.0) for d in (HEAVY, LIGHT)}
-    picks = Counter(choose([HEAVY, LIGHT], loads, warm, SETTINGS, rng).id for _ in range(200))
+    warm = {d.id: uncached(book, d.id, 250_000, 1060.0, ttl) for d in (HEAVY, LIGHT)}
+    picks = Counter(
+        choose([HEAVY, LIGHT], loads, warm, SETTINGS, rng, weighted_draw).id for _ in range(200)
+    )
     assert picks["heavy"] > 150
-    cold = {d.id: uncached(book, "alice", d.id, 250_000, now=expired) for d in (HEAVY, LIGHT)}
-    picks = Counter(choose([HEAVY, LIGHT], loads, cold, SETTINGS, rng).id for _ in range(200))
+    cold = {d.id: uncached(book, d.id, 250_000, expired, ttl) for d in (HEAVY, LIGHT)}
+    picks = Counter(
+        choose([HEAVY, LIGHT], loads, cold, SETTINGS, rng, weighted_draw).id for _ in range(200)
+    )
     assert picks == Counter({"light": 200})
 
 
 @pytest.mark.parametrize(("tokens", "kept"), [(0, True), (150_000, True), (150_001, False)])
 def test_a_binding_is_given_up_above_the_affinity_ceiling(tokens: int, kept: bool) -> None:
     assert keep_binding(PrefillLoad(tokens=tokens), SETTINGS) is kept
-    assert keep_binding(PrefillLoad(tokens=tokens), PrefillSettings(enabled=False))
-
-
-def test_switched_off_it_is_a_plain_weighted_draw() -> None:
-    off = PrefillSettings(enabled=False)
-    rng = random.Random(7)
-    loads = {"heavy": PrefillLoad(tokens=10**6, elephants=5)}
-    sizes = {"heavy": 10**6, "light": 10**6}
-    picks = Counter(choose([HEAVY, LIGHT], loads, sizes, off, rng).id for _ in range(4000))
-    assert 0.88 < picks["heavy"] / 4000 < 0.94

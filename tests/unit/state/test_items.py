@@ -64,6 +64,8 @@ def test_usage_counters_keep_their_stored_attribute_names() -> None:
         "latency_le_10000",
         "latency_le_30000",
         "latency_over_30000",
+        "prefill_tokens",
+        "prefill_elephants",
     )
 
 

@@ -1,7 +1,7 @@
 """How far a deployment's real token counts run above the gateway's estimate of them.
 
 Upstreams report the prompt tokens they counted; the gateway's estimate
-(``routing.tokens.prompt_bound``) is made before the call, from the text
+(``routing.estimates.tokens.prompt_bound``) is made before the call, from the text
 alone. ``Calibration`` keeps, per deployment, a smoothed ratio of reported
 to estimated, so that a reservation made before the next call can scale
 its estimate by what that deployment's tokenizer has been counting:

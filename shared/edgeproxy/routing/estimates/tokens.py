@@ -112,6 +112,11 @@ def key_estimate(body: Mapping[str, Any], operation: Operation, ratio: float = 1
     return max(1, prompt + (DEFAULT_OUTPUT_TOKENS if limit is None else limit) * _choices(body))
 
 
+def prompt_tokens(body: Mapping[str, Any]) -> int:
+    """The prompt's estimated tokens (its text at ``CHARS_PER_TOKEN``, images at a flat size)."""
+    return _prompt(body)
+
+
 def unreported_usage(body: Mapping[str, Any], text: str) -> tuple[int, int]:
     """(prompt, completion) tokens counted for a stream whose upstream reported no usage
     (an ``openai_compat`` server asked for none): the prompt estimate above, and the

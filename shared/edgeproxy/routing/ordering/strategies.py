@@ -28,13 +28,14 @@ from dataclasses import replace
 from itertools import groupby
 
 from edgeproxy.config.deployment import Deployment
-from edgeproxy.config.strategies import LoadAware, Strategy, StrategyParams
+from edgeproxy.config.strategies import LoadAware, Strategy, StrategyParams, WeightedDrawParams
 from edgeproxy.routing.ordering.inputs import StrategyInputs as StrategyInputs
 from edgeproxy.routing.ordering.prices import PriceBasis, comparable_price, price_basis
 from edgeproxy.routing.ordering.registry import REGISTRY
+from edgeproxy.routing.prefill.choice import prefill_first
 
 
-def _draw(pool: Sequence[Deployment], rng: random.Random) -> Deployment:
+def weighted_draw(pool: Sequence[Deployment], rng: random.Random) -> Deployment:
     """One weighted draw; uniform when every weight is zero."""
     total = sum(d.weight for d in pool)
     if total <= 0:
@@ -58,7 +59,7 @@ def weighted_order(
     zero = [d for d in candidates if d.weight <= 0]
     ordered: list[Deployment] = []
     while pool:
-        pick = _draw(pool, rng)
+        pick = weighted_draw(pool, rng)
         ordered.append(pick)
         pool.remove(pick)
     if not skip_zero:
@@ -76,9 +77,9 @@ def two_choices(
     intervene = inputs.intervene()
     inflight = inputs.snapshot.inflight_of
     while pool:
-        pick = _draw(pool, rng)
+        pick = weighted_draw(pool, rng)
         if intervene is not None and len(pool) > 1:
-            other = _draw(pool, rng)
+            other = weighted_draw(pool, rng)
             busy = inflight(pick.id)
             if busy >= intervene and inflight(other.id) < busy:
                 if inputs.notes is not None:
@@ -116,11 +117,18 @@ def _weighted(c: Sequence[Deployment], _: StrategyInputs, rng: random.Random) ->
 
 @REGISTRY.register(
     Strategy.SIMPLE_SHUFFLE,
-    "A weighted random draw over weight; the less busy of two draws past intervene_inflight",
+    "A weighted random draw over weight; the less busy of two draws past intervene_inflight;"
+    " with prefill, 001's prefill-aware choice",
     counters=False,  # only its power-of-two-choices rule reads them (reads_counters)
 )
 def _shuffle(c: Sequence[Deployment], i: StrategyInputs, rng: random.Random) -> list[Deployment]:
-    return two_choices([d for d in c if d.weight > 0], i, rng)
+    pool = [d for d in c if d.weight > 0]
+    prefill = i.params.prefill if isinstance(i.params, WeightedDrawParams) else None
+    if prefill is None or not pool:
+        return two_choices(pool, i, rng)
+    # 001's prefill rule picks the first; the rest (fallbacks) keep the weighted order.
+    first = prefill_first(pool, i, prefill, rng, weighted_draw)
+    return [first, *two_choices([d for d in pool if d is not first], i, rng)]
 
 
 @REGISTRY.register(
@@ -268,6 +276,8 @@ def reads_counters(strategy: Strategy, params: StrategyParams | None = None) -> 
     if spec.counters:
         return True
     params = spec.params() if params is None else params
+    if isinstance(params, WeightedDrawParams) and params.prefill is not None:
+        return True  # the prefill leases live in the usage buckets
     return isinstance(params, LoadAware) and params.intervene_inflight is not None
 
 

@@ -2,9 +2,10 @@
 
 A request counts one whatever its size, but a large uncached prompt holds a
 replica for minutes while a small one takes milliseconds. Here the load of a
-deployment is the uncached prompt tokens it is prefilling now (a lease taken
-at the start of an attempt and given back at its first token: a long, cheap
-decode is no prefill pressure), and the number of large requests among them.
+deployment is the uncached prompt tokens it is prefilling now, fleet-wide (a
+lease in the usage buckets, taken with an attempt's start count and given
+back at its first token: a long, cheap decode is no prefill pressure), and
+the number of large requests among them.
 
 - Two independent weighted draws; the first is kept unless the heavier of
   the two has at least ``intervene_tokens`` in prefill, then the lighter.
@@ -23,21 +24,11 @@ deployment that was available anyway. Pure: loads in, a choice out.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from edgeproxy.config.deployment import Deployment
-
-
-@dataclass(frozen=True, slots=True)
-class PrefillSettings:
-    """001's knobs, with its defaults."""
-
-    enabled: bool = True
-    intervene_tokens: int = 50_000
-    elephant_tokens: int = 200_000
-    elephant_limit: int = 1
-    affinity_ceiling: int = 150_000
+from edgeproxy.config.strategies import PrefillParams
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,36 +41,27 @@ class PrefillLoad:
 
 IDLE = PrefillLoad()
 
-
-def _draw(pool: Sequence[Deployment], rng: random.Random) -> Deployment:
-    total = sum(max(d.weight, 0) for d in pool)
-    if total <= 0:
-        return pool[rng.randrange(len(pool))]
-    point = rng.uniform(0.0, total)
-    for dep in pool:
-        point -= max(dep.weight, 0)
-        if point < 0 and dep.weight > 0:
-            return dep
-    return next(d for d in reversed(pool) if d.weight > 0)
+Draw = Callable[[Sequence[Deployment], random.Random], Deployment]
 
 
-def is_elephant(uncached_tokens: int, settings: PrefillSettings) -> bool:
-    return uncached_tokens >= settings.elephant_tokens
+def is_elephant(uncached_tokens: int, params: PrefillParams) -> bool:
+    """Whether a request of ``uncached_tokens`` is large (001's elephant)."""
+    return uncached_tokens >= params.elephant_tokens
 
 
 def choose(
     candidates: Sequence[Deployment],
     loads: Mapping[str, PrefillLoad],
     uncached: Mapping[str, int],
-    settings: PrefillSettings,
+    params: PrefillParams,
     rng: random.Random,
+    draw: Draw,
 ) -> Deployment:
     """The deployment to try first. ``uncached``: the request's uncached tokens per deployment
-    (``hints.uncached``); a deployment missing from ``loads`` is idle."""
+    (``hints.uncached``); a deployment missing from ``loads`` is idle; ``draw``: one weighted
+    draw (the strategy's own)."""
     if not candidates:
         raise ValueError("no candidates")
-    if not settings.enabled:
-        return _draw(candidates, rng)
 
     def load(dep: Deployment) -> PrefillLoad:
         return loads.get(dep.id, IDLE)
@@ -88,19 +70,18 @@ def choose(
     capped = {
         d.id
         for d in candidates
-        if is_elephant(uncached.get(d.id, 0), settings)
-        and load(d).elephants >= settings.elephant_limit
+        if is_elephant(uncached.get(d.id, 0), params) and load(d).elephants >= params.elephant_limit
     }
     pool = [d for d in candidates if d.id not in capped]
     if not pool:
         return min(candidates, key=lambda d: load(d).tokens)  # all at the limit: least loaded
-    first, second = _draw(pool, rng), _draw(pool, rng)
+    first, second = draw(pool, rng), draw(pool, rng)
     heavier = max(load(first).tokens, load(second).tokens)
-    if heavier >= settings.intervene_tokens and load(second).tokens < load(first).tokens:
+    if heavier >= params.intervene_tokens and load(second).tokens < load(first).tokens:
         return second
     return first
 
 
-def keep_binding(bound: PrefillLoad, settings: PrefillSettings) -> bool:
+def keep_binding(bound: PrefillLoad, params: PrefillParams) -> bool:
     """Whether a sticky binding is still followed: its deployment's backlog is within the ceiling."""
-    return not settings.enabled or bound.tokens <= settings.affinity_ceiling
+    return bound.tokens <= params.affinity_ceiling

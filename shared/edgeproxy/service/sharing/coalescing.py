@@ -77,6 +77,7 @@ class CoalescingStore:
         tpm_limit: int | None = None,
         reserve: int = 0,
         shards: int = 1,
+        prefill: tuple[int, int] = (0, 0),
     ) -> bool:
         if self.counters is None or rpm_limit is not None or tpm_limit is not None or reserve:
             return await self._store.admit(
@@ -87,8 +88,18 @@ class CoalescingStore:
                 tpm_limit=tpm_limit,
                 reserve=reserve,
                 shards=shards,
+                prefill=prefill,
             )
-        self.counters.add(UsageDelta(deployment_id, minute, requests=1, inflight=1), expires_at)
+        tokens, large = prefill
+        start = UsageDelta(
+            deployment_id,
+            minute,
+            requests=1,
+            inflight=1,
+            prefill_tokens=tokens,
+            prefill_elephants=large,
+        )
+        self.counters.add(start, expires_at)
         return True
 
     async def record(self, delta: UsageDelta, expires_at: float) -> None:

@@ -94,6 +94,7 @@ class DynamoStore(DynamoReads, DynamoAdmin, DynamoKeys, DynamoKeyReserve, Dynamo
         tpm_limit: int | None = None,
         reserve: int = 0,
         shards: int = 1,
+        prefill: tuple[int, int] = (0, 0),
     ) -> bool:
         """Count one attempt start; with limits, only while the bucket has room for it.
 
@@ -112,7 +113,7 @@ class DynamoStore(DynamoReads, DynamoAdmin, DynamoKeys, DynamoKeyReserve, Dynamo
             # A reservation over a shard's tpm part still fits an empty shard, as an
             # estimate over the whole limit fits an empty minute (TOKENS_FIT with room 0).
             key = keys.usage_shard_key(deployment_id, minute, shard)
-            if await self._admit_one(key, rpm, expires_at, tpm, reserve):
+            if await self._admit_one(key, rpm, expires_at, tpm, reserve, prefill):
                 return True
         return False
 
@@ -123,8 +124,9 @@ class DynamoStore(DynamoReads, DynamoAdmin, DynamoKeys, DynamoKeyReserve, Dynamo
         expires_at: float,
         tpm_limit: int | None,
         reserve: int,
+        prefill: tuple[int, int] = (0, 0),
     ) -> bool:
-        """The conditional start count on one (shard) item."""
+        """The conditional start count on one (shard) item (the prefill lease rides it)."""
         parts: list[tuple[str, str, str, str, int]] = []
         if rpm_limit is not None:
             parts.append((cond.UNDER_LIMIT, "#requests", "requests", ":limit", rpm_limit))
@@ -141,6 +143,10 @@ class DynamoStore(DynamoReads, DynamoAdmin, DynamoKeys, DynamoKeyReserve, Dynamo
         counters: dict[str, float] = {"requests": 1, "inflight": 1}
         if reserve:
             counters["reserved_tokens"] = reserve
+        if prefill[0]:
+            counters["prefill_tokens"] = prefill[0]
+        if prefill[1]:
+            counters["prefill_elephants"] = prefill[1]
         return await self._add(key, counters, expires_at, **condition)
 
     async def record(self, delta: UsageDelta, expires_at: float) -> None:
