@@ -2,8 +2,11 @@
 
 The client key is hashed here, once; only its digest (inside ``caller``)
 travels on to the service. A key is, in this order: the bootstrap admin key
-(``EDGEPROXY_ADMIN_KEY_REF``), a legacy YAML key (``gateway.api_keys``), or a
-key of the table (``edgeproxy keys create``). Digests are compared in
+(``EDGEPROXY_ADMIN_KEY_REF``: the gateway's owner), a legacy YAML key
+(``gateway.api_keys``, never an admin: an ``admin: true`` entry is imported
+into the table when its owner stores it, see ``service/admin/owner_guard``,
+and is otherwise not a key at all), or a key of the table (``edgeproxy keys
+create``). Digests are compared in
 constant time; a table key is found by its digest (a hash lookup, which tells
 a timing observer nothing about keys it does not already hold).
 """
@@ -40,7 +43,9 @@ class Identity:
     with authentication off, are ``free``). ``key``: the table key it
     presented (its limits apply), None for the bootstrap admin, YAML keys and
     anonymous callers. ``name``: the key's name, for audit records.
-    ``anonymous``: no key was presented (authentication is off).
+    ``anonymous``: no key was presented (authentication is off). ``owner``:
+    the bootstrap admin key, the only caller that may change what the
+    gateway's owner set (``config.owner``).
     """
 
     caller: str
@@ -49,6 +54,7 @@ class Identity:
     key: ClientKey | None = None
     name: str | None = None
     anonymous: bool = False
+    owner: bool = False
 
 
 def _bearer(request: Request) -> str | None:
@@ -102,9 +108,10 @@ async def identify(
     digest = key_digest(key)
     caller = caller_id(digest, grant, ip)
     if await ring.is_bootstrap_admin(digest):
-        return Identity(caller, admin=True, role=Role.ADMIN, name="bootstrap-admin")
+        return Identity(caller, admin=True, role=Role.ADMIN, name="bootstrap-admin", owner=True)
     legacy = _yaml_key(config.gateway.api_keys, digest)
-    if legacy is not None:
+    # A YAML admin entry grants nothing: admin keys are table keys (listed, revocable).
+    if legacy is not None and legacy.effective_role is not Role.ADMIN:
         role = legacy.effective_role
         return Identity(caller, admin=role is Role.ADMIN, role=role, name=legacy.name)
     stored = await ring.lookup(digest)
