@@ -45,7 +45,7 @@ class Identity:
     anonymous callers. ``name``: the key's name, for audit records.
     ``anonymous``: no key was presented (authentication is off). ``owner``:
     the bootstrap admin key, the only caller that may change what the
-    gateway's owner set (``config.owner``).
+    gateway's owner set (``config.roles``).
     """
 
     caller: str

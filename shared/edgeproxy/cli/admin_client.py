@@ -103,7 +103,7 @@ class HttpAdmin:
 class TableAdmin:
     """The same operations straight on the state table (no gateway needed).
 
-    Whoever may write the table is the gateway's owner (``config.owner``).
+    Whoever may write the table is the gateway's owner (``config.roles``).
     """
 
     def __init__(self, store: AdminStore, clock: Callable[[], float], *, actor: str) -> None:

@@ -12,7 +12,7 @@ lists (a VPC endpoint; a local stand-in for tests):
         bedrock_endpoints: ["https://vpce-0a1b-2c3d.bedrock-runtime.us-east-1.vpce.amazonaws.com"]
 
 An entry is an origin (``scheme://host[:port]``; a bare host means https).
-``gateway.egress`` is the owner's section (``config.owner``). The rule is
+``gateway.egress`` is the owner's section (``config.roles``). The rule is
 checked when a configuration comes in (``entry_rules``) and again when a
 request is signed (``upstream.bedrock``): one URL split and one match.
 """

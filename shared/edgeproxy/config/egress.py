@@ -20,7 +20,7 @@ admin writes and again at connect time (DNS rebinding).
 
 ``bedrock_endpoints`` names the VPC endpoints bedrock deployments may sign
 for besides AWS's own (``config.bedrock_endpoints``). The whole section is
-the owner's (``config.owner``): an admin key cannot change it.
+the owner's (``config.roles``): an admin key cannot change it.
 """
 
 from __future__ import annotations

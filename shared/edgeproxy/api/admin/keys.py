@@ -137,7 +137,7 @@ async def audit_key(
 async def owner_only(call: AdminCall, action: str, target: str, *roles: Role | None) -> None:
     """403 (audited) when a caller other than the owner creates, changes or rotates a key
     whose role is or becomes ``admin``: an admin key cannot mint, reshape or take over one
-    that would outlive its own revocation (``config.owner``)."""
+    that would outlive its own revocation (``config.roles``)."""
     if call.who.owner or Role.ADMIN not in roles:
         return
     changes = [{"path": "role", "refused": "owner only", "action": action}]

@@ -51,16 +51,17 @@ def _slots(doc: Document) -> Iterator[Slot]:
                 yield Slot(
                     f"{section}[{index}].credential", f"{path}.credential", item, "credential"
                 )
-            for field in ("headers", "query") if section == "deployments" else ():
-                values = item.get(field)
-                if isinstance(values, dict):
-                    for name in values:
-                        yield Slot(
-                            f"{section}[{index}].{field}.{name}",
-                            f"{path}.{field}.{name}",
-                            values,
-                            name,
-                        )
+            if section == "deployments":
+                yield from _map_slots(f"{section}[{index}]", path, item)
+
+
+def _map_slots(where: str, path: str, deployment: dict[str, Any]) -> Iterator[Slot]:
+    """A deployment's header and query values: either may carry a tenant's key."""
+    for field in ("headers", "query"):
+        values = deployment.get(field)
+        if isinstance(values, dict):
+            for key in values:
+                yield Slot(f"{where}.{field}.{key}", f"{path}.{field}.{key}", values, key)
 
 
 def _secret(slot: Slot) -> bool:

@@ -1,4 +1,4 @@
-"""The owner's sections of a configuration write (``config.owner``): refused or imported.
+"""The owner's sections of a configuration write (``config.roles``): refused or imported.
 
 Every write of the configuration document passes here before it is stored
 (an admin edit, ``PUT /admin/config`` with or without ``force``, a load on the
@@ -18,8 +18,7 @@ from collections.abc import Callable
 
 from edgeproxy.config.loader import parse_config
 from edgeproxy.config.models import ApiKey, GatewayConfig
-from edgeproxy.config.owner import admin_entries, owner_sections
-from edgeproxy.config.roles import Role
+from edgeproxy.config.roles import Role, admin_entries, owner_sections
 from edgeproxy.errors import PermissionDenied
 from edgeproxy.routing.access import key_id_of
 from edgeproxy.service.admin import audit
@@ -46,7 +45,7 @@ async def owner_checked(
     """
     planted = admin_entries(after)
     imported = frozenset() if owner else await _imported(store, planted)
-    sections = owner_sections(before, after, imported)
+    sections = owner_sections(before or GatewayConfig(), after, imported)
     if sections and not owner:
         changes = [{"path": section, "refused": "owner only"} for section in sections]
         await store.record_audit(
