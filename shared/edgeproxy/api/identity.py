@@ -112,8 +112,7 @@ async def identify(
     legacy = _yaml_key(config.gateway.api_keys, digest)
     # A YAML admin entry grants nothing: admin keys are table keys (listed, revocable).
     if legacy is not None and legacy.effective_role is not Role.ADMIN:
-        role = legacy.effective_role
-        return Identity(caller, admin=role is Role.ADMIN, role=role, name=legacy.name)
+        return Identity(caller, admin=False, role=legacy.effective_role, name=legacy.name)
     stored = await ring.lookup(digest)
     if stored is None:
         if ring.auth_off:  # no authentication: an unknown key only names the caller

@@ -165,9 +165,9 @@ class BedrockClient:
                 if key[1]:
                     kwargs["endpoint_url"] = key[1]
                 opened = self._session.client("bedrock-runtime", **kwargs)
-                client = await self._stack.enter_async_context(opened)
-                client.meta.events.register("before-sign.bedrock-runtime", refuse_unsignable)
-                self._clients[key] = client
+                entered = await self._stack.enter_async_context(opened)
+                entered.meta.events.register("before-sign.bedrock-runtime", refuse_unsignable)
+                self._clients[key] = entered
         return self._clients[key]
 
 
