@@ -19,6 +19,7 @@ request is signed (``upstream.bedrock``): one URL split and one match.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Collection
 from urllib.parse import urlsplit
@@ -34,6 +35,7 @@ _USAGE = (
 )
 
 
+@functools.lru_cache(maxsize=1024)  # pure; a process signs for few distinct URLs
 def origin(url: str) -> str | None:
     """``scheme://host[:port]`` of ``url`` (lower case, default port left out), or None if
     it has none or carries credentials."""
