@@ -13,11 +13,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import json
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from edgeproxy.cli import main
 from edgeproxy.errors import PermissionDenied
 from edgeproxy.routing.access import key_id_of
 from edgeproxy.runtime import open_store
@@ -77,9 +80,24 @@ def test_a_table_admin_key_cannot_widen_egress_by_any_load(gw: Any) -> None:
     refused = _refusals(gw.base_url)
     assert len(refused) == 4
     assert {(e["target"], e["actor"].split()[0]) for e in refused} == {("gateway.egress", "ops")}
-    # Nor through the CLI on the gateway (PUT /admin/config underneath).
-    answer = _put(gw.base_url, wide, force=True, source="edgeproxy config load")
-    _forbidden(answer, "gateway.egress")
+
+
+def test_the_cli_load_through_the_gateway_is_refused_the_same_way(
+    gw: Any,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("EDGEPROXY_ADMIN_KEY", ADMIN_KEY)  # the table admin key, not the owner's
+    before = _stored(gw.base_url)
+    wide = {**before["document"], "gateway": {**before["document"]["gateway"], "egress": WIDE}}
+    path = tmp_path / "wide.yaml"
+    path.write_text(json.dumps(wide))
+    status = main(["config", "load", str(path), "--force", "--url", gw.base_url])
+    _, err = capsys.readouterr()
+    assert status != 0
+    assert "gateway.egress" in err
+    assert _stored(gw.base_url) == before
 
 
 def test_the_editor_refuses_every_route_that_would_touch_the_owners_sections(
