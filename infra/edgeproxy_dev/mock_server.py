@@ -215,7 +215,7 @@ class MockServer:
             make = anthropic_error if anthropic else openai_error
             await http.write_json(writer, 400, make(400, error), headers)
             return True
-        if fault.status >= 400:
+        if fault.status >= 300:  # an error, or a redirect (its Location in fault.headers)
             make_error = anthropic_error if anthropic else openai_error
             error = fault.body if fault.body is not None else make_error(fault.status, fault.error)
             await http.write_json(writer, fault.status, error, headers)

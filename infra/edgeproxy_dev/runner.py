@@ -93,7 +93,9 @@ async def store_config(settings: Settings, config: GatewayConfig) -> int:
     """Write ``config`` to the table (over whatever is stored, audited); returns its version."""
     async with contextlib.AsyncExitStack() as stack:
         store = await open_store(settings, stack, local_session())
-        return await ConfigEditor(store, time.time).replace(config, actor="dev", source="runner")
+        return await ConfigEditor(store, time.time, owner=True).replace(
+            config, actor="dev", source="runner"
+        )
 
 
 def _loopback_port(base_url: str | None) -> int | None:

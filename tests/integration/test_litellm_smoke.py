@@ -58,7 +58,9 @@ def test_each_pool_answers(name: str, start_gateway, mock: MockUpstream) -> None
     converted = convert(yaml.safe_load((CORPUS / name).read_text()), IMPORT_ENV)
     document, variables = pointed_at(converted.document, mock)
     # The mock is on loopback: allowed the way a local configuration allows it.
-    document.setdefault("gateway", {})["egress"] = {"allow": ["127.0.0.0/8"]}
+    # The owner lists the loopback mock as a Bedrock endpoint: SigV4 is computed for no other.
+    egress = {"allow": ["127.0.0.0/8"], "bedrock_endpoints": [mock.url]}
+    document.setdefault("gateway", {})["egress"] = egress
     gateway = start_gateway(document, env=dict.fromkeys(variables, MOCK_KEY))
     pools: dict[str, set[str]] = {}
     for dep in document["deployments"]:

@@ -14,7 +14,7 @@ import pytest
 from edgeproxy_dev.dynamo_server import create_table
 from edgeproxy_dev.mock_upstream import MockUpstream
 from edgeproxy_dev.template import default_template_path
-from tests.fixtures.configs import MOCK_KEY, config, deployment
+from tests.fixtures.configs import LOOPBACK, MOCK_KEY, config, deployment
 from tests.fixtures.gateway import GatewayServer, store
 from tests.fixtures.leaks import WATCH
 from tests.fixtures.secrets import remember
@@ -45,6 +45,10 @@ def azure(dep_id: str, upstream: MockUpstream, model: str, **fields: Any) -> dic
         "credential": "env:EDGEPROXY_CRED_MOCK_KEY",
         **fields,
     }
+
+
+def bedrock_mocks(mocks: dict[str, MockUpstream]) -> list[str]:
+    return [mocks[name].url for name in ("br", "br_after", "br_busy", "br_cut")]
 
 
 def bedrock(dep_id: str, upstream: MockUpstream, model: str, **fields: Any) -> dict[str, Any]:
@@ -88,6 +92,8 @@ def gateway(dynamo_endpoint: str, mocks: dict[str, MockUpstream]) -> Iterator[Ga
             deployment("oa-after", mocks["oa_after"], model="mixed-b"),
             bedrock("br-cut", mocks["br_cut"], "mixed-c", priority=1),
             deployment("oa-after-c", mocks["oa_after"], model="mixed-c"),
+            # The owner lists the loopback mocks as Bedrock endpoints (SigV4 for no other host).
+            gateway={"egress": {"allow": LOOPBACK, "bedrock_endpoints": bedrock_mocks(mocks)}},
         ),
     )
     server = GatewayServer(dynamo_endpoint, table).start()

@@ -41,7 +41,7 @@ async def count_tokens(request: Request) -> Response:
     ``x-edgeproxy-token-count`` says which (``upstream`` or ``estimate``).
     """
     gateway, config, who = await identified(request)
-    slot = gateway.key_slots.take(who.owner)
+    slot = gateway.key_slots.take(who.slot_holder)
     try:
         return await _counted(request, gateway, config, who)
     finally:

@@ -2,8 +2,11 @@
 
 The client key is hashed here, once; only its digest (inside ``caller``)
 travels on to the service. A key is, in this order: the bootstrap admin key
-(``EDGEPROXY_ADMIN_KEY_REF``), a legacy YAML key (``gateway.api_keys``), or a
-key of the table (``edgeproxy keys create``). Digests are compared in
+(``EDGEPROXY_ADMIN_KEY_REF``: the gateway's owner), a legacy YAML key
+(``gateway.api_keys``, never an admin: an ``admin: true`` entry is imported
+into the table when its owner stores it, see ``service/admin/owner_guard``,
+and is otherwise not a key at all), or a key of the table (``edgeproxy keys
+create``). Digests are compared in
 constant time; a table key is found by its digest (a hash lookup, which tells
 a timing observer nothing about keys it does not already hold).
 """
@@ -40,10 +43,12 @@ class Identity:
     with authentication off, are ``free``). ``key``: the table key it
     presented (its limits apply), None for the bootstrap admin, YAML keys and
     anonymous callers. ``name``: the key's name, for audit records.
-    ``anonymous``: no key was presented (authentication is off).
-    ``owner``: whose share of the process's request slots the request takes
-    (``service.key_slots``): the table key's id or a YAML key's digest; None
-    for the bootstrap admin and anonymous callers.
+    ``anonymous``: no key was presented (authentication is off). ``owner``:
+    the bootstrap admin key, the only caller that may change what the
+    gateway's owner set (``config.roles``). ``slot_holder``: whose share of
+    the process's request slots the request takes (``service.key_slots``):
+    the table key's id or a YAML key's digest; None for the bootstrap admin
+    and anonymous callers.
     """
 
     caller: str
@@ -52,7 +57,8 @@ class Identity:
     key: ClientKey | None = None
     name: str | None = None
     anonymous: bool = False
-    owner: str | None = None
+    owner: bool = False
+    slot_holder: str | None = None
 
 
 def _bearer(request: Request) -> str | None:
@@ -106,12 +112,13 @@ async def identify(
     digest = key_digest(key)
     caller = caller_id(digest, grant, ip)
     if await ring.is_bootstrap_admin(digest):
-        return Identity(caller, admin=True, role=Role.ADMIN, name="bootstrap-admin")
+        return Identity(caller, admin=True, role=Role.ADMIN, name="bootstrap-admin", owner=True)
     legacy = _yaml_key(config.gateway.api_keys, digest)
-    if legacy is not None:
+    # A YAML admin entry grants nothing: admin keys are table keys (listed, revocable).
+    if legacy is not None and legacy.effective_role is not Role.ADMIN:
         role = legacy.effective_role
         return Identity(
-            caller, admin=role is Role.ADMIN, role=role, name=legacy.name, owner=f"yaml:{digest}"
+            caller, admin=False, role=role, name=legacy.name, slot_holder=f"yaml:{digest}"
         )
     stored = await ring.lookup(digest)
     if stored is None:
@@ -131,7 +138,7 @@ async def identify(
         role=stored.role,
         key=stored,
         name=stored.name,
-        owner=f"key:{stored.id}",
+        slot_holder=f"key:{stored.id}",
     )
 
 

@@ -64,13 +64,34 @@ async def _read(request: Request, max_bytes: int) -> bytes:
     return b"".join(chunks)
 
 
+MAX_MODEL_CHARS = 256  # longer names no pool: refused before any lookup or log record
+
+
+def model_problem(model: Any) -> str | None:
+    """Why ``model`` is not a model name a request may ask for (None: it is one).
+
+    A name is what lookups, the request log's keys and error messages carry,
+    so it is bounded and printable (no NUL, newline or other control
+    character); the message never repeats it.
+    """
+    if not isinstance(model, str) or not model.strip():
+        return "'model' must be a non-empty string"
+    if len(model) > MAX_MODEL_CHARS:
+        return f"'model' must be at most {MAX_MODEL_CHARS} characters"
+    if not model.isprintable():
+        return "'model' must not hold control characters"
+    return None
+
+
 def require_model(body: dict[str, Any]) -> str:
+    """The body's ``model``; a 400 (``param: model``) if it is missing or not a model name."""
     model = body.get("model")
     if model is None:
         raise RequestError("you must provide a model parameter", param="model")
-    if not isinstance(model, str) or not model.strip():
-        raise RequestError("'model' must be a non-empty string", param="model")
-    return model
+    problem = model_problem(model)
+    if problem is not None:
+        raise RequestError(problem, param="model")
+    return str(model)
 
 
 def stream_flag(body: dict[str, Any]) -> bool:

@@ -149,7 +149,7 @@ async def serve(request: Request, codec: Codec) -> Response:
     before its body is read to the end of its answer.
     """
     gateway, config, who = await identified(request)
-    slot = gateway.key_slots.take(who.owner)
+    slot = gateway.key_slots.take(who.slot_holder)
     try:
         response = await _served(request, codec, gateway, config, who, slot)
     except BaseException:

@@ -111,12 +111,15 @@ class HttpAdmin:
 
 
 class TableAdmin:
-    """The same operations straight on the state table (no gateway needed)."""
+    """The same operations straight on the state table (no gateway needed).
+
+    Whoever may write the table is the gateway's owner (``config.roles``).
+    """
 
     def __init__(self, store: AdminStore, clock: Callable[[], float], *, actor: str) -> None:
         self._store = store
         self._clock = clock
-        self._editor = ConfigEditor(store, clock)
+        self._editor = ConfigEditor(store, clock, owner=True)
         self._actor = actor
 
     async def deep_health(self) -> dict[str, Any]:
@@ -170,5 +173,6 @@ class TableAdmin:
             dry_run=bool(body.get("dry_run")),
             actor=self._actor,
             source=str(body.get("source", "cli")),
+            owner=True,
         )
         return result.as_json()

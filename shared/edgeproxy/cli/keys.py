@@ -36,10 +36,9 @@ from edgeproxy.cli import key_changes
 from edgeproxy.cli import target as cli_target
 from edgeproxy.config.loader import load_config_file
 from edgeproxy.errors import EdgeproxyError, UsageError
-from edgeproxy.routing.access import ClientKey
 from edgeproxy.runtime import open_store
 from edgeproxy.service.admin.key_lifecycle import revoke_key
-from edgeproxy.service.keys import mint_key
+from edgeproxy.service.keys import imported_key, mint_key
 
 ADMIN_KEY_ENV = "EDGEPROXY_ADMIN_KEY"
 EXAMPLE = __doc__.split("\n\n")[1] if __doc__ else ""
@@ -178,13 +177,7 @@ async def _import(args: argparse.Namespace) -> int:
     async with contextlib.AsyncExitStack() as stack:
         store = await open_store(settings, stack)
         for legacy in legacy_keys:
-            key = ClientKey(
-                legacy.sha256,
-                legacy.name,
-                legacy.effective_role,
-                "(imported)",
-                created_at=time.time(),
-            )
+            key = imported_key(legacy, time.time())
             created = await store.put_client_key(key)
             imported += created
             print(f"{'imported' if created else 'already there'}: {key.id} {legacy.name}")

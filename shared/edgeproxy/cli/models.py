@@ -144,7 +144,7 @@ async def _http(args: argparse.Namespace, url: str) -> Any:
 async def _table(args: argparse.Namespace) -> Any:
     async with contextlib.AsyncExitStack() as stack:
         store = await open_store(cli_target.table_settings(args), stack)
-        editor = ConfigEditor(store, time.time)
+        editor = ConfigEditor(store, time.time, owner=True)
         current = await editor.current()
         if args.command == "pools":
             if args.operation not in {op.value for op in Operation}:

@@ -32,6 +32,9 @@ def reference_problem(reference: str) -> str | None:
     >>> reference_problem("env:EDGEPROXY_CRED_OPENAI") is None
     True
     """
+    if not reference.isprintable() or any(char.isspace() for char in reference):
+        # A newline or other control character would forge log lines wherever it is shown.
+        return f"{reference!r} holds a control or space character; a reference has none"
     scheme, sep, name = reference.partition(":")
     rule = _RULES.get(scheme)
     if not sep or rule is None:

@@ -17,6 +17,10 @@ admin writes and again at connect time (DNS rebinding).
     gateway:
       egress:
         allow: ["127.0.0.0/8", "vllm.internal"]
+
+``bedrock_endpoints`` names the VPC endpoints bedrock deployments may sign
+for besides AWS's own (``config.bedrock_endpoints``). The whole section is
+the owner's (``config.roles``): an admin key cannot change it.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, field_validator
 
 from edgeproxy.config.base import Strict
+from edgeproxy.config.bedrock_endpoints import origin
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -45,6 +50,20 @@ class EgressSettings(Strict):
 
     # Host names (exact, case-insensitive) or CIDR ranges / addresses.
     allow: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    # Origins bedrock deployments may sign for besides AWS's (normalized once read).
+    bedrock_endpoints: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+
+    @field_validator("bedrock_endpoints")
+    @classmethod
+    def _endpoint_origins(cls, values: list[str]) -> list[str]:
+        out = []
+        for value in values:
+            found = origin(value.strip())
+            path = urlsplit(value.strip()).path if "://" in value else ""
+            if found is None or path not in ("", "/"):
+                raise ValueError(f"{value!r} is not an endpoint (scheme://host[:port], no path)")
+            out.append(found)
+        return out
 
     @field_validator("allow")
     @classmethod
@@ -165,9 +184,32 @@ def _kind(address: Address) -> str | None:
     return None
 
 
+MAPPED = (ipaddress.ip_network("::ffff:0:0/96"), ipaddress.ip_network("::ffff:0:0:0/96"))
+COMPATIBLE = ipaddress.ip_network("::/96")
+
+
+def spelled_ipv4(address: Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv4-mapped (``::ffff:a.b.c.d``, ``::ffff:0:a.b.c.d``) or
+    IPv4-compatible (``::a.b.c.d``) IPv6 address writes, else None (``::`` and ``::1`` too)."""
+    if not isinstance(address, ipaddress.IPv6Address):
+        return None
+    if any(address in net for net in MAPPED) or (address in COMPATIBLE and int(address) > 1):
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
 def refusal(address: Address, allow: EgressSettings) -> str | None:
-    """Why ``address`` is refused under ``allow`` (None: it may be reached)."""
-    if any(allow.allows_address(one) for one in _embedded(address)):
+    """Why ``address`` is refused under ``allow`` (None: it may be reached).
+
+    An IPv4 address written as IPv6 is refused however it is allowed (write
+    it as IPv4), and an allowed IPv4 range does not extend to the IPv6
+    addresses that carry it (6to4, Teredo, NAT64): only the address as
+    written is looked up in the allow list.
+    """
+    spelled = spelled_ipv4(address)
+    if spelled is not None:
+        return f"{address} is IPv4 written as IPv6; upstreams must write it as {spelled}"
+    if allow.allows_address(address):
         return None
     kind = address_problem(address)
     if kind is None:
@@ -188,6 +230,10 @@ def url_problem(url: str, allow: EgressSettings) -> str | None:
     host = url_host(url)
     if host is None:
         return "the URL has no host"
+    try:
+        urlsplit(url).port  # noqa: B018 - reading it is the check (0-65535, digits only)
+    except ValueError:
+        return "the URL's port is not a number from 0 to 65535"
     address = literal_address(host)
     if address is None:
         return None

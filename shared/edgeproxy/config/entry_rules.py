@@ -1,4 +1,5 @@
-"""The rules a configuration must meet where it enters: the egress and credential rules.
+"""The rules a configuration must meet where it enters: the egress and credential rules,
+and the hosts bedrock deployments may sign for (``config.bedrock_endpoints``).
 
 They are checked for every document that comes in (a YAML file at startup
 or by ``config load``, an admin write, the LiteLLM importer's output), not
@@ -11,9 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from edgeproxy.config.bedrock_endpoints import endpoint_problem
 from edgeproxy.config.credential_refs import reference_problem
 from edgeproxy.config.egress import url_problem
 from edgeproxy.config.models import GatewayConfig
+from edgeproxy.config.providers import ProviderKind
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +39,8 @@ def entry_problems(config: GatewayConfig) -> list[Problem]:
         where = f"deployments[{index}]"
         if dep.base_url is not None:
             reason = url_problem(dep.base_url, allow)
+            if reason is None and dep.provider is ProviderKind.BEDROCK:
+                reason = endpoint_problem(dep.base_url, allow.bedrock_endpoints)
             if reason is not None:
                 out.append(Problem(f"{where}.base_url", "base_url", reason))
         if dep.credential is not None:

@@ -20,6 +20,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from edgeproxy.config.models import ApiKey
 from edgeproxy.config.roles import Role
 from edgeproxy.errors import CredentialError, RateLimited, StoreError
 from edgeproxy.routing.access import (
@@ -77,6 +78,16 @@ def mint_key(
         created_at=now,
     )
     return NewKey(secret, key)
+
+
+IMPORTED_PREFIX = "(imported)"  # a YAML key's secret was never seen: no display prefix
+
+
+def imported_key(legacy: ApiKey, now: float) -> ClientKey:
+    """The table key a legacy YAML entry (``gateway.api_keys``) becomes: same digest and role."""
+    return ClientKey(
+        legacy.sha256, legacy.name, legacy.effective_role, IMPORTED_PREFIX, created_at=now
+    )
 
 
 class KeyRing:

@@ -7,6 +7,12 @@ retries are off, because the router's failover, cooldowns and deadlines
 decide what happens after a failure. Deadlines are ``asyncio.timeout``s,
 as for httpx: cancelling the call closes its connection.
 
+SigV4 is computed only for an AWS Bedrock runtime endpoint or one the owner
+lists (``config.bedrock_endpoints``): the rule is checked when the
+configuration comes in and, as a last guard, by a ``before-sign`` handler on
+every client, against the URL botocore is about to sign (a connect failure;
+nothing is signed or sent).
+
     >>> bedrock = BedrockClient(aioboto3.Session(), default_region="us-east-1")  # doctest: +SKIP
     >>> UpstreamClient(http, bedrock=bedrock)                                    # doctest: +SKIP
 """
@@ -15,24 +21,47 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from botocore.config import Config
 
+from edgeproxy.config.bedrock_endpoints import signable
+from edgeproxy.routing.faults import FaultKind
 from edgeproxy.upstream.bedrock_convert import to_chat_completion, to_converse
 from edgeproxy.upstream.bedrock_errors import translate_bedrock_errors
 from edgeproxy.upstream.bedrock_stream import BedrockChunks, BedrockSource
 from edgeproxy.upstream.call import UpstreamCall, UpstreamResponse, Usage
-from edgeproxy.upstream.errors import HEADERS, translate_errors
+from edgeproxy.upstream.errors import HEADERS, fault, translate_errors
 from edgeproxy.upstream.openai import parse_json_object
 from edgeproxy.upstream.stream import UpstreamStream
 
 CONNECT_TIMEOUT_S = 10.0  # as for httpx: a black-holed endpoint fails sooner than a slow model
 # Our asyncio deadlines end calls; botocore's socket timeout only backs them up.
 _READ_TIMEOUT_S = 3600.0
+UNSIGNABLE = "the upstream is not a Bedrock endpoint: the request is not signed"
+# The owner's listed endpoints for the call being signed (its ``gateway.egress``).
+_LISTED: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
+    "edgeproxy_bedrock_endpoints", default=()
+)
+
+
+def refuse_unsignable(request: Any, **_: Any) -> None:
+    """botocore's ``before-sign`` hook: no signature for a host outside the rule."""
+    if not signable(request.url, _LISTED.get()):
+        raise fault(FaultKind.CONNECT, UNSIGNABLE)
+
+
+@contextlib.contextmanager
+def _listed(call: UpstreamCall) -> Iterator[None]:
+    token = _LISTED.set(tuple(call.egress.bedrock_endpoints))
+    try:
+        yield
+    finally:
+        _LISTED.reset(token)
 
 
 def bedrock_client_config() -> Config:
@@ -71,7 +100,7 @@ class BedrockClient:
         with translate_bedrock_errors(HEADERS, secrets):
             # Opening the client (once per process) is local setup, not the upstream's time.
             client = await self._client(call)
-        with translate_errors(HEADERS):
+        with translate_errors(HEADERS), _listed(call):
             async with asyncio.timeout(call.response_timeout_s):
                 with translate_bedrock_errors(HEADERS, secrets):
                     answer = await client.converse(**params)
@@ -98,7 +127,7 @@ class BedrockClient:
         with translate_bedrock_errors(HEADERS, secrets):
             # Opening the client (once per process) is local setup, not the upstream's time.
             client = await self._client(call)
-        with translate_errors(HEADERS):
+        with translate_errors(HEADERS), _listed(call):
             async with asyncio.timeout(call.response_timeout_s):
                 with translate_bedrock_errors(HEADERS, secrets):
                     answer = await client.converse_stream(**params)
@@ -136,7 +165,9 @@ class BedrockClient:
                 if key[1]:
                     kwargs["endpoint_url"] = key[1]
                 opened = self._session.client("bedrock-runtime", **kwargs)
-                self._clients[key] = await self._stack.enter_async_context(opened)
+                entered = await self._stack.enter_async_context(opened)
+                entered.meta.events.register("before-sign.bedrock-runtime", refuse_unsignable)
+                self._clients[key] = entered
         return self._clients[key]
 
 

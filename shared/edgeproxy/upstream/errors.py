@@ -100,8 +100,20 @@ def http_fault(
 
     Understands OpenAI ``{"error": {...}}``, Anthropic
     ``{"type": "error", "error": {...}}`` and the ``{"detail": ...}`` /
-    ``{"message": ...}`` bodies of some compatible servers.
+    ``{"message": ...}`` bodies of some compatible servers. An answer that is
+    neither a success nor an error (a 3xx redirect, a stray 1xx) is a 502:
+    redirects are not followed, and relaying one would hand the client the
+    upstream's ``Location``.
     """
+    if status < 400:
+        return fault(
+            FaultKind.HTTP,
+            f"The upstream answered with HTTP {status}, which the gateway does not relay or "
+            "follow (a redirect: is the deployment's base_url right?).",
+            status=502,
+            type="api_error",
+            code="upstream_redirect" if 300 <= status < 400 else "upstream_error",
+        )
     try:
         payload: Any = json.loads(content)
     except (ValueError, UnicodeDecodeError):

@@ -158,6 +158,11 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         egress = request.extensions.get("egress")
         if isinstance(egress, EgressSettings) and literal_refusal(str(request.url), egress):
             raise httpx.ConnectError(REFUSED)
+        try:
+            url = URL(str(request.url), encoded=True)
+            url.port  # noqa: B018 - yarl checks the port only when it is read
+        except ValueError:  # a port past 65535 in a document stored before the entry check
+            raise httpx.ConnectError("the upstream URL is not valid") from None
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
         body = await request.aread()
         token = EGRESS.set(egress if isinstance(egress, EgressSettings) else None)
@@ -165,7 +170,7 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             with _mapped():
                 response = await self._session.request(
                     request.method,
-                    URL(str(request.url), encoded=True),
+                    url,
                     headers=headers,
                     data=body or None,
                     allow_redirects=False,

@@ -7,15 +7,22 @@ from typing import Any
 
 import httpx
 
+from edgeproxy.routing.access import key_id_of
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.configs import config, deployment
 
 ADMIN_KEY = "sk-admin-operator"
 CLIENT_KEY = "sk-client-plain"
+# The owner's seed imports the YAML admin entry as a table key: audits name it by name and id.
+ADMIN_ACTOR = f"ops ({key_id_of(hashlib.sha256(ADMIN_KEY.encode()).hexdigest())})"
 
 
 def keys() -> dict[str, Any]:
-    """A ``gateway`` section with an admin key (named ``ops``) and a client key."""
+    """A ``gateway`` section with an admin key (named ``ops``) and a client key.
+
+    The admin entry becomes a table admin key when the test's owner stores the
+    configuration (``service/admin/owner_guard``): a revocable admin key.
+    """
     return {
         "api_keys": [
             {"name": "client", "sha256": hashlib.sha256(CLIENT_KEY.encode()).hexdigest()},

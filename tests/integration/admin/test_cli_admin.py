@@ -8,7 +8,7 @@ import pytest
 
 from edgeproxy.cli import main
 from edgeproxy_dev.mock_upstream import MockUpstream
-from tests.integration.admin.helpers import ADMIN_KEY, admin, chat, ok, two_deployments
+from tests.integration.admin.helpers import ADMIN_ACTOR, ADMIN_KEY, admin, chat, ok, two_deployments
 
 
 @pytest.fixture(autouse=True)
@@ -127,10 +127,12 @@ def test_audit_lists_changes_newest_first(
         status, out, _ = run(capsys, *argv)
         assert status == 0
         first, change = out.splitlines()
-        assert first.split()[2:] == ["ops", "router-settings.update", "router", first.split()[-1]]
+        # The YAML admin entry was imported as a table key: the actor is named by name and id.
+        assert first.split()[2:] == [*ADMIN_ACTOR.split(), "router-settings.update", "router", "v2"]
         assert change.strip() == "router.max_fallback_depth: 3 -> 2"
     status, out, _ = run(capsys, "audit", "--url", gw.base_url, "--json")
-    assert [e["action"] for e in json.loads(out)] == ["router-settings.update", "config.load"]
+    actions = [e["action"] for e in json.loads(out)]
+    assert actions == ["router-settings.update", "config.load", "key.import"]
 
 
 def test_the_admin_key_comes_only_from_the_environment(

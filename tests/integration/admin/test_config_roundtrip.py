@@ -23,6 +23,7 @@ from tests.fixtures.secrets import remember
 from tests.integration.admin.helpers import ADMIN_KEY, admin, chat, keys, ok
 
 SECRET = remember("cf-tenant-0123456789abcdef")
+QUERY_SECRET = remember("qs-tenant-fedcba9876543210")  # a query value is as secret as a header
 
 
 @pytest.fixture(autouse=True)
@@ -38,7 +39,9 @@ def cli_env(monkeypatch: pytest.MonkeyPatch, dynamo_endpoint: str, gateway_table
 
 @pytest.fixture
 def gateway(start_gateway: Any, upstream_a: MockUpstream) -> Any:
-    dep = deployment("a", upstream_a, headers={"x-tenant-key": SECRET}, weight=2)
+    dep = deployment(
+        "a", upstream_a, headers={"x-tenant-key": SECRET}, query={"sig": QUERY_SECRET}, weight=2
+    )
     return start_gateway(config(dep, gateway=keys(), router={"circuit": {"cooldown_seconds": 5}}))
 
 
@@ -46,6 +49,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     status = main(list(argv))
     out, err = capsys.readouterr()
     assert SECRET not in out + err  # never shown, whatever the command
+    assert QUERY_SECRET not in out + err
     return status, out, err
 
 
@@ -74,6 +78,9 @@ def test_export_redacts_secrets_and_loads_back_unchanged(
     text = export(capsys, path, "--url", gateway.base_url)
     assert "# edgeproxy-base-version: 1\n" in text
     assert yaml.safe_load(text)["deployments"][0]["headers"] == {"x-tenant-key": "[redacted]"}
+    assert yaml.safe_load(text)["deployments"][0]["query"] == {"sig": "[redacted]"}
+    served = ok(admin(gateway.base_url, "GET", "/admin/config"))["document"]["deployments"][0]
+    assert served["query"] == {"sig": "[redacted]"}
     assert load_config_file(path).deployments[0].weight == 2  # `config check` takes it
     status, out, _ = run(capsys, "config", "load", str(path), "--url", gateway.base_url)
     assert (status, out) == (
@@ -127,6 +134,7 @@ def test_an_edited_export_keeps_its_redacted_secrets(
     # The stored value was kept: the upstream still receives it.
     assert chat(gateway.base_url).status_code == 200
     assert upstream_a.requests()[-1]["headers"]["x-tenant-key"] == SECRET
+    assert upstream_a.requests()[-1]["query"] == {"sig": QUERY_SECRET}
 
 
 def test_a_changed_secret_shows_in_a_diff_by_its_path_only(

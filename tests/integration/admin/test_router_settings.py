@@ -12,7 +12,7 @@ from edgeproxy.config.router import RouterSettings
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.clock import FleetClock
 from tests.fixtures.gateway import TEST_ENV
-from tests.integration.admin.helpers import admin, ok, two_deployments
+from tests.integration.admin.helpers import ADMIN_ACTOR, admin, ok, two_deployments
 
 SETTINGS = "/admin/router-settings"
 
@@ -210,7 +210,7 @@ def test_every_change_is_an_audit_entry_naming_the_admin_and_the_diff(
     newest, older = entries["data"]
 
     assert (newest["actor"], newest["action"], newest["version"]) == (
-        "ops",
+        ADMIN_ACTOR,
         "router-settings.update",
         version + 2,
     )
@@ -220,7 +220,8 @@ def test_every_change_is_an_audit_entry_naming_the_admin_and_the_diff(
     assert older["changes"] == [{"path": "router.circuit.cooldown_seconds", "old": 5, "new": 9}]
     assert newest["at"] >= older["at"]
     page = ok(admin(gw.base_url, "GET", f"/admin/audit?limit=2&before={entries['next']}"))
-    assert [e["action"] for e in page["data"]] == ["config.load"]  # the test's initial store
+    # The test's initial store, and the import of its admin entry as a table key.
+    assert [e["action"] for e in page["data"]] == ["config.load", "key.import"]
     assert "sk-admin-operator" not in str(entries)
 
 

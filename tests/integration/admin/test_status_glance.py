@@ -9,7 +9,7 @@ from tests.fixtures.clock import FleetClock
 from tests.fixtures.configs import config, deployment
 from tests.fixtures.secrets import remember
 from tests.fixtures.table import wait_for
-from tests.integration.admin.helpers import admin, chat, keys, ok
+from tests.integration.admin.helpers import ADMIN_ACTOR, admin, chat, keys, ok
 
 SECRET = "sk-upstream-leaked-0123456789abcdef"
 remember(SECRET)
@@ -97,7 +97,7 @@ def test_a_drained_pool_answers_503_and_says_so_and_the_drain_is_traced(
     a = _rows(report)["a"]
     assert (a["status"], a["available"], a["drained"]) == ("disabled", False, True)
     assert a["weight"] == 3  # weight keeps its meaning; the switch is the drain
-    assert a["drain"]["actor"] == "ops"
+    assert a["drain"]["actor"] == ADMIN_ACTOR
     deep = {
         r["id"]: r
         for p in ok(admin(gw.base_url, "GET", "/health/deep"))["pools"]

@@ -211,3 +211,26 @@ def test_an_answer_the_surface_cannot_render_is_a_clean_502_and_releases_in_flig
     assert answer.status_code == 502
     assert anthropic_error(answer)["type"] == "api_error"
     wait_idle(table, "a", "b")
+
+
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+def test_an_upstream_redirect_is_a_502_never_relayed_or_followed(
+    start_gateway, upstream_a: MockUpstream, make_upstream: Any, status: int
+) -> None:
+    # The probe: a 302 reached the client as HTTP 302, Location and all.
+    elsewhere = make_upstream("elsewhere")
+    gw = start_gateway(config(deployment("a", upstream_a), router=fast_router()))
+    location = {"location": elsewhere.base_url + "/chat/completions"}
+    upstream_a.set_faults([], persistent={"status": status, "headers": location})
+    with httpx.Client(base_url=gw.base_url, timeout=30) as client:
+        for body in (CHAT, STREAM):
+            answer = client.post("/v1/chat/completions", json=body)
+            assert answer.status_code == 502, answer.text
+            assert "location" not in answer.headers
+            error = openai_error(answer)
+            assert error["code"] == "upstream_redirect"
+            assert elsewhere.base_url not in answer.text
+        anthropic = client.post("/v1/messages", json={**CHAT, "max_tokens": 5})
+        assert anthropic.status_code == 502
+        assert "location" not in anthropic.headers
+    assert elsewhere.requests() == []  # never followed

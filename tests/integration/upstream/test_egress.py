@@ -140,3 +140,18 @@ async def test_the_admin_check_refuses_names_that_resolve_to_refused_addresses()
         raise OSError("no such name")
 
     assert await name_problems(config, unresolvable) == []  # left to the connect-time check
+
+
+async def test_a_stored_base_url_with_a_port_past_65535_is_a_connect_failure_not_a_500(
+    upstream_a: MockUpstream, resolver_client: tuple[Rebinding, UpstreamClient]
+) -> None:
+    # Refused where a configuration comes in (tests/unit/config/test_egress.py); a document
+    # stored before that check fails each attempt as a connect error, not with a traceback.
+    _, client = resolver_client
+    dep = named(upstream_a, "127.0.0.1").model_copy(
+        update={"base_url": "http://127.0.0.1:99999/v1"}
+    )
+    bad = dataclasses.replace(chat(upstream_a, egress=EgressSettings(allow=["127.0.0.0/8"])))
+    with pytest.raises(UpstreamFault) as caught:
+        await client.send(dataclasses.replace(bad, deployment=dep))
+    assert caught.value.fault.kind is FaultKind.CONNECT

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from edgeproxy.config.deployment import Deployment
+from edgeproxy.config.egress import EgressSettings
 from edgeproxy.config.policies import Operation
 from edgeproxy.errors import UpstreamFault
 from edgeproxy.routing.failures import classify
@@ -60,8 +61,15 @@ def call(
         credential=kw.pop("credential", "az-key-0123456789" if dep.provider == "azure" else None),
         response_timeout_s=kw.pop("response_timeout_s", 5.0),
         idle_timeout_s=kw.pop("idle_timeout_s", 5.0),
-        **{"egress": LOOPBACK_EGRESS, **kw},
+        **{"egress": _egress(dep), **kw},
     )
+
+
+def _egress(dep: Deployment) -> EgressSettings:
+    """Loopback allowed; a bedrock deployment's mock listed as its endpoint, as an owner would."""
+    if dep.provider != "bedrock" or dep.base_url is None:
+        return LOOPBACK_EGRESS
+    return EgressSettings(allow=LOOPBACK_EGRESS.allow, bedrock_endpoints=[dep.base_url])
 
 
 def text(events: list[StreamEvent]) -> str:
@@ -375,6 +383,25 @@ async def test_bedrock_refuses_what_converse_cannot_express(
     caught = await failure(provider_client.send(embed))
     assert caught.fault.kind is FaultKind.INCOMPATIBLE
     assert upstream.requests() == []
+
+
+async def test_sigv4_is_never_computed_for_a_host_outside_the_bedrock_rule(
+    make_upstream: Any, provider_client: UpstreamClient
+) -> None:
+    # A deployment stored past the config-time check (an older release's document) aims at
+    # an unlisted host: the before-sign guard refuses it; nothing is signed or sent.
+    upstream = make_upstream("not-bedrock")
+    for stream in (False, True):
+        unlisted = call(bedrock(upstream), stream=stream, egress=LOOPBACK_EGRESS)
+        opening = provider_client.open_stream if stream else provider_client.send
+        caught = await failure(opening(unlisted))
+        assert caught.fault.kind is FaultKind.CONNECT
+        assert "not a Bedrock endpoint" in str(caught)
+    assert upstream.requests() == []
+    # Listed by the owner, the same mock is signed for and answers.
+    answer = await provider_client.send(call(bedrock(upstream)))
+    assert answer.status == 200
+    assert len(upstream.requests()) == 1
 
 
 async def test_bedrock_unreachable_endpoint_is_a_connect_failure(

@@ -21,6 +21,7 @@ from tests.integration.resilience.helpers import router, sse_events, stream_text
 from tests.integration.usage.helpers import (
     ENV,
     PRICES,
+    admin_get,
     chat,
     gateway_config,
     new_key,
@@ -298,3 +299,43 @@ def test_prompts_and_answers_are_kept_only_for_opted_in_pools_redacted_and_bound
     assert newest["model"] == "other-chat"
     assert newest["prompt"] is None
     assert newest["answer"] is None
+
+
+HOSTILE_MODELS: list[Any] = ["m" * 5000, "fast\x00chat", ["fast-chat"], "fast-chat\n", "x\u2028y"]
+
+
+@pytest.mark.parametrize("coalesce_ms", ["25", "0"], ids=["buffered", "direct"])
+def test_a_hostile_model_is_a_clean_400_and_never_an_unwritable_record(
+    start_gateway, clock: FleetClock, upstream_a: MockUpstream, coalesce_ms: str
+) -> None:
+    # The probe: a 5,000-character model (past DynamoDB's 1,024-byte sort key of its
+    # aggregate), one holding NUL, or a list, left a record that could not be written and
+    # took the aggregates of its whole batch down with it after 2 minutes of retries.
+    gw = start_gateway(
+        gateway_config(priced("a", upstream_a)), env={**ENV, "EDGEPROXY_COALESCE_MS": coalesce_ms}
+    )
+    key = new_key(gw.base_url)
+    for model in HOSTILE_MODELS:
+        answer = chat(gw.base_url, key["key"], model=model)
+        assert answer.status_code == 400, answer.text
+        error = answer.json()["error"]
+        assert (error["type"], error["param"]) == ("invalid_request_error", "model")
+        assert "\x00" not in answer.text
+        assert "m" * 300 not in answer.text  # the message does not repeat the whole name
+    served = chat(gw.base_url, key["key"])  # in the same window as the refusals
+    assert served.status_code == 200
+    found = records(gw.base_url, clock.now(), 1)
+    assert [r["request_id"] for r in found if r["status"] == 200] == [
+        served.headers["x-request-id"]
+    ]
+    assert all(len(r["model"]) <= 256 for r in found)
+
+    # Its aggregate was written too: the report (aggregates only) counts it.
+    def report() -> dict[str, Any]:
+        answer = admin_get(gw.base_url, "/admin/usage", group_by="model")
+        assert answer.status_code == 200, answer.text
+        body: dict[str, Any] = answer.json()
+        return body
+
+    settled = wait_for(report, lambda r: r["totals"]["requests"] >= 1, "the served aggregate")
+    assert [row["model"] for row in settled["rows"]] == ["fast-chat"]

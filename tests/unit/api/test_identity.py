@@ -88,13 +88,17 @@ def refused(keys: KeyRing, cfg: GatewayConfig | None = None, **headers: str) -> 
     return caught.value.message
 
 
-def test_yaml_keys_are_checked_by_hash_and_admins_recognised() -> None:
+def test_yaml_keys_are_checked_by_hash_and_an_admin_entry_is_no_key() -> None:
     def key(name: str, secret: str, admin: bool = False) -> ApiKey:
         return ApiKey(name=name, sha256=digest(secret), admin=admin)
 
     cfg = config(key("ops", "sk-admin", True), key("app", "sk-app"))
     keys = ring(Keys())
-    assert who(keys, cfg, authorization="Bearer sk-admin").admin is True
+    # Admin keys are table keys only: a YAML admin entry (a document stored before the owner
+    # imported it, or planted) is not a key at all, so it cannot reach the admin API unlisted.
+    assert refused(keys, cfg, authorization="Bearer sk-admin") == "Incorrect API key provided."
+    imported = ClientKey(digest("sk-admin"), "ops", Role.ADMIN)
+    assert who(ring(Keys(imported)), cfg, authorization="Bearer sk-admin").admin is True
     app = who(keys, cfg, x_api_key="sk-app")
     # Only the key's digest travels on, as the caller's affinity id.
     assert (app.admin, app.role, app.caller) == (False, Role.FREE, "key:" + digest("sk-app"))

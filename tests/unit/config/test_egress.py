@@ -73,7 +73,6 @@ def test_the_allow_list_takes_ranges_and_names_but_not_odd_spellings() -> None:
     allow = EgressSettings(allow=["127.0.0.0/8", "10.0.0.12", "vllm.internal"])
     assert url_problem("http://127.0.0.1:9/v1", allow) is None
     assert url_problem("http://10.0.0.12:8000/v1", allow) is None
-    assert url_problem("http://[::ffff:127.0.0.1]/v1", allow) is None  # the same address
     assert url_problem("http://10.0.0.13:8000/v1", allow) is not None
     assert allow.allows_host("VLLM.internal.")
     # Allowed or not, a non-standard form never loads: aiohttp refuses to connect to it.
@@ -83,6 +82,36 @@ def test_the_allow_list_takes_ranges_and_names_but_not_odd_spellings() -> None:
     cfg = {"deployments": [dep("http://127.0.0.1:9/v1")], "gateway": {"egress": {"allow": ["::1"]}}}
     with pytest.raises(EntryRefused, match=r"127\.0\.0\.1 is loopback"):
         parse_config(cfg, "x")
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "[::ffff:127.0.0.1]",
+        "[::ffff:7f00:1]",
+        "[0:0:0:0:0:ffff:127.0.0.1]",
+        "[::ffff:0:127.0.0.1]",
+        "[::127.0.0.1]",
+        "[::7f00:1]",
+        "[::ffff:10.0.0.12]",
+    ],
+)
+def test_ipv4_written_as_ipv6_is_refused_even_where_the_ipv4_address_is_allowed(host: str) -> None:
+    allow = EgressSettings(allow=["127.0.0.0/8", "10.0.0.12", "::/0"])
+    assert "IPv4 written as IPv6" in (url_problem(f"http://{host}:9/v1", allow) or "")
+    # An allowed IPv4 range does not extend to the IPv6 addresses carrying it.
+    v4_only = EgressSettings(allow=["127.0.0.0/8"])
+    for carried in ("[2002:7f00:1::]", "[64:ff9b::7f00:1]"):
+        assert "carries 127.0.0.1" in (url_problem(f"http://{carried}/v1", v4_only) or "")
+
+
+@pytest.mark.parametrize("port", ["65536", "70000", "99999999", "-1", "8o"])
+def test_a_port_outside_0_to_65535_is_refused_where_the_configuration_comes_in(port: str) -> None:
+    url = f"https://api.openai.com:{port}/v1"
+    with pytest.raises(EntryRefused, match="port") as caught:
+        parse_config({"deployments": [dep(url)]}, "x")
+    assert caught.value.param == "base_url"
+    assert url_problem("https://api.openai.com:65535/v1", EgressSettings()) is None
 
 
 def test_a_stored_document_still_loads_so_an_upgrade_cannot_take_the_gateway_down() -> None:
@@ -99,6 +128,13 @@ def test_a_stored_document_still_loads_so_an_upgrade_cannot_take_the_gateway_dow
         "ssm:/other-stack/key",
         "secretsmanager:arn:aws:secretsmanager:us-east-1:1:secret:x",
         "vault:/x",
+        # Control characters forge log lines where a reference is shown.
+        "env:EDGEPROXY_CRED_X\n2026-01-01 INFO forged line",
+        "env:EDGEPROXY_CRED_X\r",
+        "ssm:/edgeproxy/a\x00b",
+        "ssm:/edgeproxy/a\x1b[31m",
+        "env:EDGEPROXY_CRED_X\u2028",
+        "env:EDGEPROXY_CRED_ X",
     ],
 )
 def test_credential_references_outside_the_prefixes_are_refused(credential: str) -> None:
@@ -108,6 +144,7 @@ def test_credential_references_outside_the_prefixes_are_refused(credential: str)
         )
     assert caught.value.param == "credential"
     assert "deployments[0].credential" in str(caught.value)
+    assert "\n" not in str(caught.value)  # shown escaped, never raw
 
 
 def test_credential_references_under_the_prefixes_load() -> None:

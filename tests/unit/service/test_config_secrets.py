@@ -30,6 +30,16 @@ def test_header_values_and_literal_credentials_are_redacted_references_kept() ->
         assert redact(doc(credential=reference))["deployments"][0]["credential"] == reference
 
 
+def test_query_values_are_redacted_like_headers_and_restored() -> None:
+    stored = doc(query={"sig": "qs-s3cret"})
+    out = redact(stored)
+    assert out["deployments"][0]["query"] == {"sig": REDACTED}
+    assert restore(out, stored, "f.yaml") == stored
+    changed = changes(stored, doc(query={"sig": "qs-n3w"}))
+    assert "qs-s3cret" not in str(changed)
+    assert "qs-n3w" not in str(changed)
+
+
 def test_restore_takes_the_stored_value_by_deployment_id() -> None:
     stored = doc(credential="sk-literal-key")
     back = restore(redact(stored), stored, "f.yaml")

@@ -57,6 +57,7 @@ async def put_config(call: AdminCall) -> Response:
             dry_run=order.dry_run,
             actor=call.actor,
             source=order.source[:200],
+            owner=call.who.owner,
         )
     except ConfigError as exc:
         raise RequestError(str(exc).replace("\n", "; "), param="document") from None

@@ -24,7 +24,15 @@ from pydantic import Field
 from starlette.responses import JSONResponse, Response
 
 from edgeproxy.api.admin.guard import AdminCall, AdminRoute, json_body, version_of
-from edgeproxy.api.admin.keys import ONE, audit_key, epoch_seconds, key_view, parsed
+from edgeproxy.api.admin.keys import (
+    ONE,
+    audit_key,
+    epoch_seconds,
+    found_key,
+    key_view,
+    owner_only,
+    parsed,
+)
 from edgeproxy.config.base import Positive, Strict
 from edgeproxy.config.roles import Role
 from edgeproxy.errors import RequestError
@@ -97,7 +105,10 @@ async def update(call: AdminCall) -> Response:
     fields = fields_of(body, now)
     if "models" in fields:
         check_models(body.models, call.config)
-    change = await update_key(gateway.store, call.request.path_params["key_id"], fields, expected)
+    key_id = call.request.path_params["key_id"]
+    current = await found_key(gateway, key_id)
+    await owner_only(call, "key.update", f"key:{current.id}", current.role, fields.get("role"))
+    change = await update_key(gateway.store, key_id, fields, expected)
     gateway.keys.forget(change.after.digest)
     before, after = key_view(change.before, now=now), key_view(change.after, now=now)
     changes = [c for c in audit.diff(before, after) if c.get("path") != "version"]
@@ -113,9 +124,10 @@ async def rotate(call: AdminCall) -> Response:
     raw = await json_body(call) if await call.request.body() else {}
     body = parsed(RotateKey, raw)
     now = gateway.keys.now()
-    change = await rotate_key(
-        gateway.store, call.request.path_params["key_id"], now, body.grace_seconds
-    )
+    key_id = call.request.path_params["key_id"]
+    current = await found_key(gateway, key_id)
+    await owner_only(call, "key.rotate", f"key:{current.id}", current.role)
+    change = await rotate_key(gateway.store, key_id, now, body.grace_seconds)
     gateway.keys.forget(change.after.digest)
     view = key_view(change.after, now=now)
     changes = [

@@ -27,7 +27,7 @@ from starlette.responses import JSONResponse, Response
 from edgeproxy.api.admin.guard import AdminCall, AdminRoute, json_body
 from edgeproxy.config.base import Positive, Strict
 from edgeproxy.config.roles import Role
-from edgeproxy.errors import NotFound, RequestError
+from edgeproxy.errors import NotFound, PermissionDenied, RequestError
 from edgeproxy.routing.access import (
     BudgetPeriod,
     ClientKey,
@@ -134,10 +134,27 @@ async def audit_key(
     await call.gateway.store.record_audit(entry)
 
 
+async def owner_only(call: AdminCall, action: str, target: str, *roles: Role | None) -> None:
+    """403 (audited) when a caller other than the owner creates, changes or rotates a key
+    whose role is or becomes ``admin``: an admin key cannot mint, reshape or take over one
+    that would outlive its own revocation (``config.roles``)."""
+    if call.who.owner or Role.ADMIN not in roles:
+        return
+    changes = [{"path": "role", "refused": "owner only", "action": action}]
+    entry = audit.entry(call.actor, "key.refused", target, changes, call.gateway.now())
+    await call.gateway.store.record_audit(entry)
+    raise PermissionDenied(
+        "role: admin keys are created and changed only by the gateway's owner (the bootstrap "
+        "admin key, or `edgeproxy keys` on the table); an admin key may still revoke one.",
+        param="role",
+    )
+
+
 async def create(call: AdminCall) -> Response:
-    """``POST /admin/keys``: a new key, shown once."""
+    """``POST /admin/keys``: a new key, shown once (an ``admin`` one by the owner only)."""
     gateway = call.gateway
     body = _parsed(await json_body(call))
+    await owner_only(call, "key.create", "key:(new)", body.role)
     now = gateway.keys.now()
     expires_at = epoch_seconds(body.expires_at)
     if expires_at is not None and expires_at <= now:
@@ -172,7 +189,8 @@ async def list_keys(call: AdminCall) -> Response:
     return JSONResponse({"object": "list", "data": data})
 
 
-async def _found(gateway: Gateway, key_id: str) -> ClientKey:
+async def found_key(gateway: Gateway, key_id: str) -> ClientKey:
+    """The key with ``key_id``; 404 if there is none."""
     key = await gateway.store.find_client_key(key_id)
     if key is None:
         raise NotFound(f"No API key has the id `{key_id}`.", param="id")
@@ -182,7 +200,7 @@ async def _found(gateway: Gateway, key_id: str) -> ClientKey:
 async def show(call: AdminCall) -> Response:
     """``GET /admin/keys/{id}``: one key, with its spend and this minute's tokens."""
     gateway = call.gateway
-    key = await _found(gateway, call.request.path_params["key_id"])
+    key = await found_key(gateway, call.request.path_params["key_id"])
     now = gateway.keys.now()
     return JSONResponse(key_view(key, await usage_now(gateway.store, key, now), now=now))
 

@@ -40,7 +40,7 @@ class FallbackTargets(Strict):
 
 def editor(call: AdminCall) -> ConfigEditor:
     """The configuration editor over this gateway's store."""
-    return ConfigEditor(call.gateway.store, call.gateway.now)
+    return ConfigEditor(call.gateway.store, call.gateway.now, owner=call.who.owner)
 
 
 async def edit(

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from edgeproxy.api.codec import Parsed
+from edgeproxy.api.parsing import model_problem
 from edgeproxy.errors import RequestError
 
 SURFACE = "anthropic.messages"
@@ -40,6 +41,8 @@ def to_chat_request(body: Mapping[str, Any]) -> Parsed:
     model = body.get("model")
     if not isinstance(model, str) or not model.strip():
         raise _invalid("model", "field required (a non-empty string)")
+    if (problem := model_problem(model)) is not None:
+        raise _invalid("model", problem)
     max_tokens = body.get("max_tokens")
     if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
         raise _invalid("max_tokens", "field required (an integer >= 1)")

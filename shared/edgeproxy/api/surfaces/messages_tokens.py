@@ -23,6 +23,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from edgeproxy.api.parsing import model_problem
 from edgeproxy.errors import RequestError
 
 IMAGE_TOKENS = 1600  # Anthropic's figure for an image of about 1.15 megapixels
@@ -38,6 +39,8 @@ def check_count_request(body: Mapping[str, Any]) -> str:
     model = body.get("model")
     if not isinstance(model, str) or not model.strip():
         raise RequestError("model: field required (a non-empty string)", param="model")
+    if (problem := model_problem(model)) is not None:
+        raise RequestError(f"model: {problem}", param="model")
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise RequestError("messages: field required (a non-empty array)", param="messages")

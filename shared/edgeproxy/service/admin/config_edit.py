@@ -25,6 +25,7 @@ from edgeproxy.config.loader import from_document, location, parse_config, to_do
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import ConfigError, RequestError, VersionConflict
 from edgeproxy.service.admin import audit
+from edgeproxy.service.admin.owner_guard import owner_checked
 from edgeproxy.service.admin.redaction import redact_changes
 from edgeproxy.state.store import AdminStore
 from edgeproxy.upstream.egress import name_problems
@@ -121,11 +122,19 @@ def checked(model: type[BaseModel], body: dict[str, Any]) -> BaseModel:
 
 
 class ConfigEditor:
-    """Versioned, audited edits of the stored configuration."""
+    """Versioned, audited edits of the stored configuration.
 
-    def __init__(self, store: AdminStore, clock: Callable[[], float]) -> None:
+    ``owner``: the writer is the gateway's owner (the bootstrap admin key, or
+    the table itself); only then may an edit change the owner's sections
+    (``service/admin/owner_guard``).
+    """
+
+    def __init__(
+        self, store: AdminStore, clock: Callable[[], float], *, owner: bool = False
+    ) -> None:
         self._store = store
         self._clock = clock
+        self._owner = owner
 
     async def current(self) -> Versioned:
         """The stored configuration, read now (not through the cache)."""
@@ -151,6 +160,9 @@ class ConfigEditor:
         change(after)
         try:
             config = validated(after)
+            config = await owner_checked(
+                self._store, self._clock, now.config, config, owner=self._owner, actor=actor
+            )
             await resolvable(config)
         except RequestError as exc:  # the caller named the deployment by id, not position
             exc.message = by_id(exc.message, _ids(after))
@@ -192,8 +204,11 @@ class ConfigEditor:
         Still a conditional write on the version just read, so a concurrent
         admin edit is never lost silently: the load fails with a conflict.
         """
-        await resolvable(config)
         now = await self.current()
+        config = await owner_checked(
+            self._store, self._clock, now.config, config, owner=self._owner, actor=actor
+        )
+        await resolvable(config)
         changes = redact_changes(audit.diff(now.document, as_document(config)))
         record = audit.entry(actor, "config.load", source, changes, self._clock())
         version = await self._store.save_config(to_document(config), now.version, record)

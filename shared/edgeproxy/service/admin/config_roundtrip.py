@@ -23,6 +23,7 @@ from edgeproxy.errors import ConfigError, VersionConflict
 from edgeproxy.service.admin import audit
 from edgeproxy.service.admin.config_edit import as_document
 from edgeproxy.service.admin.config_secrets import Document, changes, redact, restore
+from edgeproxy.service.admin.owner_guard import owner_checked
 from edgeproxy.state.audit import AuditEntry
 from edgeproxy.state.store import AdminStore
 
@@ -142,12 +143,21 @@ async def load(
     dry_run: bool,
     actor: str,
     source: str,
+    owner: bool = False,
 ) -> LoadResult:
-    """Store ``document`` (a file's, ``[redacted]`` values kept from the stored one)."""
+    """Store ``document`` (a file's, ``[redacted]`` values kept from the stored one).
+
+    ``owner``: the loader is the gateway's owner, who alone may change the owner's
+    sections (``owner_guard``: a 403 otherwise, ``force`` or not, dry run or not).
+    """
     stored = await store.load_config()
     current = stored.version if stored is not None else 0
-    before = as_document(from_document(stored.document)) if stored is not None else None
+    old = from_document(stored.document) if stored is not None else None
+    before = as_document(old) if old is not None else None
     config = parse_config(restore(document, before or {}, source), source)
+    config = await owner_checked(
+        store, clock, old, config, owner=owner, actor=actor, store_keys=not dry_run
+    )
     after = as_document(config)
     diff = changes(before, after) if before is not None else [{"path": "", "new": "(all)"}]
     if base is not None and base > current:

@@ -1,11 +1,12 @@
 """The secrets of a configuration document: redacted on the way out, kept on the way back.
 
-Header values (``deployments[].headers``) count as secrets, and so does a
+Header and query values (``deployments[].headers``, ``deployments[].query``:
+either may carry a tenant key) count as secrets, and so does a
 ``credential`` that is not a reference (``env:``, ``ssm:``,
 ``secretsmanager:``): ``redact`` replaces each with ``REDACTED``. A file
 exported that way loads back as it is: ``restore`` puts the stored value back
 wherever the file still says ``REDACTED`` (matched by deployment id, header
-name or quota source name), so an export, an edit and a load never turn a
+or parameter name, or quota source name), so an export, an edit and a load never turn a
 header into the word ``[redacted]``.
 """
 
@@ -50,15 +51,17 @@ def _slots(doc: Document) -> Iterator[Slot]:
                 yield Slot(
                     f"{section}[{index}].credential", f"{path}.credential", item, "credential"
                 )
-            headers = item.get("headers") if section == "deployments" else None
-            if isinstance(headers, dict):
-                for header in headers:
-                    yield Slot(
-                        f"{section}[{index}].headers.{header}",
-                        f"{path}.headers.{header}",
-                        headers,
-                        header,
-                    )
+            if section == "deployments":
+                yield from _map_slots(f"{section}[{index}]", path, item)
+
+
+def _map_slots(where: str, path: str, deployment: dict[str, Any]) -> Iterator[Slot]:
+    """A deployment's header and query values: either may carry a tenant's key."""
+    for field in ("headers", "query"):
+        values = deployment.get(field)
+        if isinstance(values, dict):
+            for key in values:
+                yield Slot(f"{where}.{field}.{key}", f"{path}.{field}.{key}", values, key)
 
 
 def _secret(slot: Slot) -> bool:
@@ -66,7 +69,7 @@ def _secret(slot: Slot) -> bool:
 
 
 def redact(doc: Document) -> Document:
-    """A copy of ``doc`` with every header value and literal credential replaced."""
+    """A copy of ``doc`` with every header and query value and literal credential replaced."""
     out = copy.deepcopy(doc)
     for slot in _slots(out):
         if _secret(slot):

@@ -6,7 +6,11 @@ Aggregates are summed per bucket (``UsageRow.plus``: ADD is commutative),
 records go 25 to a BatchWriteItem. What a failed flush held goes back for
 the next one (at least ``RETRY_S`` later); after ``GIVE_UP_S`` of failures,
 or when the shutdown's flush fails, it is dropped and logged (counts only:
-a record's fields stay out of the process log). A crash loses one window.
+a record's fields stay out of the process log). A write the store refuses
+(not unavailable: invalid for it) is dropped at once and alone: a batch of
+records it refuses is written again one by one, so one record that cannot
+be written never holds back the others or their aggregates. A crash loses
+one window.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from edgeproxy.errors import StoreError
+from edgeproxy.errors import StoreError, StoreUnavailable
 from edgeproxy.state.usage_log import RequestRecord, UsageLogStore, UsageRow
 
 logger = logging.getLogger(__name__)
@@ -86,38 +90,50 @@ class LogBuffer:
                 return False
             writes = [self._store.add_usage(row, expires) for row, expires in rows.values()]
             if records:
-                writes.append(self._store.put_requests(records))
+                writes.append(self._put_records(records))
             self.writes += len(rows) + (len(records) + 24) // 25
             results = await asyncio.gather(*writes, return_exceptions=True)
-            errors = [r for r in results if isinstance(r, BaseException)]
-            if not errors:
+            for result in results:
+                if isinstance(result, BaseException) and not isinstance(result, StoreError):
+                    raise result
+            row_results = results[: len(rows)]
+            _drop_rejected([r for r in row_results if _rejected(r)], "aggregates")
+            # Keep what the store could not take now (an ADD that failed did not apply;
+            # a retried PutItem only rewrites); what it refused is never retried.
+            failed_rows = {b: rows[b] for b, r in zip(rows, row_results, strict=True) if _down(r)}
+            failed_records = records if records and _down(results[-1]) else []
+            if not failed_rows and not failed_records:
                 return False
-            for error in errors:
-                if not isinstance(error, StoreError):
-                    raise error
             old = since is not None and self._monotonic() - since >= GIVE_UP_S
             if last or old:
                 logger.error(
-                    "request log lost (%s): %d records, %d aggregates",
-                    type(errors[0]).__name__,
-                    len(records),
-                    len(rows),
+                    "request log lost (store unavailable): %d records, %d aggregates",
+                    len(failed_records),
+                    len(failed_rows),
                 )
                 return True
-            # Keep all of it: an ADD that failed did not apply; a retried PutItem only rewrites.
-            failed_rows = {
-                b: rows[b]
-                for b, r in zip(rows, results, strict=False)
-                if isinstance(r, BaseException)
-            }
-            failed_records = records if isinstance(results[-1], BaseException) and records else []
             self._keep(
                 failed_records, failed_rows, since if since is not None else self._monotonic()
             )
-            logger.warning(
-                "could not write the request log (%s); kept for a retry", type(errors[0]).__name__
-            )
+            logger.warning("could not write the request log (store unavailable); kept for a retry")
             return True
+
+    async def _put_records(self, records: list[RequestRecord]) -> None:
+        """Store the records; if the store refuses a batch, each on its own, so that one
+        record it cannot take never holds back the others."""
+        try:
+            await self._store.put_requests(records)
+        except StoreUnavailable:
+            raise
+        except StoreError:
+            if len(records) == 1:
+                raise
+            alone = await asyncio.gather(
+                *(self._store.put_requests([r]) for r in records), return_exceptions=True
+            )
+            _drop_rejected([r for r in alone if _rejected(r)], "records")
+            if any(_down(r) for r in alone):
+                raise StoreUnavailable("some request log records could not be written") from None
 
     async def aclose(self) -> None:
         """Flush what is buffered (shutdown); what still fails is logged as lost."""
@@ -125,3 +141,18 @@ class LogBuffer:
             self._timer.cancel()
         if await self.flush():
             await self.flush(last=True)
+
+
+def _down(result: object) -> bool:
+    """A write the store could not take now (unavailable): kept for a retry."""
+    return isinstance(result, StoreUnavailable)
+
+
+def _rejected(result: object) -> bool:
+    """A write the store refused (invalid for it): retrying cannot help."""
+    return isinstance(result, StoreError) and not isinstance(result, StoreUnavailable)
+
+
+def _drop_rejected(errors: list[object], what: str) -> None:
+    if errors:
+        logger.error("request log: the store refused %d %s; dropped", len(errors), what)

@@ -12,7 +12,7 @@ from decimal import Decimal
 
 import pytest
 
-from edgeproxy.errors import StoreUnavailable
+from edgeproxy.errors import StoreError, StoreUnavailable
 from edgeproxy.service.usage import log_buffer
 from edgeproxy.service.usage.log_buffer import LogBuffer
 from edgeproxy.service.usage.request_log import usage_row
@@ -33,6 +33,8 @@ class Memory:
         await asyncio.sleep(0)
         if self.down:
             raise StoreUnavailable("down", retry_after=1.0)
+        if any(r.model == REFUSED_MODEL for r in records):  # as DynamoDB refuses a whole batch
+            raise StoreError("DynamoDB BatchWriteItem: ValidationException")
         self.records.extend(records)
 
     async def add_usage(self, row: UsageRow, expires_at: float) -> None:
@@ -40,14 +42,19 @@ class Memory:
         await asyncio.sleep(0)
         if self.down:
             raise StoreUnavailable("down", retry_after=1.0)
+        if row.model == REFUSED_MODEL:
+            raise StoreError("DynamoDB UpdateItem: ValidationException")
         self.rows.append(row)
 
 
-def record(i: int, key: str = "k1", cost: float = 0.1) -> RequestRecord:
+REFUSED_MODEL = "m" * 5000  # a sort key DynamoDB refuses (over 1,024 bytes)
+
+
+def record(i: int, key: str = "k1", cost: float = 0.1, model: str = "fast-chat") -> RequestRecord:
     return RequestRecord(
         at=7200.0 + i,
         request_id=f"r{i}",
-        model="fast-chat",
+        model=model,
         operation="chat",
         stream=False,
         status=200,
@@ -93,6 +100,30 @@ async def test_a_failed_flush_keeps_everything_for_the_next_one() -> None:
     assert await buffer.flush() is False
     assert sorted(r.request_id for r in store.records) == ["r1", "r2"]
     assert [r.requests for r in store.rows] == [2]  # the failed ADD merged with the new one
+
+
+async def test_a_write_the_store_refuses_is_dropped_alone_at_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The probe: one unwritable record was retried for 2 minutes, then dropped with every
+    # aggregate buffered meanwhile. Here the rest of its batch is written in the same flush.
+    store = Memory()
+    buffer = LogBuffer(store, 60.0)  # type: ignore[arg-type]
+    for i in range(5):
+        add(buffer, record(i))
+    add(buffer, record(5, model=REFUSED_MODEL))
+    add(buffer, record(6, key="k2"))
+    with caplog.at_level(logging.ERROR, logger=log_buffer.__name__):
+        assert await buffer.flush() is False  # nothing left to retry
+    assert sorted(r.request_id for r in store.records) == ["r0", "r1", "r2", "r3", "r4", "r6"]
+    assert sorted((r.key_id, r.requests) for r in store.rows) == [("k1", 5), ("k2", 1)]
+    assert buffer.pending == 0
+    refused = sorted(r.getMessage() for r in caplog.records)
+    assert refused == [
+        "request log: the store refused 1 aggregates; dropped",
+        "request log: the store refused 1 records; dropped",
+    ]
+    assert REFUSED_MODEL not in str(refused)
 
 
 async def test_the_window_flushes_by_itself() -> None:
