@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any
 
 from edgeproxy.config.deployment import Deployment
@@ -54,6 +54,7 @@ class Outcomes:
         self._clock = clock
         self._rng = rng
         self._telemetry = telemetry
+        self._pending: set[asyncio.Task[Standing]] = set()  # successes' writes under way
 
     async def key_usage(
         self, key_id: str, minute: int | None, tokens: int, spend_usd: float, expires_at: float
@@ -67,7 +68,7 @@ class Outcomes:
         """
         await self._counters.record_key_usage(key_id, minute, tokens, spend_usd, expires_at)
 
-    async def success(
+    def success(
         self,
         ctx: PoolContext,
         attempt: Attempt,
@@ -76,37 +77,72 @@ class Outcomes:
         completion_tokens: int,
         latency_s: float,
         rate_limits: RateLimitInfo | None = None,
-    ) -> Standing:
-        """Count a success; close a probed circuit; renew the binding; add the key's spend.
+    ) -> Success:
+        """Start a success's writes: its counters, a probed circuit's close, the binding, the
+        key's spend. Returns them under way (``Success``); none waits for another.
 
+        The binding write (the one this success earns, or a failover's move to
+        this deployment) starts at once: the caller releases the answer after
+        ``Success.bound()``, so the caller's next turn, on any process, reads it.
         ``rate_limits``: the answer's rate-limit headers; recorded as the
         credential's quota when they say something new (``routing.quota``).
         """
-        self._telemetry.count(
-            "Attempts", outcome="success", deployment=attempt.deployment.id, model=ctx.model
-        )
-        await attempt.admitted()
-        now = self._clock()
-        dep = attempt.deployment
         effects = effects_of.on_success(
             _facts(attempt),
             _pool(ctx),
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             latency_s=latency_s,
-            now=now,
+            now=self._clock(),
         )
+        binding = self._binding_writes(ctx, attempt.deployment, effects)
+        rest = self._counted(ctx, attempt, effects, (prompt_tokens, completion_tokens), rate_limits)
+        return Success(
+            self._start(_all(binding), "binding") if binding else None,
+            self._start(rest, "outcome"),
+        )
+
+    async def _counted(
+        self,
+        ctx: PoolContext,
+        attempt: Attempt,
+        effects: Effects,
+        tokens: tuple[int, int],
+        rate_limits: RateLimitInfo | None,
+    ) -> Standing:
+        """A success's writes beside its binding: counters, quota, key spend, circuit."""
+        dep = attempt.deployment
+        self._telemetry.count("Attempts", outcome="success", deployment=dep.id, model=ctx.model)
+        await attempt.admitted()
         writes = self._usage(
             await attempt.ended(effects.reconcile, effects.finished, **effects.counters)
         )
+        now = self._clock()
         writes += [_nothing(w) for w in quota_writes(self._store, ctx, dep, rate_limits, now)]
         if ctx.key is not None:
             # The key's tokens and spend (at this deployment's prices), alongside.
-            spent = record_key_usage(
-                self._counters, ctx.key, dep, attempt.minute, prompt_tokens, completion_tokens
-            )
+            spent = record_key_usage(self._counters, ctx.key, dep, attempt.minute, *tokens)
             writes.append(_nothing(spent))
         return await _all(writes + self._standing_writes(ctx, dep, effects))
+
+    def _start(self, write: Coroutine[Any, Any, Standing], what: str) -> asyncio.Task[Standing]:
+        """``write`` as a task of its own, kept until it ends (a client leaving cancels none)."""
+        task = asyncio.ensure_future(self._guarded(write, what))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+        return task
+
+    async def _guarded(self, write: Coroutine[Any, Any, Standing], what: str) -> Standing:
+        """``write``'s standing; a failure is logged and counted, never raised (the answer
+        is the client's whatever the store says)."""
+        try:
+            return await write
+        except StoreError as exc:
+            logger.warning("could not record a success's %s: %s", what, type(exc).__name__)
+        except Exception:
+            logger.exception("could not record a success's %s", what)
+        self._telemetry.count("OutcomeWriteFailures", write=what)
+        return NOTHING
 
     async def failure(
         self, ctx: PoolContext, attempt: Attempt, verdict: Verdict, *, first: bool
@@ -131,12 +167,13 @@ class Outcomes:
             standing += Standing(capacities=(Capacity(dep.domain, effects.throttled_until),))
         if effects.drop_binding:
             standing += Standing(binding_dropped=True)
-        return standing + await _all(writes + self._standing_writes(ctx, dep, effects))
+        writes += self._standing_writes(ctx, dep, effects)
+        return standing + await _all(writes + self._binding_writes(ctx, dep, effects))
 
     def _standing_writes(
         self, ctx: PoolContext, dep: Deployment, effects: Effects
     ) -> list[Coroutine[Any, Any, Standing]]:
-        """The writes of ``effects`` beyond the counters, in the order they are decided."""
+        """The writes of ``effects`` beyond the counters and the binding."""
         writes: list[Coroutine[Any, Any, Standing]] = []
         if effects.circuit is not None:
             writes.append(self._write_circuit(effects.circuit))
@@ -146,12 +183,20 @@ class Outcomes:
             writes.append(
                 _nothing(self._store.extend_capacity(dep.domain, effects.throttled_until))
             )
+        if effects.clear_rejections:
+            writes.append(_nothing(self._store.clear_rejections(dep.id)))
+        return writes
+
+    def _binding_writes(
+        self, ctx: PoolContext, dep: Deployment, effects: Effects
+    ) -> list[Coroutine[Any, Any, Standing]]:
+        """The binding's write of ``effects``: a put (renewal, creation, a move), a drop, or none
+        (a success on its valid binding, not near renewal, writes nothing)."""
+        writes: list[Coroutine[Any, Any, Standing]] = []
         if effects.renewed is not None:
             writes.append(_nothing(self._store.put_binding(effects.renewed, ctx.snapshot.binding)))
         if effects.drop_binding and ctx.binding_key is not None:
             writes.append(_nothing(self._store.delete_binding(ctx.binding_key, dep.id)))
-        if effects.clear_rejections:
-            writes.append(_nothing(self._store.clear_rejections(dep.id)))
         return writes
 
     async def take_probe(
@@ -209,6 +254,41 @@ class Outcomes:
 
     def _usage(self, deltas: list[UsageDelta]) -> list[Coroutine[Any, Any, Standing]]:
         return [_nothing(self._counters.record(d, bucket_expiry(d.minute))) for d in deltas]
+
+
+class Success:
+    """A success's outcome writes, under way: the binding's, and the rest beside it.
+
+    Both are tasks of their own, started when the success was known, so the
+    answer waits for the binding write only (one store round trip, run
+    alongside the counters: on Lambda, where the invocation waits for every
+    write, the whole outcome still costs one round trip).
+    """
+
+    def __init__(self, binding: asyncio.Task[Standing] | None, rest: asyncio.Task[Standing]):
+        self._binding = binding
+        self._rest = rest
+
+    async def bound(self) -> None:
+        """Return once the binding write landed (at once when there is none).
+
+        Never raises: a failed write was logged and counted, and the answer
+        goes out all the same. A caller cancelled here cancels only its wait.
+        """
+        if self._binding is not None:
+            await asyncio.wait({self._binding})
+
+    async def written(self) -> Standing:
+        """What every write of this success left standing, once all have landed."""
+        tasks = {self._rest} if self._binding is None else {self._rest, self._binding}
+        await asyncio.wait(tasks)
+        standing = NOTHING
+        for task in tasks:
+            standing += task.result()
+        return standing
+
+    def __await__(self) -> Generator[Any, None, Standing]:
+        return self.written().__await__()
 
 
 def _facts(attempt: Attempt) -> AttemptFacts:
