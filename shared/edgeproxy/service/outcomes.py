@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Awaitable, Callable, Coroutine, Generator
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from edgeproxy.config.deployment import Deployment
@@ -26,6 +26,7 @@ from edgeproxy.service.admission import Attempt, bucket_expiry
 from edgeproxy.service.headers_quota import quota_writes
 from edgeproxy.service.key_usage import record_key_usage
 from edgeproxy.service.pool import NOTHING, PoolContext, Standing
+from edgeproxy.service.success import Pending, Success
 from edgeproxy.service.telemetry import Telemetry
 from edgeproxy.state.store import CounterStore, OutcomeStore, UsageDelta
 from edgeproxy.upstream.headers import RateLimitInfo
@@ -54,7 +55,7 @@ class Outcomes:
         self._clock = clock
         self._rng = rng
         self._telemetry = telemetry
-        self._pending: set[asyncio.Task[Standing]] = set()  # successes' writes under way
+        self._writes = Pending(telemetry)  # successes' writes under way
 
     async def key_usage(
         self, key_id: str, minute: int | None, tokens: int, spend_usd: float, expires_at: float
@@ -98,8 +99,8 @@ class Outcomes:
         binding = self._binding_writes(ctx, attempt.deployment, effects)
         rest = self._counted(ctx, attempt, effects, (prompt_tokens, completion_tokens), rate_limits)
         return Success(
-            self._start(_all(binding), "binding") if binding else None,
-            self._start(rest, "outcome"),
+            self._writes.start(_all(binding), "binding") if binding else None,
+            self._writes.start(rest, "outcome"),
         )
 
     async def _counted(
@@ -124,25 +125,6 @@ class Outcomes:
             spent = record_key_usage(self._counters, ctx.key, dep, attempt.minute, *tokens)
             writes.append(_nothing(spent))
         return await _all(writes + self._standing_writes(ctx, dep, effects))
-
-    def _start(self, write: Coroutine[Any, Any, Standing], what: str) -> asyncio.Task[Standing]:
-        """``write`` as a task of its own, kept until it ends (a client leaving cancels none)."""
-        task = asyncio.ensure_future(self._guarded(write, what))
-        self._pending.add(task)
-        task.add_done_callback(self._pending.discard)
-        return task
-
-    async def _guarded(self, write: Coroutine[Any, Any, Standing], what: str) -> Standing:
-        """``write``'s standing; a failure is logged and counted, never raised (the answer
-        is the client's whatever the store says)."""
-        try:
-            return await write
-        except StoreError as exc:
-            logger.warning("could not record a success's %s: %s", what, type(exc).__name__)
-        except Exception:
-            logger.exception("could not record a success's %s", what)
-        self._telemetry.count("OutcomeWriteFailures", write=what)
-        return NOTHING
 
     async def failure(
         self, ctx: PoolContext, attempt: Attempt, verdict: Verdict, *, first: bool
@@ -254,41 +236,6 @@ class Outcomes:
 
     def _usage(self, deltas: list[UsageDelta]) -> list[Coroutine[Any, Any, Standing]]:
         return [_nothing(self._counters.record(d, bucket_expiry(d.minute))) for d in deltas]
-
-
-class Success:
-    """A success's outcome writes, under way: the binding's, and the rest beside it.
-
-    Both are tasks of their own, started when the success was known, so the
-    answer waits for the binding write only (one store round trip, run
-    alongside the counters: on Lambda, where the invocation waits for every
-    write, the whole outcome still costs one round trip).
-    """
-
-    def __init__(self, binding: asyncio.Task[Standing] | None, rest: asyncio.Task[Standing]):
-        self._binding = binding
-        self._rest = rest
-
-    async def bound(self) -> None:
-        """Return once the binding write landed (at once when there is none).
-
-        Never raises: a failed write was logged and counted, and the answer
-        goes out all the same. A caller cancelled here cancels only its wait.
-        """
-        if self._binding is not None:
-            await asyncio.wait({self._binding})
-
-    async def written(self) -> Standing:
-        """What every write of this success left standing, once all have landed."""
-        tasks = {self._rest} if self._binding is None else {self._rest, self._binding}
-        await asyncio.wait(tasks)
-        standing = NOTHING
-        for task in tasks:
-            standing += task.result()
-        return standing
-
-    def __await__(self) -> Generator[Any, None, Standing]:
-        return self.written().__await__()
 
 
 def _facts(attempt: Attempt) -> AttemptFacts:

@@ -15,15 +15,16 @@ in production one turn in eight).
 
 Then the binding write's failure mode: with the store gone under a
 request, the upstream's answer still reaches the client, and the failed
-write is logged and counted.
+write is logged and counted (the answer waits for the write, so this is
+the new risk; the old code, which wrote after the answer, had it too).
 """
 
 from __future__ import annotations
 
 import logging
 import random
-import threading
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import boto3
@@ -44,6 +45,7 @@ from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.buffering import BufferingProxy
 from tests.fixtures.configs import config, deployment
 from tests.fixtures.gateway import GatewayProcess, GatewayServer
+from tests.fixtures.table import wait_for
 from tests.fixtures.upstream import MakeUpstream
 from tests.integration.service.test_outcomes import Recorded
 from tests.integration.sticky.helpers import ALICE, ALICE_KEY, DEPLOYMENT
@@ -172,13 +174,16 @@ def test_an_answer_reaches_the_client_when_its_binding_write_fails(
     gateway = start_gateway(config(deployment("a", slow)))
     with openai.OpenAI(base_url=gateway.base_url + "/v1", api_key=ALICE_KEY, max_retries=0) as sdk:
         sdk.models.list()  # the configuration is cached: the request needs the store no more
-        slow.set_faults([], persistent={"latency_ms": 1500})
-        # Dropped while the upstream answers: the read was made, every outcome write fails.
-        dropper = threading.Timer(0.5, _drop_table, (dynamo_endpoint, gateway_table))
+        slow.set_faults([], persistent={"latency_ms": 2000})
         caplog.set_level(logging.WARNING, logger="edgeproxy")
-        dropper.start()
-        answer = sdk.chat.completions.with_raw_response.create(model="fast-chat", messages=MESSAGES)
-        dropper.join()
+        with ThreadPoolExecutor(1) as pool:
+            sent = pool.submit(
+                sdk.chat.completions.with_raw_response.create, model="fast-chat", messages=MESSAGES
+            )
+            # Once the upstream has the call, the state read was made: drop the table under it.
+            wait_for(slow.requests, bool, "the upstream call")
+            _drop_table(dynamo_endpoint, gateway_table)
+            answer = sent.result()
     assert answer.status_code == 200
     assert answer.parse().choices[0].message.content == "Hello from a! You said: Hello!"
     assert any("could not record a success's binding" in r.message for r in caplog.records)
@@ -206,7 +211,7 @@ async def test_a_failed_binding_write_is_counted_and_never_raised(
     store: DynamoStore, dynamo_client: Any, table_schema: TableSchema
 ) -> None:
     """Against a table that is not there (a real store error), ``bound()`` returns all the same."""
-    key = BindingKey(ALICE, "fast-chat", "openai")
+    key = BindingKey(ALICE, "fast-chat", "openai.chat")
     snapshot = await store.read_pool(
         SnapshotRequest("fast-chat", ["a"], [DEP.domain], int(NOW // 60), key)
     )

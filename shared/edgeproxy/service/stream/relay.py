@@ -30,13 +30,14 @@ from edgeproxy.errors import EdgeproxyError, UpstreamFault
 from edgeproxy.routing.refusal import fault_error
 from edgeproxy.routing.stream.completeness import Complete
 from edgeproxy.routing.tokens import unreported_usage
-from edgeproxy.service.outcomes import Outcomes, Success
+from edgeproxy.service.outcomes import Outcomes
 from edgeproxy.service.run import Run, Served
 from edgeproxy.service.stream.continuation import Progress, added
 from edgeproxy.service.stream.events import KEEPALIVE, Chunk, Closing, Failed, StreamItem
 from edgeproxy.service.stream.readahead import ReadAhead
 from edgeproxy.service.stream.recovery import Recovery, Resume, log_run
 from edgeproxy.service.stream.settlement import Deferred, RelayStream, Settlement
+from edgeproxy.service.success import Success
 from edgeproxy.service.telemetry import Telemetry
 from edgeproxy.upstream.stream import UpstreamStream
 
