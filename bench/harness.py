@@ -22,7 +22,7 @@ from typing import Any
 
 from bench import accounting, client, coldstart, wrk
 from bench.processes import ROOT, Stack, cpu_seconds, memory_mib
-from bench.workloads import Call, chat, embeddings
+from bench.workloads import REBIND_GAP_S, REBINDING_MODEL, Call, chat, embeddings
 
 SIDES = ("direct", "gateway")
 
@@ -150,19 +150,24 @@ class Harness:
         """Sequential requests with gaps: which store calls each answer waited for."""
         gap = 0.05
         out = {}
-        for name, call in (
-            ("chat", chat(False)),
-            ("stream", chat(False, stream=True)),
-            ("embeddings", embeddings(False)),
+        # The last two: every request rewrites its binding (a new conversation, a renewal,
+        # a failover's move), which lands before the answer's end.
+        for name, call, spaced in (
+            ("chat", chat(False), gap),
+            ("stream", chat(False, stream=True), gap),
+            ("embeddings", embeddings(False), gap),
+            ("chat, binding written", chat(False, model=REBINDING_MODEL), REBIND_GAP_S),
+            ("stream, binding written", chat(False, True, REBINDING_MODEL), REBIND_GAP_S),
         ):
             self.stack.store_calls(clear=True)
             samples = asyncio.run(
-                client.sequential(self.stack.gateway_url, call, self.plan.sequential, gap)
+                client.sequential(self.stack.gateway_url, call, self.plan.sequential, spaced)
             )
-            time.sleep(gap)
+            time.sleep(spaced)
             log = self.stack.store_calls(clear=True)
             out[name] = accounting.classify(samples, log["calls"])
             out[name]["server_ms"] = accounting.server_ms(log["calls"])
+            out[name]["p50_ms"] = statistics.median(s.latency_ms for s in samples)
             if name == "stream":
                 gaps = [1000 * (s.end - s.done) for s in samples if s.done is not None]
                 out[name]["done_to_end_ms_p50"] = statistics.median(gaps) if gaps else None

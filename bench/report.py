@@ -191,8 +191,8 @@ def markdown(results: dict[str, Any], summary: dict[str, Any], goals: list[dict[
         "earliest other one that long after it.",
         "",
         "| request | before first token | before end of answer | after the answer | "
-        "critical | after | margins (ms) |",
-        "|---|---|---|---|---:|---:|---:|",
+        "critical | after | margins (ms) | p50 (ms) |",
+        "|---|---|---|---|---:|---:|---:|---:|",
     ]
     for name, row in results["critical_path"].items():
         cells = [
@@ -202,7 +202,8 @@ def markdown(results: dict[str, Any], summary: dict[str, Any], goals: list[dict[
         lines.append(
             f"| {name} | {' | '.join(cells)} | {_f(row['critical_per_request'])} "
             f"| {_f(row['after_per_request'])} "
-            f"| {_f(row['closest_critical_ms'])} / +{_f(row['closest_after_ms'])} |"
+            f"| {_f(row['closest_critical_ms'])} / +{_f(row['closest_after_ms'])} "
+            f"| {_f(row.get('p50_ms'))} |"
         )
     stream = results["critical_path"].get("stream", {})
     cold = results["cold_start"]

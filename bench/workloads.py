@@ -22,6 +22,10 @@ ADMIN_KEY_REF = "ssm:/edgeproxy/admin-key"
 ADMIN_KEY = "sk-bench-admin"
 PROMPT = "Write a short poem about a gateway that adds almost nothing to every request it serves."
 CHAT_MODEL = "fast-chat"
+# A pool whose binding lives 1 s: a request more than half of that after the last
+# write rewrites it, so sequential requests so spaced each pay a binding write.
+REBINDING_MODEL = "fast-chat-rebinding"
+REBIND_GAP_S = 0.6
 EMBED_MODEL = "text-embed"
 UPSTREAM_MODEL = "mock-small"
 
@@ -56,7 +60,10 @@ def gateway_config(ports: tuple[int, int]) -> dict[str, Any]:
             deployment("mock-a", ports[0], CHAT_MODEL),
             deployment("mock-b", ports[1], CHAT_MODEL),
             deployment("embed-a", ports[0], EMBED_MODEL, operations=["embeddings"]),
+            deployment("rebind-a", ports[0], REBINDING_MODEL),
+            deployment("rebind-b", ports[1], REBINDING_MODEL),
         ],
+        "pools": {REBINDING_MODEL: {"sticky": {"idle_ttl_seconds": 1}}},
     }
 
 
@@ -74,10 +81,10 @@ class Call:
         return {"Content-Type": "application/json", "Authorization": f"Bearer {self.key}"}
 
 
-def chat(direct: bool, stream: bool = False) -> Call:
-    """A chat completion, to the mock (``direct``) or through the gateway."""
+def chat(direct: bool, stream: bool = False, model: str = CHAT_MODEL) -> Call:
+    """A chat completion, to the mock (``direct``) or through the gateway (to ``model``)."""
     body: dict[str, Any] = {
-        "model": UPSTREAM_MODEL if direct else CHAT_MODEL,
+        "model": UPSTREAM_MODEL if direct else model,
         "messages": [{"role": "user", "content": PROMPT}],
     }
     if stream:

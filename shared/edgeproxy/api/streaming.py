@@ -10,7 +10,8 @@ The invocation ends when the response does, and Lambda may freeze the
 environment right after, so an outcome write left for after the body (the
 response's background task) must land before the response ends:
 ``HoldEnd`` holds back the final empty body frame until the app returned.
-The client has every byte, ``[DONE]`` included, before that write starts.
+Only a success's binding write lands before ``[DONE]`` (the next turn must
+see it); the rest of its writes run beside it and after the last byte.
 
     # functions/stream/app.py
     app = build_streaming_app()

@@ -11,7 +11,7 @@ import asyncio
 import logging
 import random
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +27,7 @@ from edgeproxy.service.credentials import CredentialResolver
 from edgeproxy.service.key_reserve import Reservation, priced_pool, released, reserve
 from edgeproxy.service.key_slots import KeySlots
 from edgeproxy.service.keys import KeyRing
-from edgeproxy.service.outcomes import Outcomes, settle
+from edgeproxy.service.outcomes import Outcomes
 from edgeproxy.service.request import ProxyRequest
 from edgeproxy.service.router import Router
 from edgeproxy.service.run import Run, Served
@@ -50,7 +50,8 @@ logger = logging.getLogger(__name__)
 @dataclass(slots=True)
 class JsonAnswer:
     """The answer, the headers to send with it (the upstream's passed-on ones, by their own
-    names: the surface renames them), and the outcome write to run after it was sent."""
+    names: the surface renames them), and the outcome writes to await after it was sent
+    (under way already; the binding's landed before the answer was returned)."""
 
     body: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
@@ -109,6 +110,7 @@ class Gateway:
             calibrations=self.calibrations,
         )
         self._aclose = aclose
+        self._pending: set[asyncio.Task[None]] = set()  # answers' outcome writes under way
         self.trust_forwarded_for = trust_forwarded_for
         # The platform's ceiling on any request's total deadline (None: the configuration's).
         self.max_total_ms = max_total_ms
@@ -195,21 +197,31 @@ class Gateway:
         if req.want_routing:
             body = {**body, "unified_routing": run.trace.metadata(reasons=req.want_reasons)}
 
-        async def after() -> None:
-            self.calibrations.observe(
-                result.attempt.deployment.id, req.body, response.usage.prompt_tokens
-            )
-            success = self._outcomes.success(
-                result.ctx,
-                result.attempt,
-                prompt_tokens=response.usage.prompt_tokens,
-                completion_tokens=response.usage.completion_tokens,
-                latency_s=response.elapsed_s,
-                rate_limits=response.rate_limits,
-            )
-            await asyncio.gather(settle(success), self.usage_log.answered(entry, result))
+        self.calibrations.observe(
+            result.attempt.deployment.id, req.body, response.usage.prompt_tokens
+        )
+        success = self._outcomes.success(
+            result.ctx,
+            result.attempt,
+            prompt_tokens=response.usage.prompt_tokens,
+            completion_tokens=response.usage.completion_tokens,
+            latency_s=response.elapsed_s,
+            rate_limits=response.rate_limits,
+        )
+
+        async def recorded() -> None:
+            await asyncio.gather(success.written(), self.usage_log.answered(entry, result))
             if held is not None:  # after the actual usage, on the same counter path
                 await held.release(self._outcomes.key_usage)
+
+        # Started now, so a client that leaves while the binding lands loses only its answer.
+        ending = self._keep(recorded())
+        # The binding this success earns lands before the answer is released: the
+        # caller's next turn, on any process, routes on it.
+        await success.bound()
+
+        async def after() -> None:
+            await ending
 
         headers = {**response.headers, "x-edgeproxy-deployment": result.attempt.deployment.id}
         return JsonAnswer(body, headers, after)
@@ -275,6 +287,13 @@ class Gateway:
                 for s in statuses
             ],
         }
+
+    def _keep(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """``work`` as a task this gateway holds until it ends (nothing may cancel it)."""
+        task = asyncio.ensure_future(work)
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+        return task
 
     def _log(self, run: Run) -> None:
         if not logger.isEnabledFor(logging.INFO):

@@ -26,6 +26,7 @@ from edgeproxy.service.admission import Attempt, bucket_expiry
 from edgeproxy.service.headers_quota import quota_writes
 from edgeproxy.service.key_usage import record_key_usage
 from edgeproxy.service.pool import NOTHING, PoolContext, Standing
+from edgeproxy.service.success import Pending, Success
 from edgeproxy.service.telemetry import Telemetry
 from edgeproxy.state.store import CounterStore, OutcomeStore, UsageDelta
 from edgeproxy.upstream.headers import RateLimitInfo
@@ -54,6 +55,7 @@ class Outcomes:
         self._clock = clock
         self._rng = rng
         self._telemetry = telemetry
+        self._writes = Pending(telemetry)  # successes' writes under way
 
     async def key_usage(
         self, key_id: str, minute: int | None, tokens: int, spend_usd: float, expires_at: float
@@ -67,7 +69,7 @@ class Outcomes:
         """
         await self._counters.record_key_usage(key_id, minute, tokens, spend_usd, expires_at)
 
-    async def success(
+    def success(
         self,
         ctx: PoolContext,
         attempt: Attempt,
@@ -76,35 +78,51 @@ class Outcomes:
         completion_tokens: int,
         latency_s: float,
         rate_limits: RateLimitInfo | None = None,
-    ) -> Standing:
-        """Count a success; close a probed circuit; renew the binding; add the key's spend.
+    ) -> Success:
+        """Start a success's writes: its counters, a probed circuit's close, the binding, the
+        key's spend. Returns them under way (``Success``); none waits for another.
 
+        The binding write (the one this success earns, or a failover's move to
+        this deployment) starts at once: the caller releases the answer after
+        ``Success.bound()``, so the caller's next turn, on any process, reads it.
         ``rate_limits``: the answer's rate-limit headers; recorded as the
         credential's quota when they say something new (``routing.quota``).
         """
-        self._telemetry.count(
-            "Attempts", outcome="success", deployment=attempt.deployment.id, model=ctx.model
-        )
-        await attempt.admitted()
-        now = self._clock()
-        dep = attempt.deployment
         effects = effects_of.on_success(
             _facts(attempt),
             _pool(ctx),
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             latency_s=latency_s,
-            now=now,
+            now=self._clock(),
         )
+        binding = self._binding_writes(ctx, attempt.deployment, effects)
+        rest = self._counted(ctx, attempt, effects, (prompt_tokens, completion_tokens), rate_limits)
+        return Success(
+            self._writes.start(_all(binding), "binding") if binding else None,
+            self._writes.start(rest, "outcome"),
+        )
+
+    async def _counted(
+        self,
+        ctx: PoolContext,
+        attempt: Attempt,
+        effects: Effects,
+        tokens: tuple[int, int],
+        rate_limits: RateLimitInfo | None,
+    ) -> Standing:
+        """A success's writes beside its binding: counters, quota, key spend, circuit."""
+        dep = attempt.deployment
+        self._telemetry.count("Attempts", outcome="success", deployment=dep.id, model=ctx.model)
+        await attempt.admitted()
         writes = self._usage(
             await attempt.ended(effects.reconcile, effects.finished, **effects.counters)
         )
+        now = self._clock()
         writes += [_nothing(w) for w in quota_writes(self._store, ctx, dep, rate_limits, now)]
         if ctx.key is not None:
             # The key's tokens and spend (at this deployment's prices), alongside.
-            spent = record_key_usage(
-                self._counters, ctx.key, dep, attempt.minute, prompt_tokens, completion_tokens
-            )
+            spent = record_key_usage(self._counters, ctx.key, dep, attempt.minute, *tokens)
             writes.append(_nothing(spent))
         return await _all(writes + self._standing_writes(ctx, dep, effects))
 
@@ -131,12 +149,13 @@ class Outcomes:
             standing += Standing(capacities=(Capacity(dep.domain, effects.throttled_until),))
         if effects.drop_binding:
             standing += Standing(binding_dropped=True)
-        return standing + await _all(writes + self._standing_writes(ctx, dep, effects))
+        writes += self._standing_writes(ctx, dep, effects)
+        return standing + await _all(writes + self._binding_writes(ctx, dep, effects))
 
     def _standing_writes(
         self, ctx: PoolContext, dep: Deployment, effects: Effects
     ) -> list[Coroutine[Any, Any, Standing]]:
-        """The writes of ``effects`` beyond the counters, in the order they are decided."""
+        """The writes of ``effects`` beyond the counters and the binding."""
         writes: list[Coroutine[Any, Any, Standing]] = []
         if effects.circuit is not None:
             writes.append(self._write_circuit(effects.circuit))
@@ -146,12 +165,20 @@ class Outcomes:
             writes.append(
                 _nothing(self._store.extend_capacity(dep.domain, effects.throttled_until))
             )
+        if effects.clear_rejections:
+            writes.append(_nothing(self._store.clear_rejections(dep.id)))
+        return writes
+
+    def _binding_writes(
+        self, ctx: PoolContext, dep: Deployment, effects: Effects
+    ) -> list[Coroutine[Any, Any, Standing]]:
+        """The binding's write of ``effects``: a put (renewal, creation, a move), a drop, or none
+        (a success on its valid binding, not near renewal, writes nothing)."""
+        writes: list[Coroutine[Any, Any, Standing]] = []
         if effects.renewed is not None:
             writes.append(_nothing(self._store.put_binding(effects.renewed, ctx.snapshot.binding)))
         if effects.drop_binding and ctx.binding_key is not None:
             writes.append(_nothing(self._store.delete_binding(ctx.binding_key, dep.id)))
-        if effects.clear_rejections:
-            writes.append(_nothing(self._store.clear_rejections(dep.id)))
         return writes
 
     async def take_probe(

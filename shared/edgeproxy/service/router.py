@@ -5,8 +5,8 @@ Per pool: one state read (BatchGetItem), then a loop that asks the pure core
 lease if the circuit is half-open, back off, count the start with a
 conditional ``ADD`` (rpm limit), call the upstream, record the outcome and
 apply what the write left standing to this request's view of the pool. A
-success returns at once; its outcome writes are left to the caller (after
-the response, off the critical path). When the pool is spent the fallback
+success returns at once; its outcome writes are left to the caller (the
+binding's before the answer is released, the rest after it: ``Outcomes.success``). When the pool is spent the fallback
 chain for the failure's reason runs the whole selection again.
 """
 

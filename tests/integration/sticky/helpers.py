@@ -5,9 +5,10 @@
         first = chat(gw, "sk-alice")
         binding = table.wait_binding(ALICE, first.headers[DEPLOYMENT])
 
-Outcome writes (binding create/renew) run after the response is sent, so a
-test that depends on a binding polls the table for it (``wait_binding``),
-as a real conversation's next turn would simply come later.
+A binding is in the table before its answer reaches the client
+(``test_binding_visibility.py``), so ``wait_binding`` finds it at once; what
+is written after the answer (counters) is polled for the same way
+(``tests/fixtures/table.py``).
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ from edgeproxy.service.stream.events import KEEPALIVE, Chunk, Closing, Failed, S
 from edgeproxy.service.stream.readahead import ReadAhead
 from edgeproxy.service.stream.recovery import Recovery, Resume, log_run
 from edgeproxy.service.stream.settlement import Deferred, RelayStream, Settlement
+from edgeproxy.service.success import Success
 from edgeproxy.service.telemetry import Telemetry
 from edgeproxy.upstream.stream import UpstreamStream
 
@@ -65,7 +66,9 @@ class Relay:
     ) -> RelayStream:
         """Wait up to ``hold_s`` for routing; raise its error if it fails in that window.
 
-        The success write is left in ``after``, to run once the body was sent.
+        A complete answer's end is relayed once its binding write landed; the
+        rest of its success's writes are left in ``after``, awaited once the
+        body was sent.
         """
         task = asyncio.ensure_future(route)
         settlement = Settlement(self._outcomes, task)
@@ -138,7 +141,13 @@ class Relay:
                 error = fault_error(progress.first_fault, progress.first_deployment)
                 yield Failed(error, self._routing(run))
             else:
-                yield self._closing(run, served, progress, after, settlement, leg.finished_at)
+                closing, success = self._closing(
+                    run, served, progress, after, settlement, leg.finished_at
+                )
+                # The end of the answer waits for its binding (and for a cut leg's drop):
+                # the caller's next turn, sent at [DONE], routes on them on any process.
+                await asyncio.gather(success.bound(), _written(writes))
+                yield closing
             await _written(writes)
             return
 
@@ -175,8 +184,9 @@ class Relay:
         after: Deferred,
         settlement: Settlement,
         finished_at: float | None,
-    ) -> Closing:
-        """The end of a complete answer; leaves its success write in ``after``."""
+    ) -> tuple[Closing, Success]:
+        """The end of a complete answer, and its success's writes, started (``after``
+        awaits them once the body was sent)."""
         stream = served.answer.stream
         assert stream is not None
         tracker = stream.tracker
@@ -211,17 +221,16 @@ class Relay:
         )
         if record is not None:
             record.counted = {"prompt_tokens": prompt, "completion_tokens": completion}
-        after.set(
-            self._outcomes.success(
-                served.ctx,
-                served.attempt,
-                prompt_tokens=prompt,
-                completion_tokens=completion,
-                latency_s=(finished_at or self._clock()) - served.attempt.started_at,
-                rate_limits=stream.rate_limits,
-            )
+        success = self._outcomes.success(
+            served.ctx,
+            served.attempt,
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            latency_s=(finished_at or self._clock()) - served.attempt.started_at,
+            rate_limits=stream.rate_limits,
         )
-        return closing
+        after.set(success)
+        return closing, success
 
     def _routing(self, run: Run) -> dict[str, Any] | None:
         return run.trace.metadata(reasons=run.req.want_reasons) if run.req.want_routing else None

@@ -13,8 +13,7 @@ in-flight count and record it as abandoned.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Coroutine, Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Mapping
 
 from edgeproxy.service.outcomes import Outcomes, settle
 from edgeproxy.service.run import Served
@@ -22,18 +21,18 @@ from edgeproxy.service.stream.events import StreamItem
 
 
 class Deferred:
-    """The success write of a relayed stream, run after the body was sent.
+    """The success writes of a relayed stream, awaited after the body was sent.
 
-    The stream's outcome is known only once its last chunk went out; writing
-    it in the body generator would hold the end of the response for one more
-    store round trip, so the generator leaves it here for the response's
+    They start when the stream's end is known, and only the binding's holds
+    the end back (``Relay``: the next turn must see it); the counters and the
+    rest need not, so the generator leaves them here for the response's
     background task.
     """
 
     def __init__(self) -> None:
-        self._write: Coroutine[Any, Any, object] | None = None
+        self._write: Awaitable[object] | None = None
 
-    def set(self, write: Coroutine[Any, Any, object]) -> None:
+    def set(self, write: Awaitable[object]) -> None:
         self._write = write
 
     async def __call__(self) -> None:

@@ -2,14 +2,15 @@
 
 ``window_s`` = 0 (every Lambda): a request's record (one PutItem) and its
 aggregate (one UpdateItem ADD) are written when the request ends, alongside
-its outcome write and after the answer was sent. ``window_s`` > 0 (a
+its outcome write; the answer never waits for them (a JSON answer waits for
+its binding write only). ``window_s`` > 0 (a
 long-lived process): both are buffered (``LogBuffer``) and written once per
 ``LOG_WINDOW_S`` (nothing routes on them, so they can wait longer than the
 counters' window; a crash loses at most that much): records 25 to a
 BatchWriteItem, aggregates summed per hour, key, model and deployment into
 one ADD each.
 
-A store failure costs the record (logged, never raised): the answer is out.
+A store failure costs the record (logged, never raised): the answer is the client's.
 """
 
 from __future__ import annotations
