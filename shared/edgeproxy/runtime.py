@@ -17,8 +17,8 @@ from edgeproxy.aws_session import DeferredSession
 from edgeproxy.service.config_cache import ConfigCache
 from edgeproxy.service.credentials import CredentialResolver
 from edgeproxy.service.gateway import Gateway
-from edgeproxy.service.key_slots import KeySlots
 from edgeproxy.service.keys import KeyRing
+from edgeproxy.service.limits.slots import KeySlots
 from edgeproxy.service.outcomes import Outcomes
 from edgeproxy.service.router import Router
 from edgeproxy.service.sharing.coalescing import CoalescingStore

@@ -11,7 +11,7 @@
 | ``EDGEPROXY_TRUST_FORWARDED_FOR`` | ``false`` | take the caller IP from ``X-Forwarded-For`` (only behind a trusted proxy) |
 | ``EDGEPROXY_LOG_LEVEL`` | ``INFO`` | log level |
 | ``EDGEPROXY_MAX_TOTAL_MS`` | unset | ceiling on every request's total deadline, over the configuration (set by template.yaml: 27 s behind API Gateway's 30 s limit) |
-| ``EDGEPROXY_MAX_KEY_REQUESTS`` | ``128`` | requests in progress one client key may hold in one process (``service/key_slots.py``; a quarter of the local server's 512); beyond it, 429 before the body is read |
+| ``EDGEPROXY_MAX_KEY_REQUESTS`` | ``128`` | requests in progress one client key may hold in one process (``service/limits/slots.py``; a quarter of the local server's 512); beyond it, 429 before the body is read |
 | ``EDGEPROXY_ADMIN_KEY_REF`` | unset | credential reference (``env:``, ``ssm:``, ``secretsmanager:``) of the bootstrap admin key |
 | ``EDGEPROXY_KEY_CACHE_TTL_SECONDS`` | ``10`` | how long a process trusts a client-key lookup (a revocation reaches every instance within it) |
 | ``EDGEPROXY_COALESCE_MS`` | ``25`` (``0`` on Lambda) | flush window of the usage counters (summed, one write per deployment and minute per window) and switch of shared pool reads; ``0``: each request reads and writes on its own (the Mangum handler always) |

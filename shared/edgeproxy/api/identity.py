@@ -46,7 +46,7 @@ class Identity:
     ``anonymous``: no key was presented (authentication is off). ``owner``:
     the bootstrap admin key, the only caller that may change what the
     gateway's owner set (``config.roles``). ``slot_holder``: whose share of
-    the process's request slots the request takes (``service.key_slots``):
+    the process's request slots the request takes (``service.limits.slots``):
     the table key's id or a YAML key's digest; None for the bootstrap admin
     and anonymous callers.
     """

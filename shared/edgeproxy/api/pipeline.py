@@ -37,7 +37,7 @@ from edgeproxy.api.rate_headers import for_surface
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import ClientGone, UpstreamError
 from edgeproxy.service.gateway import Gateway
-from edgeproxy.service.key_slots import Slot
+from edgeproxy.service.limits.slots import Slot
 from edgeproxy.service.request import ProxyRequest
 
 logger = logging.getLogger(__name__)
@@ -145,7 +145,7 @@ async def identified(request: Request) -> tuple[Gateway, GatewayConfig, Identity
 async def serve(request: Request, codec: Codec) -> Response:
     """Serve one proxied request on ``codec``'s surface; errors raise to the route's guard.
 
-    The request holds a slot of its key's share (``service.key_slots``) from
+    The request holds a slot of its key's share (``service.limits.slots``) from
     before its body is read to the end of its answer.
     """
     gateway, config, who = await identified(request)

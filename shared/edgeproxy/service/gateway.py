@@ -12,7 +12,6 @@ import logging
 import random
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
-from dataclasses import dataclass, field
 from typing import Any
 
 from edgeproxy.config.models import GatewayConfig
@@ -21,16 +20,16 @@ from edgeproxy.routing.deadlines import Budget
 from edgeproxy.routing.eligibility import pool_status
 from edgeproxy.routing.refusal import final_error
 from edgeproxy.service.attempts import JsonCaller, StreamCaller
-from edgeproxy.service.calibrations import Calibrations
 from edgeproxy.service.config_cache import ConfigCache
 from edgeproxy.service.credentials import CredentialResolver
-from edgeproxy.service.key_reserve import Reservation, priced_pool, released, reserve
-from edgeproxy.service.key_slots import KeySlots
 from edgeproxy.service.keys import KeyRing
+from edgeproxy.service.limits.calibrations import Calibrations
+from edgeproxy.service.limits.reserve import Reservation, priced_pool, released, reserve
+from edgeproxy.service.limits.slots import KeySlots
 from edgeproxy.service.outcomes import Outcomes
 from edgeproxy.service.request import ProxyRequest
 from edgeproxy.service.router import Router
-from edgeproxy.service.run import Run, Served
+from edgeproxy.service.run import JsonAnswer, Run, Served, StreamAnswer
 from edgeproxy.service.stream.events import StreamItem
 from edgeproxy.service.stream.relay import Relay
 from edgeproxy.service.stream.settlement import Deferred
@@ -45,26 +44,6 @@ from edgeproxy.state.store import SnapshotRequest, Store
 from edgeproxy.upstream.client import UpstreamClient
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(slots=True)
-class JsonAnswer:
-    """The answer, the headers to send with it (the upstream's passed-on ones, by their own
-    names: the surface renames them), and the outcome writes to await after it was sent
-    (under way already; the binding's landed before the answer was returned)."""
-
-    body: dict[str, Any]
-    headers: dict[str, str] = field(default_factory=dict)
-    after: Callable[[], Awaitable[None]] | None = None
-
-
-@dataclass(slots=True)
-class StreamAnswer:
-    """As ``JsonAnswer``, for a stream: the headers are the committed attempt's."""
-
-    body: AsyncIterator[StreamItem]
-    headers: dict[str, str] = field(default_factory=dict)
-    after: Callable[[], Awaitable[None]] | None = None
 
 
 class Gateway:

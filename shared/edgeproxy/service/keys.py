@@ -32,7 +32,7 @@ from edgeproxy.routing.access import (
 )
 from edgeproxy.routing.affinity import key_digest
 from edgeproxy.service.credentials import CredentialResolver
-from edgeproxy.service.key_usage import KEY_USAGE_RETENTION_S
+from edgeproxy.service.limits.usage import KEY_USAGE_RETENTION_S
 from edgeproxy.state.store import KeyStore
 
 logger = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ from edgeproxy.routing.snapshot import Capacity
 from edgeproxy.routing.verdict import Verdict
 from edgeproxy.service.admission import Attempt, bucket_expiry
 from edgeproxy.service.headers_quota import quota_writes
-from edgeproxy.service.key_usage import record_key_usage
+from edgeproxy.service.limits.usage import record_key_usage
 from edgeproxy.service.pool import NOTHING, PoolContext, Standing
 from edgeproxy.service.success import Pending, Success
 from edgeproxy.service.telemetry import Telemetry

@@ -116,7 +116,7 @@ async def open_pool(store: PoolSource, run: Run, model: str, now: float) -> Pool
     snapshot = await store.read_pool(
         SnapshotRequest.of(model, deployments, now, key, None, counting)
     )
-    # A key's tpm limit and budget were reserved against before routing (service/key_reserve.py).
+    # A key's tpm limit and budget were reserved against before routing (service/limits/reserve.py).
     limits = {d.id: config.policy_for(d, req.operation, req.stream) for d in deployments}
     return PoolContext(
         model, deployments, snapshot, key, sticky, config.router.circuit, req.key, limits

@@ -1,8 +1,10 @@
-"""One request's routing state, and the attempt that answered it."""
+"""One request's routing state, the attempt that answered it, and the answer the surface sends."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.routing.deadlines import Budget
@@ -10,6 +12,7 @@ from edgeproxy.service.admission import Attempt
 from edgeproxy.service.attempts import Answer
 from edgeproxy.service.pool import PoolContext
 from edgeproxy.service.request import ProxyRequest
+from edgeproxy.service.stream.events import StreamItem
 from edgeproxy.service.trace import AttemptRecord, Trace
 
 
@@ -40,3 +43,23 @@ class Run:
     trace: Trace
     owner: str
     resume: bool = False
+
+
+@dataclass(slots=True)
+class JsonAnswer:
+    """The answer, the headers to send with it (the upstream's passed-on ones, by their own
+    names: the surface renames them), and the outcome writes to await after it was sent
+    (under way already; the binding's landed before the answer was returned)."""
+
+    body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
+    after: Callable[[], Awaitable[None]] | None = None
+
+
+@dataclass(slots=True)
+class StreamAnswer:
+    """As ``JsonAnswer``, for a stream: the headers are the committed attempt's."""
+
+    body: AsyncIterator[StreamItem]
+    headers: dict[str, str] = field(default_factory=dict)
+    after: Callable[[], Awaitable[None]] | None = None

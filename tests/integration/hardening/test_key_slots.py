@@ -22,7 +22,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from edgeproxy.service.key_slots import MAX_KEY_REQUESTS
+from edgeproxy.service.limits.slots import MAX_KEY_REQUESTS
 from edgeproxy_dev.mock_upstream import MockUpstream
 from edgeproxy_dev.serving import MAX_REQUESTS
 from tests.fixtures.clock import FleetClock

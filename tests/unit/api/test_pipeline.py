@@ -14,8 +14,8 @@ from edgeproxy.api.app import create_app
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import ModelOverloaded
 from edgeproxy.service.gateway import JsonAnswer, StreamAnswer
-from edgeproxy.service.key_slots import KeySlots
 from edgeproxy.service.keys import KeyRing
+from edgeproxy.service.limits.slots import KeySlots
 from edgeproxy.service.request import ProxyRequest
 from edgeproxy.service.stream.events import Chunk, Closing, StreamItem
 from edgeproxy.upstream.call import Usage

@@ -1,10 +1,10 @@
-"""The process's per-deployment prompt calibrations (``service.calibrations``)."""
+"""The process's per-deployment prompt calibrations (``service.limits.calibrations``)."""
 
 from __future__ import annotations
 
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.routing.estimates.tokens import prompt_bound
-from edgeproxy.service.calibrations import Calibrations
+from edgeproxy.service.limits.calibrations import Calibrations
 
 BODY = {"messages": [{"role": "user", "content": "Hello!"}]}
 

@@ -1,11 +1,11 @@
-"""A key's share of a process's requests in progress (``service.key_slots``)."""
+"""A key's share of a process's requests in progress (``service.limits.slots``)."""
 
 from __future__ import annotations
 
 import pytest
 
 from edgeproxy.errors import RateLimited
-from edgeproxy.service.key_slots import KeySlots
+from edgeproxy.service.limits.slots import KeySlots
 
 
 def test_a_key_beyond_its_share_is_refused_and_other_keys_are_not() -> None:

@@ -15,7 +15,7 @@ upstream reporting absurd counts can inflate its own pool's reservations
 only so far. A sample above the current ratio moves it at once (an
 estimate that falls short must not stay short for several requests); one
 below moves it by ``SMOOTHING``. Pure: the caller keeps the values (in
-process: ``service.calibrations``) and passes them in.
+process: ``service.limits.calibrations``) and passes them in.
 """
 
 from __future__ import annotations

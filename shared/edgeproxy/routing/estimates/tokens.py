@@ -28,7 +28,7 @@ within the limit, up to what the prompt estimate misses: every attempt
 reserves at least what it may answer, and admission keeps the reservations
 within the limit.
 
-A client key's reservation (``service/key_reserve.py``) cannot take the
+A client key's reservation (``service/limits/reserve.py``) cannot take the
 client's word for its prompt: it reserves ``key_estimate``, the prompt's
 ``prompt_bound`` (the estimate above plus what a chat format adds around
 each message, ``MESSAGE_TOKENS``, and before the reply, ``PROMPT_TOKENS``)

@@ -30,7 +30,7 @@ from edgeproxy.errors import EdgeproxyError, UpstreamFault
 from edgeproxy.routing.estimates.tokens import unreported_usage
 from edgeproxy.routing.refusal import fault_error
 from edgeproxy.routing.stream.completeness import Complete
-from edgeproxy.service.calibrations import Calibrations
+from edgeproxy.service.limits.calibrations import Calibrations
 from edgeproxy.service.outcomes import Outcomes
 from edgeproxy.service.run import Run, Served
 from edgeproxy.service.stream.continuation import Progress, added

@@ -10,7 +10,7 @@ release. A refused reservation is the same 429 the read check gives.
 
 The estimate is ``routing.estimates.tokens.key_estimate``: the prompt's conservative
 bound scaled by the pool's calibration (the highest ratio of reported to
-estimated prompt tokens among its deployments, ``service.calibrations``),
+estimated prompt tokens among its deployments, ``service.limits.calibrations``),
 plus the request's output limit. What remains (the README's bound): an
 admitted request whose actual usage exceeds its estimate overshoots by that
 excess: the prompt the calibrated bound missed, and output beyond the
@@ -40,7 +40,7 @@ from edgeproxy.routing.access import (
     spend_account,
 )
 from edgeproxy.routing.estimates.tokens import key_estimate
-from edgeproxy.service.key_usage import KEY_USAGE_RETENTION_S
+from edgeproxy.service.limits.usage import KEY_USAGE_RETENTION_S
 from edgeproxy.service.outcomes import Outcomes
 from edgeproxy.service.request import ProxyRequest
 from edgeproxy.state.store import KeyReserveStore
@@ -86,7 +86,7 @@ async def reserve(
 ) -> Reservation | None:
     """Reserve ``req``'s estimate against its key's limits; 429 when it does not fit.
 
-    ``ratio``: the pool's prompt calibration (``service.calibrations``).
+    ``ratio``: the pool's prompt calibration (``service.limits.calibrations``).
     """
     key: ClientKey | None = req.key
     if key is None or not key.tracks_usage:

@@ -1,7 +1,7 @@
 """A client key's tokens and spend, fed by outcomes.
 
 The limits are held by reservations made before routing
-(``service/key_reserve.py``); this counts each answer's actual usage.
+(``service/limits/reserve.py``); this counts each answer's actual usage.
 """
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""A client key's limits in the service: tpm and budget reserved before the call (reserve), actual usage and spend after it (usage), its share of the process's requests in progress (slots), and the per-deployment prompt calibrations the reservations scale by (calibrations)."""
