@@ -170,9 +170,7 @@ async def build_gateway(
     telemetry = telemetry or NoTelemetry()
     window_s = settings.coalesce_ms / 1000.0
     log_store = await open_store(settings, stack, session) if window_s > 0 else store
-    usage_log = RequestLog(
-        DynamoUsageLog.sharing(log_store), clock, window_s, telemetry=telemetry
-    )
+    usage_log = RequestLog(DynamoUsageLog.sharing(log_store), clock, window_s, telemetry=telemetry)
     stack.push_async_callback(usage_log.aclose)
     http = make_http_client()
     stack.push_async_callback(http.aclose)

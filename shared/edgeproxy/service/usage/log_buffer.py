@@ -176,9 +176,7 @@ class LogBuffer:
                 )
                 return True
             # Keep all of it: an ADD that failed did not apply; a retried PutItem only rewrites.
-            failed_rows = {
-                b: rows[b] for b, r in zip(rows, results, strict=False) if r is not None
-            }
+            failed_rows = {b: rows[b] for b, r in zip(rows, results, strict=False) if r is not None}
             failed_records = [
                 record
                 for chunk, r in zip(chunks, results[len(rows) :], strict=True)

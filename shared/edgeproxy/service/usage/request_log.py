@@ -22,8 +22,8 @@ from decimal import Decimal
 
 from edgeproxy.errors import StoreError
 from edgeproxy.service.run import Run, Served
-from edgeproxy.service.usage.entry import Entry
 from edgeproxy.service.telemetry import Telemetry
+from edgeproxy.service.usage.entry import Entry
 from edgeproxy.service.usage.log_buffer import LogBuffer
 from edgeproxy.state.usage_log import (
     DAY_S,

@@ -130,6 +130,12 @@ class Held(Memory):
         self.release = asyncio.Event()
         self.in_flight = 0
         self.most = 0
+        self._changed = asyncio.Condition()
+
+    async def entered(self, count: int) -> None:
+        """Wait until ``count`` writes are held at once."""
+        async with self._changed:
+            await self._changed.wait_for(lambda: self.in_flight >= count)
 
     async def put_requests(self, records: list[RequestRecord]) -> None:
         await self._held()
@@ -142,6 +148,8 @@ class Held(Memory):
     async def _held(self) -> None:
         self.in_flight += 1
         self.most = max(self.most, self.in_flight)
+        async with self._changed:
+            self._changed.notify_all()
         try:
             await self.release.wait()
         finally:
@@ -165,15 +173,16 @@ async def test_a_store_that_falls_behind_fills_the_bound_then_records_are_droppe
     buffer = LogBuffer(store, 0.01, telemetry=telemetry, max_records=5, max_rows=1)  # type: ignore[arg-type]
     with caplog.at_level(logging.ERROR, logger=log_buffer.__name__):
         add(buffer, record(0))
-        while store.in_flight == 0:  # the first flush took record 0 and is held
-            await asyncio.sleep(0.005)
+        await asyncio.wait_for(store.entered(1), 10)  # the first flush took record 0: held
         for i in range(1, 21):
             add(buffer, record(i))
         add(buffer, record(21, key="k2"))  # a new bucket past max_rows
     assert buffer.pending <= 5 + 1
     assert (buffer.dropped_records, buffer.dropped_rows) == (16, 1)
-    assert telemetry.counts == {("RequestLogDropped", "records"): 16,
-                                ("RequestLogDropped", "aggregates"): 1}
+    assert telemetry.counts == {
+        ("RequestLogDropped", "records"): 16,
+        ("RequestLogDropped", "aggregates"): 1,
+    }
     [line] = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert "dropped" in line  # once, however many were dropped (rate-limited)
     store.release.set()
@@ -189,9 +198,9 @@ async def test_a_big_flush_goes_out_a_few_batches_at_a_time() -> None:
     for i in range(300):
         add(buffer, record(i))
     flushing = asyncio.ensure_future(buffer.flush())
-    while store.in_flight < log_buffer.PARALLEL_WRITES:
-        await asyncio.sleep(0.005)
-    await asyncio.sleep(0.01)
+    await asyncio.wait_for(store.entered(log_buffer.PARALLEL_WRITES), 10)
+    for _ in range(20):  # let any further write start, if the flush would start one
+        await asyncio.sleep(0)
     assert store.most == log_buffer.PARALLEL_WRITES  # never all 13 calls at once
     store.release.set()
     assert await flushing is False
