@@ -38,7 +38,8 @@ logger = logging.getLogger(__name__)
 MAX_RECORDS = 500  # a flush starts at once when this many records wait
 MAX_HELD_RECORDS = 20_000  # records held at most (a store far behind): about 20 s at 1,000 req/s
 MAX_HELD_ROWS = 20_000  # aggregate buckets held at most
-PARALLEL_WRITES = 4  # a flush's store calls in flight at once
+PARALLEL_WRITES = 2  # a flush's store calls in flight at once: few, so a store that serves
+# one call at a time (the embedded one) queues at most two of them ahead of a request's read
 BATCH = 25  # records per BatchWriteItem
 RETRY_S = 1.0
 GIVE_UP_S = 120.0
