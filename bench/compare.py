@@ -4,10 +4,12 @@
     .venv/bin/python bench/compare.py --quick    # 1 round of 2 s: checks the wiring
 
 Targets, all on loopback, one worker each, against one shared mock upstream:
-direct (the mock), the bare Starlette + httpx pass-through (the floor),
+direct (the mock), the floor (``bench/floor.js``: Node's ``http``, the fastest
+pass-through this machine runs), the bare Starlette + httpx pass-through,
 LiteLLM in memory, LiteLLM with Redis shared state, edgeproxy on the embedded
-store (as ``make run`` runs it: moto in its own process) and edgeproxy on the
-instant stub store (``bench.store_server --stub``). Each round runs every
+store (as ``make run`` runs it: moto in its own process), the same with the
+request log off (``edgeproxy_nolog``: what the log costs, in the same run) and
+edgeproxy on the instant stub store (``bench.store_server --stub``). Each round runs every
 phase on every target, the order of targets rotating from round to round so
 drift on a shared machine spreads over all of them. ``make bench`` does not
 need any of this.
@@ -96,6 +98,7 @@ def measure(target: Target, phase: tuple[str, int, bool], seconds: float, tool: 
         # (the embedded store's 2 s call deadline can run out in its queue at c=32).
         result = wrk.run(tool, target.url, call, connections, seconds, strict=False)
         out = {"requests": result.requests, "rps": result.rps, "p50": result.p50}
+        out["p99"] = result.p99
         out["failed"] = result.failed
     requests = max(1, out["requests"])
     out["cpu_ms_per_request"] = 1000 * (tree_cpu_seconds(target.pids) - cpu) / requests
@@ -137,6 +140,11 @@ def started(plan: argparse.Namespace) -> Iterator[tuple[list[Target], dict[str, 
             stack.callback(stop, proc)
             return Target("floor", url, True, [proc.pid])
 
+        def starlette() -> Target:
+            proc, url = contenders.start_starlette(ports[0])
+            stack.callback(stop, proc)
+            return Target("starlette", url, True, [proc.pid])
+
         def litellm(redis_binary: str | None) -> Target:
             pids = []
             redis_port = None
@@ -153,18 +161,20 @@ def started(plan: argparse.Namespace) -> Iterator[tuple[list[Target], dict[str, 
             name = "litellm_redis" if redis_binary else "litellm"
             return Target(name, f"http://127.0.0.1:{port}", False, [proc.pid, *pids])
 
-        def edgeproxy(stub: bool) -> Target:
+        def edgeproxy(stub: bool, request_log: bool = True) -> Target:
             table = f"bench-{uuid.uuid4().hex[:8]}"
-            running = Stack.start(table, stub=stub, upstream_ports=ports)
+            running = Stack.start(table, stub=stub, upstream_ports=ports, request_log=request_log)
             stack.callback(running.close)
-            name = "edgeproxy_stub" if stub else "edgeproxy"
+            name = "edgeproxy_stub" if stub else "edgeproxy" if request_log else "edgeproxy_nolog"
             return Target(name, running.gateway_url, False, running.pids(), running)
 
         timed("floor", floor)
+        timed("starlette", starlette)
         if not plan.no_litellm:
             timed("litellm", lambda: litellm(None))
             timed("litellm_redis", lambda: litellm(plan.redis))
         timed("edgeproxy", lambda: edgeproxy(False))
+        timed("edgeproxy_nolog", lambda: edgeproxy(False, request_log=False))
         timed("edgeproxy_stub", lambda: edgeproxy(True))
         yield targets, startup
 

@@ -21,15 +21,19 @@ FLOOR = "floor"
 LITELLM = "litellm"
 TARGETS = {
     DIRECT: "direct (mock upstream)",
-    FLOOR: "bare Starlette + httpx pass-through",
+    FLOOR: "floor: Node http pass-through",
+    "starlette": "bare Starlette + httpx pass-through",
     LITELLM: "LiteLLM (in-memory)",
     "litellm_redis": "LiteLLM + Redis",
     "edgeproxy": "edgeproxy, embedded store (make run)",
+    "edgeproxy_nolog": "edgeproxy, embedded store, request log off",
     "edgeproxy_stub": "edgeproxy, stub store",
 }
 # (key, title, phase, metric, added, lower_is_better)
 FIGURES = (
     ("added_p50_c1", "added latency p50, c=1 (ms)", "chat_c1", "p50", True, True),
+    ("p50_c1", "latency p50, c=1 (ms)", "chat_c1", "p50", False, True),
+    ("p99_c1", "latency p99, c=1 (ms)", "chat_c1", "p99", False, True),
     ("rps_c32", "throughput, c=32 (req/s)", "chat_c32", "rps", False, False),
     ("ttft_added_c8", "stream TTFT added p50, c=8 (ms)", "stream_c8", "ttft_p50", True, True),
     ("cpu_c1", "CPU per request, process tree, c=1 (ms)", "chat_c1", "cpu", False, True),
@@ -53,8 +57,8 @@ def figures(results: dict[str, Any]) -> dict[str, dict[str, float]]:
             values = []
             for measured in results["rounds"]:
                 entry = measured.get(phase, {})
-                if target not in entry:
-                    continue
+                if target not in entry or (metric != "cpu" and metric not in entry[target]):
+                    continue  # not measured (p99 of an older run's wrk phase)
                 value = _value(entry[target], metric)
                 if added:
                     value -= _value(entry[DIRECT], metric)
@@ -129,11 +133,13 @@ def table(rows: dict[str, dict[str, float]]) -> list[str]:
         for target in names:
             value = rows[target].get(key, math.nan)
             cell = _f(value, 2 if key == "startup_s" else 1)
+            versus = []
             if target not in (DIRECT, LITELLM) and LITELLM in rows and not math.isnan(value):
-                cell += f" ({_x(ratio(value, rows[LITELLM].get(key, math.nan)))} LiteLLM"
-                if target != FLOOR and FLOOR in rows:
-                    cell += f", {_x(ratio(value, rows[FLOOR].get(key, math.nan)))} floor"
-                cell += ")"
+                versus.append(f"{_x(ratio(value, rows[LITELLM].get(key, math.nan)))} LiteLLM")
+            if target not in (DIRECT, FLOOR) and FLOOR in rows and not math.isnan(value):
+                versus.append(f"{_x(ratio(value, rows[FLOOR].get(key, math.nan)))} floor")
+            if versus:
+                cell += f" ({', '.join(versus)})"
             cells.append(cell)
         lines.append(f"| {title} | " + " | ".join(cells) + " |")
     for key, title in (
@@ -164,6 +170,7 @@ def targets(
     floor = rows.get(FLOOR, {})
     stub = rows.get("edgeproxy_stub", {})
     emb = rows.get("edgeproxy", {})
+    nolog = rows.get("edgeproxy_nolog", {})
 
     def get(row: dict[str, float], key: str) -> float:
         return row.get(key, nan)
@@ -180,6 +187,12 @@ def targets(
         ("embedded: throughput c=32 vs LiteLLM", ratio(get(emb, "rps_c32"), get(lite, "rps_c32")), ">=", 2.0),
         ("embedded: stream TTFT added c=8 vs LiteLLM", ratio(get(emb, "ttft_added_c8"), get(lite, "ttft_added_c8")), "<=", 0.5),
         ("embedded: store calls per request, c=32", get(emb, "store_calls_c32"), "<=", 0.5),
+        ("embedded: throughput c=32 vs request log off", ratio(get(emb, "rps_c32"), get(nolog, "rps_c32")), ">=", 0.9),
+        ("embedded: p99 / p50 at c=1", ratio(get(emb, "p99_c1"), get(emb, "p50_c1")), "<=", 2.0),
+        ("embedded: added p50 c=1 (ms)", get(emb, "added_p50_c1"), "<=", 3.0),
+        ("embedded: CPU/req, process tree, c=1 (ms)", get(emb, "cpu_c1"), "<=", 3.0),
+        ("embedded: CPU/req, process tree, c=32 (ms)", get(emb, "cpu_c32"), "<=", 1.3),
+        ("embedded: stream TTFT added c=8 (ms)", get(emb, "ttft_added_c8"), "<=", 15.0),
         ("Lambda handler cold start (s)", cold_start_s, "<=", 0.8),
         ("edgeproxy gateway RSS after load (MiB)", get(emb, "gateway_rss_mib"), "<=", 150.0),
         ("built ProxyFunction cold start (s)", built.get("cold_start_s", nan), "<=", 0.5),

@@ -147,7 +147,18 @@ def redis_version(binary: str) -> str:
 
 
 def start_floor(upstream_port: int) -> tuple[subprocess.Popen[str], str]:
-    """The bare pass-through (``bench.passthrough``) in front of one mock."""
+    """The floor: Node's ``http`` pass-through (``bench/floor.js``) in front of one mock."""
+    script = Path(__file__).resolve().parent / "floor.js"
+    proc, found = spawn(
+        [str(script), f"http://127.0.0.1:{upstream_port}"],
+        r"floor on (http://\S+)",
+        program=shutil.which("node") or "node",
+    )
+    return proc, found.group(1)
+
+
+def start_starlette(upstream_port: int) -> tuple[subprocess.Popen[str], str]:
+    """The bare Starlette + httpx pass-through (``bench.passthrough``) in front of one mock."""
     proc, found = spawn(
         ["-m", "bench.passthrough", f"http://127.0.0.1:{upstream_port}"],
         r"passthrough on (http://\S+)",

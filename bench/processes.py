@@ -184,12 +184,17 @@ class Stack:
 
     @classmethod
     def start(
-        cls, table: str, stub: bool = False, upstream_ports: tuple[int, int] | None = None
+        cls,
+        table: str,
+        stub: bool = False,
+        upstream_ports: tuple[int, int] | None = None,
+        request_log: bool | None = None,
     ) -> Stack:
         """Start the processes and store the benchmark configuration.
 
         ``stub``: the store can be armed (``arm_stub``) to answer instantly (``store_server``).
         ``upstream_ports``: use mocks already running there instead of starting them.
+        ``request_log``: the configuration's ``gateway.request_log.enabled`` (default: on).
         """
         procs: dict[str, subprocess.Popen[str]] = {}
         try:
@@ -205,7 +210,7 @@ class Stack:
                 )
                 upstream_ports = (int(found.group(1)), int(found.group(2)))
             ports = upstream_ports
-            config = parse_config(gateway_config(ports), "bench configuration")
+            config = parse_config(gateway_config(ports, request_log), "bench configuration")
             asyncio.run(store_config(local_settings(store_url, table), config))
             procs["gateway"], found = spawn(
                 [

@@ -30,11 +30,14 @@ EMBED_MODEL = "text-embed"
 UPSTREAM_MODEL = "mock-small"
 
 
-def gateway_config(ports: tuple[int, int]) -> dict[str, Any]:
+def gateway_config(ports: tuple[int, int], request_log: bool | None = None) -> dict[str, Any]:
     """A pool of two chat deployments (one per mock port) and one embeddings deployment.
 
     Router settings are the defaults (sticky bindings on), as a user gets them.
+    ``request_log``: on or off (default: on unless ``EDGEPROXY_BENCH_REQUEST_LOG=off``).
     """
+    if request_log is None:
+        request_log = os.environ.get("EDGEPROXY_BENCH_REQUEST_LOG") != "off"
 
     def deployment(dep_id: str, port: int, model: str, **fields: Any) -> dict[str, Any]:
         return {
@@ -54,7 +57,7 @@ def gateway_config(ports: tuple[int, int]) -> dict[str, Any]:
             ],
             "egress": {"allow": ["127.0.0.0/8"]},  # the mocks listen on loopback
             # EDGEPROXY_BENCH_REQUEST_LOG=off: the same run without the request log (its cost).
-            "request_log": {"enabled": os.environ.get("EDGEPROXY_BENCH_REQUEST_LOG") != "off"},
+            "request_log": {"enabled": request_log},
         },
         "deployments": [
             deployment("mock-a", ports[0], CHAT_MODEL),

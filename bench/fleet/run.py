@@ -14,17 +14,22 @@ from pathlib import Path
 
 from bench.fleet.capacity import CapacityModel
 from bench.fleet.engine import Fleet, Outcome, Scenario
+from bench.fleet.log_load import LogOutcome, log_rows
+from bench.fleet.log_load import run as log_run
 from bench.fleet.moto_fleet import MotoOutcome, moto_runs
 from bench.fleet.prefill import PrefillOutcome
 from bench.fleet.prefill import rows as prefill_rows
 from bench.fleet.prefill import runs as prefill_runs
 from bench.fleet.report import model_rows, moto_rows, plots
+from edgeproxy.state import usage_log as layout
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "fleet"
 RATES = (100, 500, 1000, 2000, 5000)
 SECONDS = 8.0
 WARM_PARTITIONS = 64  # a table that served this peak before (on-demand keeps its partitions)
 NEW_PARTITIONS = 4  # a new on-demand table: 4,000 write units at once
+LOG_RATES = (1000, 10000, 20000)  # the request log's runs (each unsharded and sharded)
+LOG_SECONDS = 3.0
 
 
 def shards_for(rate: float) -> int:
@@ -45,12 +50,23 @@ def model_runs(rates: tuple[int, ...], seconds: float, *, new_table_rate: int) -
     return runs
 
 
+def log_runs(rates: tuple[int, ...], seconds: float) -> list[LogOutcome]:
+    """The request log at each rate, unsharded and on ``LOG_SHARDS``, on a warm table."""
+    plan = [(r, n) for r in rates for n in (1, layout.LOG_SHARDS)]
+    runs = []
+    for rate, shards in plan:
+        runs.append(log_run(rate, seconds, shards, WARM_PARTITIONS))
+        print(f"log {rate}/s shards {shards}: done", flush=True)
+    return runs
+
+
 def report(
     runs: list[Outcome],
     motos: list[MotoOutcome],
     out: Path,
     took: float,
     prefill: list[PrefillOutcome] | None = None,
+    logs: list[LogOutcome] | None = None,
 ) -> Path:
     """Write REPORT.md and the plots into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
@@ -75,6 +91,15 @@ def report(
         *model_rows(runs),
         "",
         *[f"![{n}]({n})" for n in names],
+        "",
+        "## The request log on the capacity model (virtual time)",
+        "",
+        "Beside the counters: every request a Lambda's, one record PutItem and one aggregate",
+        "ADD (bench/fleet/log_load.py), one key, model and deployment (the hottest aggregate),",
+        f"{LOG_SECONDS:.0f} s per run on a {WARM_PARTITIONS}-partition table. Shards 1: the",
+        "unsharded layout (`log#<hour>`, `usage#<day>`); a lost write is a throttle retried once.",
+        "",
+        *log_rows(logs or []),
         "",
         "## Embedded store (moto, real time)",
         "",
@@ -112,13 +137,15 @@ def main() -> None:
     began = time.monotonic()
     if args.quick:
         runs = model_runs((100, 1000), 2.0, new_table_rate=1000)
+        logs = log_runs((1000,), 0.5)
         motos = moto_runs([(50, 1.0, 20, 1, 35), (50, 1.0, 20, 4, 35)])
         prefill = prefill_runs(seeds=1, seconds=300.0)
     else:
         runs = model_runs(RATES, SECONDS, new_table_rate=1000)
+        logs = log_runs(LOG_RATES, LOG_SECONDS)
         motos = moto_runs([(100, 3.0, 100, 1, 210), (100, 3.0, 100, 4, 210)])
         prefill = prefill_runs(seeds=3, seconds=3600.0)
-    print(report(runs, motos, args.out, time.monotonic() - began, prefill))
+    print(report(runs, motos, args.out, time.monotonic() - began, prefill, logs))
 
 
 if __name__ == "__main__":

@@ -164,8 +164,14 @@ async def build_gateway(
     # per window). Registered after the store: its last flush runs before the client closes.
     requests = CoalescingStore(store, settings.coalesce_ms / 1000.0)
     stack.push_async_callback(requests.aclose)
-    # The request log (buffered as the counters are; flushed before the client closes).
-    usage_log = RequestLog(DynamoUsageLog.sharing(store), clock, settings.coalesce_ms / 1000.0)
+    # The request log (buffered as the counters are; flushed before its client closes). A
+    # long-lived process writes it on a client of its own (its own connections), so a
+    # request's store call never queues behind a flush; a Lambda writes it beside the
+    # outcome write on the one client.
+    telemetry = telemetry or NoTelemetry()
+    window_s = settings.coalesce_ms / 1000.0
+    log_store = await open_store(settings, stack, session) if window_s > 0 else store
+    usage_log = RequestLog(DynamoUsageLog.sharing(log_store), clock, window_s, telemetry=telemetry)
     stack.push_async_callback(usage_log.aclose)
     http = make_http_client()
     stack.push_async_callback(http.aclose)
@@ -173,7 +179,6 @@ async def build_gateway(
     # Bedrock deployments sign with this session's credentials (the function's role).
     bedrock = cast("BedrockClient", DeferredBedrock(session, settings.region, clock))
     stack.push_async_callback(bedrock.aclose)
-    telemetry = telemetry or NoTelemetry()
     tracer = tracer or tracer_for(settings)
     stack.callback(tracer.shutdown)  # the last spans are sent before the process ends
     rng = rng or random.Random()  # load spreading, not security

@@ -30,15 +30,24 @@ TTL attribute (the log: ``request_log.retention_days``, the aggregates:
 ``request_log.report_days``); readers skip expired items themselves (TTL
 deletion is lazy).
 
-Partitions: one log partition per hour and one aggregate partition per day
-take every request's write. DynamoDB holds about 1,000 writes a second per
-partition; past that, the plan is a shard suffix (``log#<hour>#<n>``,
-``usage#<day>#<n>``, ``n`` from the request id / the key id) read back with
-one Query per shard.
+Partitions: each hour's log and each day's aggregates are spread over
+``LOG_SHARDS`` partitions, so that no partition takes more than a
+``1/LOG_SHARDS`` share of the writes (DynamoDB holds about 1,000 writes a
+second per partition; ``bench/fleet/log_load.py`` holds 10,000 requests a
+second, two log writes each, on a table of 64 partitions). Shard 0
+is the unsharded name (``log#<hour>``, ``usage#<day>``: what was written
+before the shards is read as shard 0); shard ``n`` > 0 is
+``log#<hour>#<n>`` / ``usage#<day>#<n>``. A record's shard is a hash of its
+request id; an aggregate increment goes to a random shard (ADD is
+commutative, the way an outcome write goes to a random counter shard,
+``state/counter_shards.py``), so one hot (hour, key, model, deployment)
+is split too. Readers query every shard and sum (reports) or merge (the
+newest records) what they find.
 """
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Protocol
@@ -47,6 +56,7 @@ HOUR_S = 3600
 DAY_S = 86400
 NO_KEY = "-"  # a request without a table key
 NONE_SERVED = "-"  # a request no deployment served
+LOG_SHARDS = 32  # partitions per hour of the log and per day of the aggregates
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,24 +148,36 @@ def _part(name: str) -> str:
     return name.replace("%", "%25").replace("#", "%23")
 
 
+def _sharded(name: str, shard: int) -> str:
+    return name if shard == 0 else f"{name}#{shard}"
+
+
+def log_shard(request_id: str) -> int:
+    """The log shard of a request (a stable hash of its id)."""
+    return zlib.crc32(request_id.encode()) % LOG_SHARDS
+
+
 def log_key(record: RequestRecord) -> tuple[str, str]:
     """The log record's ``(pk, sk)``."""
-    return (f"log#{record.hour}", f"{int(record.at * 1000):013d}#{record.request_id}")
+    pk = log_partition(record.hour, log_shard(record.request_id))
+    return (pk, f"{int(record.at * 1000):013d}#{record.request_id}")
 
 
-def log_partition(hour: int) -> str:
-    return f"log#{hour}"
+def log_partition(hour: int, shard: int = 0) -> str:
+    """One shard of an hour's log."""
+    return _sharded(f"log#{hour}", shard)
 
 
-def usage_key(row: UsageRow) -> tuple[str, str]:
-    """The aggregate's ``(pk, sk)``."""
+def usage_key(row: UsageRow, shard: int = 0) -> tuple[str, str]:
+    """The ``(pk, sk)`` of the aggregate's item in ``shard``."""
     day = row.hour * HOUR_S // DAY_S
     parts = "#".join(_part(p) for p in (row.key_id, row.model, row.deployment))
-    return (f"usage#{day}", f"{row.hour:07d}#{parts}")
+    return (usage_partition(day, shard), f"{row.hour:07d}#{parts}")
 
 
-def usage_partition(day: int) -> str:
-    return f"usage#{day}"
+def usage_partition(day: int, shard: int = 0) -> str:
+    """One shard of a day's aggregates."""
+    return _sharded(f"usage#{day}", shard)
 
 
 def hour_prefix(hour: int) -> str:
@@ -175,9 +197,9 @@ class UsageLogStore(Protocol):
         ...
 
     async def read_usage_rows(self, first_hour: int, last_hour: int, now: float) -> list[UsageRow]:
-        """Every aggregate of the hours ``[first_hour, last_hour]`` (one Query per day)."""
+        """Every aggregate of the hours ``[first_hour, last_hour]`` (every shard's, summed)."""
         ...
 
     async def read_requests(self, hour: int, limit: int, now: float) -> list[RequestRecord]:
-        """Up to ``limit`` log records of ``hour``, newest first."""
+        """Up to ``limit`` log records of ``hour``, newest first (across every shard)."""
         ...

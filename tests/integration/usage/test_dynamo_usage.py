@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from edgeproxy.service.usage.report import ReportQuery, usage_report
+from edgeproxy.state import usage_log as layout
 from edgeproxy.state.dynamodb.dynamo import DynamoStore
 from edgeproxy.state.dynamodb.dynamo_usage import DynamoUsageLog
 from edgeproxy.state.usage_log import RequestRecord, UsageRow
@@ -104,3 +106,46 @@ async def test_aggregates_add_up_exactly_and_keep_names_apart(log: DynamoUsageLo
     assert rows[(HOUR + 30, "k1", "m", "d")].key_name == "renamed"
     # A range reads only its hours (across days: one query per day).
     assert {r.hour for r in await log.read_usage_rows(HOUR + 1, HOUR + 30, NOW)} == {HOUR + 30}
+
+
+async def test_records_and_aggregates_spread_over_every_shard_are_all_read_back(
+    log: DynamoUsageLog, store: DynamoStore
+) -> None:
+    records = [record(i) for i in range(300)]
+    await log.put_requests(records)
+    for _ in range(64):
+        await log.add_usage(UsageRow(HOUR, "k1", "m", "d", "billing", 1, 0, 2, 3), NOW + 9e5)
+    # The writes really are spread: every shard's partition holds some of both.
+    table = store._table
+    for shard in range(layout.LOG_SHARDS):
+        logged = await table.call(
+            "query",
+            KeyConditionExpression="#pk = :pk",
+            ExpressionAttributeNames={"#pk": store._schema.pk},
+            ExpressionAttributeValues={":pk": {"S": layout.log_partition(HOUR, shard)}},
+            Select="COUNT",
+        )
+        assert logged["Count"] > 0, f"log shard {shard} is empty"
+    day = HOUR * 3600 // 86400
+    used = set()
+    for shard in range(layout.LOG_SHARDS):
+        found = await table.call(
+            "query",
+            KeyConditionExpression="#pk = :pk",
+            ExpressionAttributeNames={"#pk": store._schema.pk},
+            ExpressionAttributeValues={":pk": {"S": layout.usage_partition(day, shard)}},
+            Select="COUNT",
+        )
+        if found["Count"]:
+            used.add(shard)
+    assert len(used) > 4  # 64 increments over 32 shards: many of them hold a part
+    # ... and the readers read every shard back whole.
+    newest = await log.read_requests(HOUR, 1000, NOW)
+    assert [r.request_id for r in newest] == [f"req{i:03d}" for i in range(299, -1, -1)]
+    assert [r.request_id for r in await log.read_requests(HOUR, 7, NOW)] == [
+        f"req{i:03d}" for i in range(299, 292, -1)
+    ]
+    [row] = await log.read_usage_rows(HOUR, HOUR, NOW)
+    assert (row.requests, row.prompt_tokens, row.completion_tokens) == (64, 128, 192)
+    report = await usage_report(log, ReportQuery(HOUR, HOUR, ("key",), "hour"), NOW)
+    assert report["totals"]["requests"] == 64

@@ -123,3 +123,19 @@ def test_cpu_shares_are_in_proportion_to_memory_up_to_one_vcpu() -> None:
     assert modelled["1024"]["share"] == round(1024 / 1769, 3)
     assert modelled["256"]["cold_cpu_s"] == pytest.approx(1769 / 256)
     assert shares(1.0, 0.001).keys() == {"256", "512", "1024"}
+
+
+def test_the_log_and_tail_targets_compare_within_the_same_run() -> None:
+    on = {**_m(6.0, 900, 12.0, 1.2), "p99": 11.0}
+    off = {**_m(5.0, 1000, 11.0, 1.0), "p99": 9.0}
+    row = {"direct": {**_m(1.0, 5000, 2.0, 0.0), "p99": 1.5}, "edgeproxy": on}
+    row["edgeproxy_nolog"] = off
+    rows = figures({"rounds": [{"chat_c1": row, "chat_c32": row, "stream_c8": row}]})
+    goals = {g["target"]: g for g in targets(rows, 0.5)}
+    log = goals["embedded: throughput c=32 vs request log off"]
+    assert (log["value"], log["pass"]) == (0.9, True)
+    tail = goals["embedded: p99 / p50 at c=1"]
+    assert tail["value"] == pytest.approx(11.0 / 6.0)
+    assert tail["pass"] is True
+    assert goals["embedded: added p50 c=1 (ms)"]["value"] == 5.0
+    assert goals["embedded: added p50 c=1 (ms)"]["pass"] is False

@@ -88,3 +88,17 @@ def test_a_tiny_fleet_admits_exactly_and_sharding_ends_the_throttling() -> None:
     assert four.throttles == 0
     assert one.throttles > 0  # two writes a request on one item: past 1,000 units a second
     assert four.condition_failures > 0  # borrows at the end of the allowances
+
+
+def test_the_sharded_log_holds_10000_requests_a_second_where_one_partition_cannot() -> None:
+    from bench.fleet.log_load import run as log_run
+
+    from edgeproxy.state import usage_log as layout
+
+    sharded = log_run(10_000, 0.6, layout.LOG_SHARDS, 64)
+    assert sharded.offered > 5000
+    assert (sharded.lost_records, sharded.lost_aggregates, sharded.throttles) == (0, 0, 0)
+    assert sharded.write_units / sharded.offered == 2.0  # one record, one ADD: a unit each
+    one = log_run(10_000, 0.6, 1, 64)
+    assert one.lost_records > 0
+    assert one.lost_aggregates > 0

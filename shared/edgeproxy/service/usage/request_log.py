@@ -8,7 +8,8 @@ long-lived process): both are buffered (``LogBuffer``) and written once per
 ``LOG_WINDOW_S`` (nothing routes on them, so they can wait longer than the
 counters' window; a crash loses at most that much): records 25 to a
 BatchWriteItem, aggregates summed per hour, key, model and deployment into
-one ADD each.
+one ADD each, on the log's own store client and task (``LogBuffer``: bounded;
+what it drops is counted, sent as a metric and logged).
 
 A store failure costs the record (logged, never raised): the answer is the client's.
 """
@@ -22,6 +23,7 @@ from decimal import Decimal
 
 from edgeproxy.errors import StoreError
 from edgeproxy.service.run import Run, Served
+from edgeproxy.service.telemetry import Telemetry
 from edgeproxy.service.usage.entry import Entry
 from edgeproxy.service.usage.log_buffer import LogBuffer
 from edgeproxy.state.usage_log import (
@@ -63,14 +65,22 @@ class RequestLog:
     """Opens each request's entry and writes what it ends as (see the module doc)."""
 
     def __init__(
-        self, store: UsageLogStore | None, clock: Callable[[], float], window_s: float = 0.0
+        self,
+        store: UsageLogStore | None,
+        clock: Callable[[], float],
+        window_s: float = 0.0,
+        *,
+        telemetry: Telemetry | None = None,
     ) -> None:
-        """``store`` None: no log (tests and tools that build a gateway by hand)."""
+        """``store`` None: no log (tests and tools that build a gateway by hand).
+
+        ``telemetry``: where the buffer's drops are counted (``RequestLogDropped``).
+        """
         self.store = store
         self._clock = clock
         self.buffer: LogBuffer | None = None
         if store is not None and window_s > 0:
-            self.buffer = LogBuffer(store, max(window_s, LOG_WINDOW_S))
+            self.buffer = LogBuffer(store, max(window_s, LOG_WINDOW_S), telemetry=telemetry)
 
     def begin(self, run: Run) -> Entry | None:
         """The request's entry (None when there is no log, or the configuration turned it off)."""

@@ -3,13 +3,16 @@
 Layout: ``state/usage_log.py``. A log record is a plain PutItem (several:
 one BatchWriteItem per 25, unprocessed items retried); an aggregate is one
 UpdateItem ``ADD`` (commutative: no lost updates, no condition needed). A
-report reads the aggregates with one Query per day partition, in parallel.
+report reads the aggregates with one Query per day and shard, 8 in flight;
+the newest records are one Query per shard of the hour, merged.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import heapq
+import random
 from decimal import Decimal
 from typing import Any
 
@@ -89,7 +92,15 @@ def row_from(item: Item) -> UsageRow:
 class DynamoUsageLog:
     """The ``UsageLogStore`` protocol on the state table (client injected)."""
 
-    def __init__(self, client: Any, table_name: str, schema: TableSchema) -> None:
+    def __init__(
+        self,
+        client: Any,
+        table_name: str,
+        schema: TableSchema,
+        rng: random.Random | None = None,
+    ) -> None:
+        """``rng``: picks each aggregate increment's shard (load spreading, not security)."""
+        self._rng = rng or random.Random()
         self._client = client
         self._name = table_name
         self._table = Table(client, table_name, schema)
@@ -151,7 +162,7 @@ class DynamoUsageLog:
         sets = ("hour", "key_id", "key_name", "model", "deployment")
         await self._table.call(
             "update_item",
-            Key=self._table.key(layout.usage_key(row)),
+            Key=self._table.key(layout.usage_key(row, self._rng.randrange(layout.LOG_SHARDS))),
             UpdateExpression="ADD "
             + ", ".join(f"#{n} :{n}" for n in _COUNTERS)
             + " SET #ttl = :ttl, "
@@ -185,26 +196,49 @@ class DynamoUsageLog:
         return ttl is None or float(ttl["N"]) > now
 
     async def read_usage_rows(self, first_hour: int, last_hour: int, now: float) -> list[UsageRow]:
-        """The aggregates of ``[first_hour, last_hour]``: one Query per day, 8 at a time."""
+        """The aggregates of ``[first_hour, last_hour]``: one Query per day and shard, summed."""
         first_day, last_day = first_hour * 3600 // 86400, last_hour * 3600 // 86400
         first, last = layout.hour_prefix(first_hour), layout.hour_prefix(last_hour) + "\uffff"
         gate = asyncio.Semaphore(PARALLEL_QUERIES)
 
-        async def day_rows(day: int) -> list[Item]:
+        async def shard_rows(day: int, shard: int) -> list[Item]:
             async with gate:
-                return await self._query(layout.usage_partition(day), first, last)
+                return await self._query(layout.usage_partition(day, shard), first, last)
 
-        days = await asyncio.gather(*(day_rows(d) for d in range(first_day, last_day + 1)))
-        return [row_from(item) for items in days for item in items if self._live(item, now)]
+        parts = await asyncio.gather(
+            *(
+                shard_rows(day, shard)
+                for day in range(first_day, last_day + 1)
+                for shard in range(layout.LOG_SHARDS)
+            )
+        )
+        summed: dict[tuple[int, str, str, str], UsageRow] = {}
+        for item in (item for items in parts for item in items if self._live(item, now)):
+            row = row_from(item)
+            held = summed.get(row.bucket)
+            summed[row.bucket] = row if held is None else held.plus(row)
+        return list(summed.values())
 
     async def read_requests(self, hour: int, limit: int, now: float) -> list[RequestRecord]:
-        """Up to ``limit`` records of ``hour``, newest first (one Query, strongly consistent)."""
-        items = await self._query(
-            layout.log_partition(hour),
-            "0",
-            "9" * 14,
-            ScanIndexForward=False,
-            Limit=limit,
-            ConsistentRead=True,
+        """Up to ``limit`` records of ``hour``, newest first: each shard's newest, merged."""
+        gate = asyncio.Semaphore(PARALLEL_QUERIES)
+
+        async def newest(shard: int) -> list[Item]:
+            async with gate:
+                return await self._query(
+                    layout.log_partition(hour, shard),
+                    "0",
+                    "9" * 14,
+                    ScanIndexForward=False,
+                    Limit=limit,
+                    ConsistentRead=True,
+                )
+
+        shards = await asyncio.gather(*(newest(s) for s in range(layout.LOG_SHARDS)))
+        by_time = heapq.merge(
+            *(items[:limit] for items in shards),
+            key=lambda item: str(item[self._schema.sk]["S"]),
+            reverse=True,
         )
-        return [record_from(i) for i in items[:limit] if self._live(i, now)]
+        live = (record_from(item) for item in by_time if self._live(item, now))
+        return [record for _, record in zip(range(limit), live, strict=False)]

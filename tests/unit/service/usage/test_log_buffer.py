@@ -151,3 +151,88 @@ async def test_what_still_fails_at_shutdown_is_logged_as_lost_without_its_fields
     assert "1 records, 1 aggregates" in lost.getMessage()
     assert "r1" not in lost.getMessage()
     assert buffer.pending == 0
+
+
+class Held(Memory):
+    """Writes that wait until ``release`` is set; counts how many are in flight at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = asyncio.Event()
+        self.in_flight = 0
+        self.most = 0
+        self._changed = asyncio.Condition()
+
+    async def entered(self, count: int) -> None:
+        """Wait until ``count`` writes are held at once."""
+        async with self._changed:
+            await self._changed.wait_for(lambda: self.in_flight >= count)
+
+    async def put_requests(self, records: list[RequestRecord]) -> None:
+        await self._held()
+        await super().put_requests(records)
+
+    async def add_usage(self, row: UsageRow, expires_at: float) -> None:
+        await self._held()
+        await super().add_usage(row, expires_at)
+
+    async def _held(self) -> None:
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        async with self._changed:
+            self._changed.notify_all()
+        try:
+            await self.release.wait()
+        finally:
+            self.in_flight -= 1
+
+
+class Counted:
+    def __init__(self) -> None:
+        self.counts: dict[tuple[str, str], float] = {}
+
+    def count(self, name: str, value: float = 1, /, **dimensions: str) -> None:
+        key = (name, dimensions.get("kind", ""))
+        self.counts[key] = self.counts.get(key, 0) + value
+
+
+async def test_a_store_that_falls_behind_fills_the_bound_then_records_are_dropped_and_counted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store = Held()
+    telemetry = Counted()
+    buffer = LogBuffer(store, 0.01, telemetry=telemetry, max_records=5, max_rows=1)  # type: ignore[arg-type]
+    with caplog.at_level(logging.ERROR, logger=log_buffer.__name__):
+        add(buffer, record(0))
+        await asyncio.wait_for(store.entered(1), 10)  # the first flush took record 0: held
+        for i in range(1, 21):
+            add(buffer, record(i))
+        add(buffer, record(21, key="k2"))  # a new bucket past max_rows
+    assert buffer.pending <= 5 + 1
+    assert (buffer.dropped_records, buffer.dropped_rows) == (16, 1)
+    assert telemetry.counts == {
+        ("RequestLogDropped", "records"): 16,
+        ("RequestLogDropped", "aggregates"): 1,
+    }
+    [line] = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert "dropped" in line  # once, however many were dropped (rate-limited)
+    store.release.set()
+    await buffer.aclose()
+    # Records went first: every request of the kept bucket is still in its aggregate.
+    assert sum(r.requests for r in store.rows if r.key_id == "k1") == 21
+    assert len(store.records) == 1 + 5
+
+
+async def test_a_big_flush_goes_out_a_few_batches_at_a_time() -> None:
+    store = Held()
+    buffer = LogBuffer(store, 60.0)  # type: ignore[arg-type]
+    for i in range(300):
+        add(buffer, record(i))
+    flushing = asyncio.ensure_future(buffer.flush())
+    await asyncio.wait_for(store.entered(log_buffer.PARALLEL_WRITES), 10)
+    for _ in range(20):  # let any further write start, if the flush would start one
+        await asyncio.sleep(0)
+    assert store.most == log_buffer.PARALLEL_WRITES  # never all 13 calls at once
+    store.release.set()
+    assert await flushing is False
+    assert (len(store.records), store.calls) == (300, 1 + 300 // 25)
