@@ -27,6 +27,7 @@ from edgeproxy.service.credentials import CredentialResolver
 from edgeproxy.service.key_reserve import Reservation, priced_pool, released, reserve
 from edgeproxy.service.key_slots import KeySlots
 from edgeproxy.service.keys import KeyRing
+from edgeproxy.service.metrics import Metrics
 from edgeproxy.service.outcomes import Outcomes, settle
 from edgeproxy.service.request import ProxyRequest
 from edgeproxy.service.router import Router
@@ -88,6 +89,7 @@ class Gateway:
         usage_log: RequestLog | None = None,
         tracer: Tracer | None = None,
         key_slots: KeySlots | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self._store = store
         self._configs = configs
@@ -120,6 +122,8 @@ class Gateway:
         self.tokens = tokens or TokenCounter(upstream, CredentialResolver({}))
         # The request log and its usage aggregates (``service/usage/``).
         self.usage_log = usage_log or RequestLog(None, clock)
+        # What ``GET /metrics`` serves (None: EDGEPROXY_METRICS is off).
+        self.metrics = metrics
 
     async def config(self) -> GatewayConfig:
         """The current configuration (cached in process for a short TTL)."""

@@ -1,4 +1,4 @@
-"""Operations over HTTP: circuits, sticky bindings, the audit log and ``/health/deep``.
+"""Operations over HTTP: circuits, sticky bindings, the audit log, ``/health/deep``, ``/metrics``.
 
 Circuit actions are versioned on the circuit (its ``version`` from the
 ``GET``), because a request may move the same circuit at the same moment.
@@ -217,6 +217,15 @@ async def health_deep(call: AdminCall) -> Response:
     return JSONResponse(report)
 
 
+async def scrape(call: AdminCall) -> Response:
+    """The process's metrics in Prometheus' text format (``EDGEPROXY_METRICS=on``)."""
+    metrics = call.gateway.metrics
+    if metrics is None:
+        raise NotFound("Metrics are off in this process; set EDGEPROXY_METRICS=on to serve them.")
+    body, content_type = metrics.exposition()
+    return Response(body, media_type=content_type)
+
+
 CIRCUITS = "circuits"
 BINDINGS = "bindings"
 ONE = "/admin/circuits/{deployment}"
@@ -267,4 +276,5 @@ ROUTES = [
         ),
     ),
     AdminRoute("GET", "/health/deep", health_deep, "Every deployment's standing", "health"),
+    AdminRoute("GET", "/metrics", scrape, "Prometheus metrics of this process", "health"),
 ]
