@@ -218,4 +218,5 @@ async def build_gateway(
         tracer=tracer,
         key_slots=KeySlots(settings.max_key_requests),
         metrics=metrics,
+        credentials=credentials,
     )

@@ -90,6 +90,7 @@ class Gateway:
         tracer: Tracer | None = None,
         key_slots: KeySlots | None = None,
         metrics: Metrics | None = None,
+        credentials: CredentialResolver | None = None,
     ) -> None:
         self._store = store
         self._configs = configs
@@ -124,6 +125,8 @@ class Gateway:
         self.usage_log = usage_log or RequestLog(None, clock)
         # What ``GET /metrics`` serves (None: EDGEPROXY_METRICS is off).
         self.metrics = metrics
+        # The upstream credentials' resolver (``/health/deep`` checks each reference with it).
+        self.credentials = credentials
 
     async def config(self) -> GatewayConfig:
         """The current configuration (cached in process for a short TTL)."""

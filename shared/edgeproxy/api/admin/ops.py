@@ -211,8 +211,13 @@ async def audit_log(call: AdminCall) -> Response:
 async def health_deep(call: AdminCall) -> Response:
     """Per deployment: availability, circuit state and cause, retry-after, health, rpm/tpm use."""
     current = await editor(call).current()
+    resolver = call.gateway.credentials
     report = await deep_health(
-        call.gateway.store, current.config, current.version, call.gateway.now()
+        call.gateway.store,
+        current.config,
+        current.version,
+        call.gateway.now(),
+        resolver.problem if resolver is not None else None,
     )
     return JSONResponse(report)
 
