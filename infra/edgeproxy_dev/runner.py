@@ -32,6 +32,7 @@ import aioboto3
 import uvicorn
 
 from edgeproxy.api.app import create_app
+from edgeproxy.config.egress import allow_local_loopback, local_loopback
 from edgeproxy.config.loader import load_config_file, parse_config, to_document
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.config.roles import Role
@@ -146,6 +147,12 @@ def moved(config: GatewayConfig, ports: Mapping[int, int]) -> GatewayConfig:
     return parse_config(data, "the configuration, its mocks moved")
 
 
+LOOPBACK_LINE = [
+    "Loopback upstreams (a server on this machine: Ollama, vLLM, llama.cpp) are allowed in",
+    "this local run, whatever gateway.egress says; a deployed gateway refuses them.",
+]
+
+
 class Banner(NamedTuple):
     """What ``make run`` prints: the keys it minted and where its table is."""
 
@@ -206,6 +213,7 @@ def _banner(port: int, banner: Banner) -> str:
             f"State table: {banner.table} on the embedded DynamoDB at {banner.endpoint}",
             "Mock upstreams (the configuration's ports, or free ones where those were taken):",
             *banner.mocks,
+            *(LOOPBACK_LINE if local_loopback() else []),
             "",
             f"The CLI is {cli} (or: make cli ARGS='...'). Point it at this gateway:",
             f"  export EDGEPROXY_URL={base} EDGEPROXY_ADMIN_KEY={admin_key}",
@@ -312,6 +320,8 @@ def _main(argv: list[str] | None = None) -> None:
         return
     from edgeproxy_dev.dynamo_server import EmbeddedDynamo, create_table  # local runs only
 
+    # A server on this machine is what a local run is for; before the configuration loads.
+    allow_local_loopback()
     config = load_config_file(args.config)
     sock = listen(args.port)  # first: a busy port fails before anything starts
     if args.dynamo_port:  # checked (and let go) before starting: it names its port if taken
