@@ -32,6 +32,7 @@ import aioboto3
 import uvicorn
 
 from edgeproxy.api.app import create_app
+from edgeproxy.config.egress import allow_local_loopback, local_loopback
 from edgeproxy.config.loader import load_config_file, parse_config, to_document
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.config.roles import Role
@@ -148,6 +149,12 @@ def moved(config: GatewayConfig, ports: Mapping[int, int]) -> GatewayConfig:
     return parse_config(data, "the configuration, its mocks moved")
 
 
+LOOPBACK_LINE = [
+    "Loopback upstreams (a server on this machine: Ollama, vLLM, llama.cpp) are allowed in",
+    "this local run, whatever gateway.egress says; a deployed gateway refuses them.",
+]
+
+
 class Banner(NamedTuple):
     """What ``make run`` prints: the keys it minted and where its table is."""
 
@@ -156,6 +163,16 @@ class Banner(NamedTuple):
     table: str
     endpoint: str
     mocks: list[str]  # one line per mock upstream: where it listens, which deployments use it
+    model: str = "fast-chat"  # the model the examples ask for: one the configuration has
+    failover: bool = True  # the configuration has the example's demo-failover pool
+
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "config.example.yaml"
+
+
+def _is_example(path: Path) -> bool:
+    """Whether ``path`` is the example configuration, whose loopback ports are its mocks'."""
+    return path.resolve() == EXAMPLE
 
 
 def mock_lines(config: GatewayConfig) -> list[str]:
@@ -177,12 +194,27 @@ def cli_path() -> str:
     return str(script)
 
 
+NO_MOCKS = "Mock upstreams: none (not the example configuration; --mocks starts them)"
+
+
+def _failover_lines(base: str, auth: str, admin_key: str) -> list[str]:
+    return [
+        "",
+        "Watch a failover (first deployment always answers 503):",
+        f"  curl -s {base}/v1/chat/completions {auth} -H 'x-unified-routing-metadata: true' "
+        "-H 'Content-Type: application/json' "
+        '-d \'{"model": "demo-failover", "messages": [{"role": "user", "content": "hi"}]}\'',
+        f"  curl -s {base}/v1/models/demo-failover/deployments "
+        f'-H "Authorization: Bearer {admin_key}"',
+    ]
+
+
 def _banner(port: int, banner: Banner) -> str:
     base = f"http://127.0.0.1:{port}"
     admin_key, client_key = banner.admin_key, banner.client_key
     cli = cli_path()
     auth = f'-H "Authorization: Bearer {client_key}"'
-    body = '{"model": "fast-chat", "messages": [{"role": "user", "content": "Hello!"}]}'
+    body = json.dumps({"model": banner.model, "messages": [{"role": "user", "content": "Hello!"}]})
     stream = body[:-1] + ', "stream": true}'
     return "\n".join(
         [
@@ -197,17 +229,18 @@ def _banner(port: int, banner: Banner) -> str:
             "Try it:",
             f"  curl -s {base}/v1/chat/completions {auth} -H 'Content-Type: application/json' -d '{body}'",
             f"  curl -sN {base}/v1/chat/completions {auth} -H 'Content-Type: application/json' -d '{stream}'",
-            "",
-            "Watch a failover (first deployment always answers 503):",
-            f"  curl -s {base}/v1/chat/completions {auth} -H 'x-unified-routing-metadata: true' "
-            "-H 'Content-Type: application/json' "
-            '-d \'{"model": "demo-failover", "messages": [{"role": "user", "content": "hi"}]}\'',
-            f"  curl -s {base}/v1/models/demo-failover/deployments "
-            f'-H "Authorization: Bearer {admin_key}"',
+            *(_failover_lines(base, auth, admin_key) if banner.failover else []),
             "",
             f"State table: {banner.table} on the embedded DynamoDB at {banner.endpoint}",
-            "Mock upstreams (the configuration's ports, or free ones where those were taken):",
-            *banner.mocks,
+            *(
+                [
+                    "Mock upstreams (the configuration's ports, or free ones where those were taken):",
+                    *banner.mocks,
+                ]
+                if banner.mocks
+                else [NO_MOCKS]
+            ),
+            *(LOOPBACK_LINE if local_loopback() else []),
             "",
             f"The CLI is {cli} (or: make cli ARGS='...'). Point it at this gateway:",
             f"  export EDGEPROXY_URL={base} EDGEPROXY_ADMIN_KEY={admin_key}",
@@ -301,6 +334,13 @@ def _main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--table", default=TABLE)
     parser.add_argument(
+        "--mocks",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="start mock upstreams on the configuration's loopback ports "
+        "(default: only for the example configuration; never beside your own servers)",
+    )
+    parser.add_argument(
         "--clock-control",
         action="store_true",
         help='run on a movable clock that POST /_dev/clock {"offset": s} sets (tests only)',
@@ -314,17 +354,33 @@ def _main(argv: list[str] | None = None) -> None:
         return
     from edgeproxy_dev.dynamo_server import EmbeddedDynamo, create_table  # local runs only
 
+    # A server on this machine is what a local run is for; before the configuration loads.
+    allow_local_loopback()
     config = load_config_file(args.config)
     sock = listen(args.port)  # first: a busy port fails before anything starts
     if args.dynamo_port:  # checked (and let go) before starting: it names its port if taken
         listen(args.dynamo_port, "the embedded DynamoDB").close()
-    with EmbeddedDynamo(port=args.dynamo_port) as dynamo, mock_upstreams(config) as mocks:
+    mocking = args.mocks if args.mocks is not None else _is_example(args.config)
+    none: dict[int, MockUpstream] = {}
+    upstreams: contextlib.AbstractContextManager[dict[int, MockUpstream]] = (
+        mock_upstreams(config) if mocking else contextlib.nullcontext(none)
+    )
+    with EmbeddedDynamo(port=args.dynamo_port) as dynamo, upstreams as mocks:
         config = moved(config, {port: mock.port for port, mock in mocks.items()})
         create_table(dynamo.endpoint_url, TABLE, default_template_path())
         settings, admin_key = with_admin_key(local_settings(dynamo.endpoint_url))
         asyncio.run(store_config(settings, config))
         client_key = asyncio.run(mint_client_key(settings, "local-client"))
-        banner = Banner(admin_key, client_key, TABLE, dynamo.endpoint_url, mock_lines(config))
+        models = config.public_models()
+        banner = Banner(
+            admin_key,
+            client_key,
+            TABLE,
+            dynamo.endpoint_url,
+            mock_lines(config) if mocking else [],
+            model="fast-chat" if "fast-chat" in models or not models else models[0],
+            failover="demo-failover" in models,
+        )
         # The health job and the quota refresh, every minute, as EventBridge runs them on AWS.
         with Schedule(settings, local_session()):
             serve(settings, args.port, banner=banner, clock=clock, sock=sock)

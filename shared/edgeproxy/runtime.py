@@ -19,6 +19,7 @@ from edgeproxy.service.credentials import CredentialResolver
 from edgeproxy.service.gateway import Gateway
 from edgeproxy.service.keys import KeyRing
 from edgeproxy.service.limits.slots import KeySlots
+from edgeproxy.service.metrics import FanOut, metrics_for
 from edgeproxy.service.outcomes import Outcomes
 from edgeproxy.service.router import Router
 from edgeproxy.service.sharing.coalescing import CoalescingStore
@@ -32,7 +33,7 @@ from edgeproxy.state.dynamodb.client import DynamoClient
 from edgeproxy.state.dynamodb.dynamo import DynamoStore
 from edgeproxy.state.dynamodb.dynamo_usage import DynamoUsageLog
 from edgeproxy.state.dynamodb.schema import TableSchema
-from edgeproxy.state.dynamodb.table import BoundedClient
+from edgeproxy.state.dynamodb.table import BoundedClient, CallTimer
 from edgeproxy.state.secrets import AwsSecrets, lean_opener
 from edgeproxy.upstream.call import UpstreamCall, UpstreamResponse
 from edgeproxy.upstream.client import UpstreamClient, make_http_client
@@ -89,7 +90,10 @@ class DeferredBedrock:
 
 
 async def open_store(
-    settings: Settings, stack: contextlib.AsyncExitStack, session: Any | None = None
+    settings: Settings,
+    stack: contextlib.AsyncExitStack,
+    session: Any | None = None,
+    timed: CallTimer | None = None,
 ) -> DynamoStore:
     """A ``DynamoStore`` on the configured endpoint (AWS by default credentials otherwise).
 
@@ -99,7 +103,7 @@ async def open_store(
     black-holed store. Here: a short connect timeout, reads bounded by the
     budget, one retry after a jittered backoff (a throttle, a 5xx or a dropped
     connection), and ``BoundedClient`` ends any call, retries included, after
-    the budget (``EDGEPROXY_STORE_TIMEOUT_SECONDS``).
+    the budget (``EDGEPROXY_STORE_TIMEOUT_SECONDS``). ``timed``: told each call's duration.
     """
     session = session or DeferredSession()
     budget = settings.store_timeout_seconds
@@ -113,7 +117,7 @@ async def open_store(
     )
     stack.push_async_callback(client.close)
     schema = TableSchema.from_env_value(settings.table_schema)
-    return DynamoStore(BoundedClient(client, budget), settings.table, schema)
+    return DynamoStore(BoundedClient(client, budget, timed), settings.table, schema)
 
 
 def open_credentials(
@@ -159,7 +163,8 @@ async def build_gateway(
     """
     stack = contextlib.AsyncExitStack()
     session = session or DeferredSession()
-    store = await open_store(settings, stack, session)
+    metrics = metrics_for(settings)  # first: a process asked for metrics it cannot serve stops
+    store = await open_store(settings, stack, session, metrics.store_call if metrics else None)
     # The request path's reads and counters (single-flight reads; counters flushed
     # per window). Registered after the store: its last flush runs before the client closes.
     requests = CoalescingStore(store, settings.coalesce_ms / 1000.0)
@@ -169,9 +174,18 @@ async def build_gateway(
     # request's store call never queues behind a flush; a Lambda writes it beside the
     # outcome write on the one client.
     telemetry = telemetry or NoTelemetry()
+    if metrics is not None:
+        telemetry = FanOut(telemetry, metrics)
     window_s = settings.coalesce_ms / 1000.0
-    log_store = await open_store(settings, stack, session) if window_s > 0 else store
-    usage_log = RequestLog(DynamoUsageLog.sharing(log_store), clock, window_s, telemetry=telemetry)
+    timed = metrics.store_call if metrics else None
+    log_store = await open_store(settings, stack, session, timed) if window_s > 0 else store
+    usage_log = RequestLog(
+        DynamoUsageLog.sharing(log_store),
+        clock,
+        window_s,
+        telemetry=telemetry,
+        observe=metrics.observe if metrics else None,
+    )
     stack.push_async_callback(usage_log.aclose)
     http = make_http_client()
     stack.push_async_callback(http.aclose)
@@ -210,4 +224,6 @@ async def build_gateway(
         usage_log=usage_log,
         tracer=tracer,
         key_slots=KeySlots(settings.max_key_requests),
+        metrics=metrics,
+        credentials=credentials,
     )

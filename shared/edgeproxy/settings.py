@@ -18,6 +18,7 @@
 | ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_ENDPOINT`` | unset (no traces) | where OTLP/HTTP traces go: the first as it is, the second with ``/v1/traces`` added (OpenTelemetry's variables; ``OTEL_SDK_DISABLED=true`` or ``OTEL_TRACES_EXPORTER=none`` turn it off) |
 | ``OTEL_SERVICE_NAME`` | ``edgeproxy`` | the traces' ``service.name`` |
 | ``EDGEPROXY_XRAY`` | ``off`` | ``on``: X-Ray subsegments per request and attempt through Powertools' Tracer (Lambda; template.yaml's ``XRayTracing``) |
+| ``EDGEPROXY_METRICS`` | ``off`` | ``on``: ``GET /metrics`` (admin keys only) serves Prometheus metrics (``service/metrics/``; needs the ``metrics`` extra); long-lived processes only, ignored on Lambda (EMF there) |
 | ``EDGEPROXY_AUTH`` | ``required`` | ``off``: serve ``/v1/*`` requests without a key as anonymous ``free`` callers (local demos only; ignored on Lambda) |
 """
 
@@ -65,6 +66,7 @@ class Settings:
     otlp_traces_endpoint: str | None = None
     trace_service_name: str = "edgeproxy"
     xray: bool = False
+    metrics: bool = False
     environ: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -97,6 +99,7 @@ class Settings:
             otlp_traces_endpoint=_otlp_traces_endpoint(env),
             trace_service_name=env.get("OTEL_SERVICE_NAME") or "edgeproxy",
             xray=_bool(env.get("EDGEPROXY_XRAY")),
+            metrics=_bool(env.get("EDGEPROXY_METRICS")) and not on_lambda,
             environ=env,
         )
 

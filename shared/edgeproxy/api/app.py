@@ -96,9 +96,9 @@ def create_app(runtime: RuntimeFactory) -> Starlette:
         # After the deployments view, which would otherwise read as a model named ".../deployments".
         Route("/v1/models/{model:path}", guarded(endpoints.model), methods=["GET"]),
         Route("/health", guarded(endpoints.health), methods=["GET"]),
-        # /admin/*: the status page, then the admin API (admin keys only), and /health/deep;
-        # imported on the first request there, not at cold start.
-        DeferredRoutes(("/admin", "/health/deep"), admin_api),
+        # /admin/*: the status page, then the admin API (admin keys only), /health/deep and
+        # /metrics; imported on the first request there, not at cold start.
+        DeferredRoutes(("/admin", "/health/deep", "/metrics"), admin_api),
     ]
     routes += aliases.unversioned(routes)  # /chat/completions ... as LiteLLM serves them
 

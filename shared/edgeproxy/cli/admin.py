@@ -143,6 +143,8 @@ def _cell(used: int, limit: int | None) -> str:
 def _state(row: dict[str, Any]) -> str:
     circuit = row["circuit"]
     state = str(row["status"])
+    if row.get("credential_problem"):
+        return f"{state} ({row['credential_problem']})"
     if circuit["cause"]:
         state += (
             f" ({circuit['cause']}" + (f": {circuit['reason']}" if circuit["reason"] else "") + ")"

@@ -6,7 +6,8 @@ cloud metadata (``169.254.169.254``, ``fd00:ec2::254``), loopback, private
 and shared ranges, link-local, multicast, unspecified and every other
 special-purpose range are refused, unless ``gateway.egress.allow`` names
 the host or a range holding the address (the local example and the tests
-allow ``127.0.0.0/8`` for their loopback mocks).
+allow ``127.0.0.0/8`` for their loopback mocks). ``make run``'s runner, and
+only it, allows loopback for its whole process (``allow_local_loopback``).
 
 Pure: no resolution here. ``literal_address`` reads a host the way the
 system resolver would (``inet_aton``: ``127.1``, ``2130706433``,
@@ -198,6 +199,29 @@ def spelled_ipv4(address: Address) -> ipaddress.IPv4Address | None:
     return None
 
 
+class _Process:
+    """What the process's owner decided, outside every document: ``allow_local_loopback``."""
+
+    loopback = False
+
+
+def allow_local_loopback() -> None:
+    """Let this process's upstreams be loopback addresses (``make run``'s runner only).
+
+    On a developer's machine a server on localhost (Ollama, vLLM, llama.cpp)
+    is the point; a deployed gateway shares its host with nothing it should
+    call. So this is not a setting of the configuration, the admin API or
+    the environment: only the local runner calls it, before it loads
+    anything, and a document cannot turn it on.
+    """
+    _Process.loopback = True
+
+
+def local_loopback() -> bool:
+    """Whether ``allow_local_loopback`` was called in this process."""
+    return _Process.loopback
+
+
 def refusal(address: Address, allow: EgressSettings) -> str | None:
     """Why ``address`` is refused under ``allow`` (None: it may be reached).
 
@@ -212,7 +236,7 @@ def refusal(address: Address, allow: EgressSettings) -> str | None:
     if allow.allows_address(address):
         return None
     kind = address_problem(address)
-    if kind is None:
+    if kind is None or (_Process.loopback and kind.startswith("loopback")):
         return None
     return (
         f"{address} is {kind}; upstreams must be public addresses "

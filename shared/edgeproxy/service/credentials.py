@@ -73,6 +73,14 @@ class CredentialResolver:
         self._vetted.add(reference)
         return secret
 
+    async def problem(self, reference: str) -> str | None:
+        """Why ``reference`` cannot be resolved here (None: it can); never its value."""
+        try:
+            await self.resolve(reference)
+        except CredentialError as exc:
+            return str(exc)
+        return None
+
     async def _protected(self) -> list[str]:
         bootstrap = None
         if self._bootstrap_ref:

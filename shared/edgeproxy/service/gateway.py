@@ -26,6 +26,7 @@ from edgeproxy.service.keys import KeyRing
 from edgeproxy.service.limits.calibrations import Calibrations
 from edgeproxy.service.limits.reserve import Reservation, priced_pool, released, reserve
 from edgeproxy.service.limits.slots import KeySlots
+from edgeproxy.service.metrics import Metrics
 from edgeproxy.service.outcomes import Outcomes
 from edgeproxy.service.request import ProxyRequest
 from edgeproxy.service.router import Router
@@ -68,6 +69,8 @@ class Gateway:
         usage_log: RequestLog | None = None,
         tracer: Tracer | None = None,
         key_slots: KeySlots | None = None,
+        metrics: Metrics | None = None,
+        credentials: CredentialResolver | None = None,
     ) -> None:
         self._store = store
         self._configs = configs
@@ -101,6 +104,10 @@ class Gateway:
         self.tokens = tokens or TokenCounter(upstream, CredentialResolver({}))
         # The request log and its usage aggregates (``service/usage/``).
         self.usage_log = usage_log or RequestLog(None, clock)
+        # What ``GET /metrics`` serves (None: EDGEPROXY_METRICS is off).
+        self.metrics = metrics
+        # The upstream credentials' resolver (``/health/deep`` checks each reference with it).
+        self.credentials = credentials
 
     async def config(self) -> GatewayConfig:
         """The current configuration (cached in process for a short TTL)."""

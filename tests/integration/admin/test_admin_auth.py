@@ -30,9 +30,10 @@ def test_the_route_table_covers_the_admin_api() -> None:
         "/admin/router-settings",
         "/admin/audit",
         "/health/deep",
+        "/metrics",
         "/admin/openapi.json",
     } <= paths
-    assert all(p.startswith(("/admin/", "/health/deep")) for p in paths)
+    assert all(p.startswith(("/admin/", "/health/deep", "/metrics")) for p in paths)
 
 
 def test_every_admin_route_refuses_callers_without_an_admin_key(

@@ -1,4 +1,4 @@
-"""Operations over HTTP: circuits, sticky bindings, the audit log and ``/health/deep``.
+"""Operations over HTTP: circuits, sticky bindings, the audit log, ``/health/deep``, ``/metrics``.
 
 Circuit actions are versioned on the circuit (its ``version`` from the
 ``GET``), because a request may move the same circuit at the same moment.
@@ -211,10 +211,24 @@ async def audit_log(call: AdminCall) -> Response:
 async def health_deep(call: AdminCall) -> Response:
     """Per deployment: availability, circuit state and cause, retry-after, health, rpm/tpm use."""
     current = await editor(call).current()
+    resolver = call.gateway.credentials
     report = await deep_health(
-        call.gateway.store, current.config, current.version, call.gateway.now()
+        call.gateway.store,
+        current.config,
+        current.version,
+        call.gateway.now(),
+        resolver.problem if resolver is not None else None,
     )
     return JSONResponse(report)
+
+
+async def scrape(call: AdminCall) -> Response:
+    """The process's metrics in Prometheus' text format (``EDGEPROXY_METRICS=on``)."""
+    metrics = call.gateway.metrics
+    if metrics is None:
+        raise NotFound("Metrics are off in this process; set EDGEPROXY_METRICS=on to serve them.")
+    body, content_type = metrics.exposition()
+    return Response(body, media_type=content_type)
 
 
 CIRCUITS = "circuits"
@@ -267,4 +281,5 @@ ROUTES = [
         ),
     ),
     AdminRoute("GET", "/health/deep", health_deep, "Every deployment's standing", "health"),
+    AdminRoute("GET", "/metrics", scrape, "Prometheus metrics of this process", "health"),
 ]

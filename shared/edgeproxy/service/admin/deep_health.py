@@ -5,11 +5,19 @@ it, the circuit's state and cause, when it may be tried again, the health
 job's score, this minute's rpm/tpm use against the limits, and the count of
 consecutive upstream credential rejections (401/403; a deployment with any
 is degraded from the first one, before its health score notices).
+
+A deployment whose credential this process cannot resolve (an unset
+``env:`` variable, a missing parameter, a refused reference) is not
+``available`` whatever its circuit says: every request to it would fail
+before its call. Its row says ``credential_unresolved`` and why, checked
+with the gateway's own resolver (the CLI reading the table directly has
+none: it cannot know the gateway's environment).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from edgeproxy.config.deployment import Deployment
@@ -18,6 +26,10 @@ from edgeproxy.routing.circuit import effective_state
 from edgeproxy.routing.eligibility import Eligibility, Status, pool_status
 from edgeproxy.routing.snapshot import PoolSnapshot
 from edgeproxy.state.store import AdminStore, SnapshotRequest
+
+# Why a credential reference cannot be resolved here (None: it can).
+CredentialCheck = Callable[[str], Awaitable[str | None]]
+UNRESOLVED = "credential_unresolved"
 
 
 def deployment_row(
@@ -48,7 +60,11 @@ def deployment_row(
 
 
 async def pool_report(
-    store: AdminStore, config: GatewayConfig, pool: str, now: float
+    store: AdminStore,
+    config: GatewayConfig,
+    pool: str,
+    now: float,
+    credentials: CredentialCheck | None = None,
 ) -> dict[str, Any]:
     """One pool's deployments, as ``/health/deep`` lists them."""
     deployments = config.pool(pool)
@@ -58,7 +74,20 @@ async def pool_report(
         deployment_row(dep, status, snapshot, now)
         for dep, status in zip(deployments, statuses, strict=True)
     ]
+    if credentials is not None:
+        for dep, row in zip(deployments, rows, strict=True):
+            await _check_credential(dep, row, credentials)
     return {"pool": pool, "deployments": rows}
+
+
+async def _check_credential(
+    dep: Deployment, row: dict[str, Any], credentials: CredentialCheck
+) -> None:
+    if not dep.credential or row["status"] == Status.DISABLED.value:
+        return  # a drained deployment is shown as drained, whatever its credential
+    problem = await credentials(dep.credential)
+    if problem is not None:
+        row.update(status=UNRESOLVED, available=False, credential_problem=problem)
 
 
 def _degraded(row: dict[str, Any]) -> bool:
@@ -66,11 +95,18 @@ def _degraded(row: dict[str, Any]) -> bool:
 
 
 async def deep_health(
-    store: AdminStore, config: GatewayConfig, config_version: int, now: float
+    store: AdminStore,
+    config: GatewayConfig,
+    config_version: int,
+    now: float,
+    credentials: CredentialCheck | None = None,
 ) -> dict[str, Any]:
-    """Every pool's report; ``status`` is ``degraded`` if any deployment is not available."""
+    """Every pool's report; ``status`` is ``degraded`` if any deployment is not available.
+
+    ``credentials``: the gateway's check of a credential reference (see the module doc).
+    """
     pools = await asyncio.gather(
-        *(pool_report(store, config, pool, now) for pool in config.public_models())
+        *(pool_report(store, config, pool, now, credentials) for pool in config.public_models())
     )
     degraded = any(_degraded(row) for pool in pools for row in pool["deployments"])
     return {

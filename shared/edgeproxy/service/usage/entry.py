@@ -45,11 +45,12 @@ class Entry:
     first_token_at: float | None = None
     answer_parts: list[str] = field(default_factory=list)
     done: bool = False  # a record was made (one per request)
+    stored: bool = True  # False: the record is only counted (metrics), the log is off
 
     @property
     def captures(self) -> bool:
         """Whether this request's pool keeps its prompt and answer."""
-        return self.run.req.model in self.settings.bodies
+        return self.stored and self.run.req.model in self.settings.bodies
 
     def routed(self) -> None:
         self.routed_at = self.clock()

@@ -71,13 +71,17 @@ class RequestLog:
         window_s: float = 0.0,
         *,
         telemetry: Telemetry | None = None,
+        observe: Callable[[RequestRecord, Run], None] | None = None,
     ) -> None:
         """``store`` None: no log (tests and tools that build a gateway by hand).
 
         ``telemetry``: where the buffer's drops are counted (``RequestLogDropped``).
+        ``observe``: told every request's record, whether or not it is stored
+        (the metrics of a long-lived process count what the log records).
         """
         self.store = store
         self._clock = clock
+        self._observe = observe
         self.buffer: LogBuffer | None = None
         if store is not None and window_s > 0:
             self.buffer = LogBuffer(store, max(window_s, LOG_WINDOW_S), telemetry=telemetry)
@@ -85,9 +89,10 @@ class RequestLog:
     def begin(self, run: Run) -> Entry | None:
         """The request's entry (None when there is no log, or the configuration turned it off)."""
         settings = run.config.gateway.request_log
-        if self.store is None or not settings.enabled:
+        stored = self.store is not None and settings.enabled
+        if not stored and self._observe is None:
             return None
-        return Entry(run, settings, self._clock, run.budget.started_at)
+        return Entry(run, settings, self._clock, run.budget.started_at, stored=stored)
 
     async def failed(self, entry: Entry | None, exc: BaseException) -> None:
         """Write the record of a request that ended in ``exc`` (a refusal, a failure, a cancel)."""
@@ -111,9 +116,13 @@ class RequestLog:
 
     async def write(self, entry: Entry | None, record: RequestRecord) -> None:
         """Write ``record`` (once per entry) now, or into the buffer."""
-        if entry is None or entry.done or self.store is None:
+        if entry is None or entry.done:
             return
         entry.done = True
+        if self._observe is not None:
+            self._observe(record, entry.run)
+        if self.store is None or not entry.stored:
+            return
         row = usage_row(record)
         expires = row_expiry(row, entry.settings.report_days)
         if self.buffer is not None:

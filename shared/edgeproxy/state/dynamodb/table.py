@@ -15,6 +15,7 @@ black-holed store costs a request at most that long before it is answered
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -47,6 +48,9 @@ BATCH_BACKOFF_S = 0.05
 STORE_RETRY_AFTER_S = 1.0
 
 
+CallTimer = Callable[[str, float, bool], None]
+
+
 class BoundedClient:
     """A low-level client whose every call is cut after ``budget_s`` (``TimeoutError``).
 
@@ -54,18 +58,34 @@ class BoundedClient:
     whole, retries and backoff included.
     """
 
-    def __init__(self, client: Any, budget_s: float) -> None:
+    def __init__(self, client: Any, budget_s: float, timed: CallTimer | None = None) -> None:
+        """``timed(operation, seconds, failed)``: told each call's duration (metrics)."""
         self._client = client
         self._budget = budget_s
+        self._timed = timed
 
     def __getattr__(self, operation: str) -> Callable[..., Awaitable[Any]]:
         call = getattr(self._client, operation)
+        timed = self._timed
 
         async def bounded(**kwargs: Any) -> Any:
             async with asyncio.timeout(self._budget):
                 return await call(**kwargs)
 
-        return bounded
+        if timed is None:
+            return bounded
+
+        async def measured(**kwargs: Any) -> Any:
+            started = time.perf_counter()
+            failed = True
+            try:
+                answer = await bounded(**kwargs)
+                failed = False
+                return answer
+            finally:
+                timed(operation, time.perf_counter() - started, failed)
+
+        return measured
 
 
 @asynccontextmanager
