@@ -31,7 +31,9 @@
     ├── ValueError
     │   └── ConfigError                 a configuration document is malformed or invalid
     │       └── EntryRefused            it breaks the egress or credential rule (``.param``)
-    └── UsageError                      a command line the CLI cannot carry out
+    ├── UsageError                      a command line the CLI cannot carry out
+    └── RuntimeError
+        └── MetricsUnavailable          EDGEPROXY_METRICS on without prometheus-client (no start)
 
 Each ``EdgeproxyError`` maps to the OpenAI error JSON (``body``). The other
 roots stop inside the project: the service judges an ``UpstreamFault`` (in
@@ -287,3 +289,8 @@ class EntryRefused(ConfigError):
 
 class UsageError(Exception):
     """A command line that cannot be carried out as given (exit status 2)."""
+
+
+class MetricsUnavailable(RuntimeError):
+    """``EDGEPROXY_METRICS=on`` without ``prometheus-client`` installed: the process does not
+    start (a scrape target that silently answers 404 would look like an outage)."""

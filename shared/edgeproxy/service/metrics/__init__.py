@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
+from edgeproxy.errors import MetricsUnavailable
 from edgeproxy.service.telemetry import Telemetry
 
 if TYPE_CHECKING:
@@ -47,10 +48,6 @@ class FanOut:
     def count(self, name: str, value: float = 1, /, **dimensions: str) -> None:
         self._telemetry.count(name, value, **dimensions)
         self._metrics.count(name, value, **dimensions)
-
-
-class MetricsUnavailable(RuntimeError):
-    """``EDGEPROXY_METRICS=on`` without ``prometheus-client`` installed."""
 
 
 def metrics_for(settings: Settings) -> Metrics | None:
