@@ -21,6 +21,7 @@ the new risk; the old code, which wrote after the answer, had it too).
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 from collections.abc import Iterator, Mapping
@@ -58,8 +59,14 @@ ROUTING = {"x-unified-routing-metadata": "true"}
 MESSAGES: list[Any] = [{"role": "user", "content": "Hello!"}]
 
 
+# Every BatchGetItem the gateways sent through the link: the pool reads.
+POOL_READS: list[dict[str, Any]] = []
+
+
 def _slow_binding_writes(headers: Mapping[str, str], body: bytes) -> float:
     target = next((v for k, v in headers.items() if k.lower() == "x-amz-target"), "")
+    if target.endswith(".BatchGetItem"):
+        POOL_READS.append(json.loads(body))
     return BIND_WRITE_S if target.endswith(".PutItem") and b'"bind#' in body else 0.0
 
 
@@ -123,6 +130,26 @@ def _served(routing: dict[str, Any]) -> tuple[str, list[tuple[str, bool]]]:
 
 
 TURN = {"json": _json_turn, "stream": _stream_turn}
+
+
+def test_a_pool_read_that_carries_a_binding_is_strongly_consistent(
+    clients: tuple[list[openai.OpenAI], dict[str, MockUpstream]],
+) -> None:
+    """On DynamoDB an eventually consistent read may miss a write of the last second: the
+    binding written before the last answer must be read back consistently on the next turn
+    (moto has no replicas, so what is checked is the read the gateways ask for)."""
+    sdks, _ = clients
+    POOL_READS.clear()
+    for turn in range(4):
+        _json_turn(sdks[turn % 2])
+    sticky = [
+        part
+        for read in POOL_READS
+        for part in read["RequestItems"].values()
+        if any("bind#" in json.dumps(k) for k in part["Keys"])
+    ]
+    assert len(sticky) >= 4  # every turn read its binding, on both processes
+    assert all(part["ConsistentRead"] is True for part in sticky)
 
 
 @pytest.mark.parametrize("kind", TURN.keys())

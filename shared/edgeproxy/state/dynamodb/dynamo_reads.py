@@ -1,8 +1,13 @@
 """The reads of ``DynamoStore``: one routing decision's items, and the configuration.
 
-Consistency: ``read_pool`` is the one read on every request, and it is
-*eventually consistent* (half the read units of a strongly consistent read;
-DynamoDB may answer without a write of the last second or so). A stale read
+Consistency: ``read_pool`` is the one read on every request. A read that
+carries a sticky binding is *strongly consistent*: the binding a success
+earns is written before its answer is released, so the caller's next turn,
+sent the instant the answer arrived and read on any process, must see it
+(an eventually consistent read may answer without a write of the last
+second or so, and an agent's next turn comes sooner than that). A read
+without a binding (stickiness off) is *eventually consistent*, half the read
+units. For the other items a stale read
 cannot break a transition, because every transition decided on it is a
 conditional write that checks the stored item, not the read: a circuit's
 (``write_circuit``, on its version: a stale read loses and gets the winner,
@@ -53,12 +58,14 @@ class DynamoReads:
         return (await self.read_pools([request]))[0]
 
     async def read_pools(self, requests: Sequence[SnapshotRequest]) -> list[PoolSnapshot]:
-        """Several requests' snapshots from one (eventually consistent) read of their keys."""
+        """Several requests' snapshots from one read of their keys (strongly consistent when
+        one of them reads a binding, eventually consistent otherwise: see the module)."""
         for request in requests:  # what a later outcome write of these deployments spreads over
             for deployment_id in request.deployment_ids:
                 self._shards.note(deployment_id, request.shards_of(deployment_id))
         found = await self._table.batch_get(
-            (k for r in requests for k in pool_read.wanted(r)), consistent=False
+            (k for r in requests for k in pool_read.wanted(r)),
+            consistent=any(r.binding is not None for r in requests),
         )
         return [pool_read.snapshot(r, found, self._schema) for r in requests]
 
