@@ -21,7 +21,7 @@ from tests.browser.conftest import ARTIFACTS, Watched
 from tests.fixtures.clock import FleetClock
 from tests.fixtures.configs import config, deployment
 from tests.fixtures.secrets import remember
-from tests.integration.admin.helpers import admin, chat, keys, ok
+from tests.integration.admin.helpers import ADMIN_ACTOR, admin, chat, keys, ok
 
 SECRET = "sk-upstream-body-0123456789abcdef"
 remember(SECRET)
@@ -149,7 +149,7 @@ async def test_a_drained_deployment_shows_as_drained_and_is_undone_from_the_page
     await confirm(page, '[data-deployment="a"] .act-drain')
     await expect(a.locator(".state")).to_have_text("drained")
     await expect(a.locator(".state")).not_to_have_class("state state-available")
-    await expect(a.locator(".why")).to_contain_text("drained by ops at")
+    await expect(a.locator(".why")).to_contain_text(f"drained by {ADMIN_ACTOR} at")
     await expect(tile(page, "drained")).to_have_text("1")
     await expect(page.locator('[data-pool="fast-chat"] .pool-state')).to_have_text("degraded")
     drained = ok(admin(gw.base_url, "GET", "/admin/deployments/a"))

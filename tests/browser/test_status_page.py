@@ -20,7 +20,15 @@ from tests.fixtures.configs import config, deployment
 from tests.fixtures.gateway import AUTH_REQUIRED
 from tests.fixtures.secrets import remember
 from tests.fixtures.table import wait_for
-from tests.integration.admin.helpers import ADMIN_KEY, CLIENT_KEY, admin, chat, keys, ok
+from tests.integration.admin.helpers import (
+    ADMIN_ACTOR,
+    ADMIN_KEY,
+    CLIENT_KEY,
+    admin,
+    chat,
+    keys,
+    ok,
+)
 
 remember(ADMIN_KEY)
 remember(CLIENT_KEY)
@@ -216,7 +224,7 @@ async def test_actions_are_confirmed_and_audited_and_a_screenshot_is_saved(
     await expect(_state(page, "b")).to_have_text("cooldown")
     await expect(page.locator('[data-deployment="b"] .why')).to_contain_text("maintenance")
     await expect(page.locator('#audit li[data-action="circuit.force-open"]')).to_have_count(1)
-    assert ("circuit.force-open", "b", "ops") in _audited(gw.base_url)
+    assert ("circuit.force-open", "b", ADMIN_ACTOR) in _audited(gw.base_url)
 
     await _wait_refreshes(page, await _refreshes(page) + 1)
     await _screenshots(page)

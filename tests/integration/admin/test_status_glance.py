@@ -170,7 +170,7 @@ def test_a_pool_with_every_deployment_disabled_answers_503_naming_it_without_a_c
     assert error["code"] == "model_unavailable"
     assert "disabled" in error["message"]
     assert (upstream_a.requests(), upstream_b.requests()) == ([], [])
-    assert _rows(_status(gw.base_url))["b"]["drain"]["actor"] == "ops"
+    assert _rows(_status(gw.base_url))["b"]["drain"]["actor"] == ADMIN_ACTOR
 
 
 def test_pools_in_trouble_come_first(
