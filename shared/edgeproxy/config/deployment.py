@@ -19,6 +19,7 @@ from edgeproxy.config.roles import Role
 __all__ = ["AzureAuth", "Deployment", "ProviderKind"]
 
 MAX_COUNTER_SHARDS = 32  # a decision reads 2 buckets x N shards: keep it within a BatchGetItem
+MAX_PARALLEL_SLOTS = 64  # one slot item each, read with the pool: keep the read small
 
 
 class Deployment(Strict):
@@ -44,6 +45,9 @@ class Deployment(Strict):
     priority: int = 0
     rpm_limit: Positive | None = None
     tpm_limit: Positive | None = None
+    # Attempts in flight at once, fleet-wide (a self-hosted server's slots): each
+    # attempt holds one of this many slot items (state/keys.py "Capacity slots").
+    max_parallel_requests: Annotated[int, Field(ge=1, le=MAX_PARALLEL_SLOTS)] | None = None
     # Usage items per minute bucket (state/keys.py "Sharded hot counters"): past ~400
     # attempts per second one item's partition throttles the counters; N items take N times that.
     counter_shards: Annotated[int, Field(ge=1, le=MAX_COUNTER_SHARDS)] = 1

@@ -22,6 +22,7 @@ from typing import Any
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.errors import StoreError
 from edgeproxy.routing.snapshot import Second
+from edgeproxy.service.slots import Slot
 from edgeproxy.state.store import CounterSink, UsageDelta
 
 logger = logging.getLogger(__name__)
@@ -113,6 +114,7 @@ class Attempt:
     reserved: int = 0  # tokens reserved against the deployment's tpm limit at start
     inflight: InFlight | None = field(default=None, compare=False)
     output_limit: int | None = None  # set by the gateway from the tpm budget (routing.tokens)
+    slot: Slot | None = field(default=None, compare=False)  # held under max_parallel_requests
 
     async def admitted(self) -> None:
         """Wait for the start count to land (it may run alongside the upstream call).
@@ -130,11 +132,13 @@ class Attempt:
     async def ended(
         self, reconcile: int, finished: tuple[float, Second] | None = None, /, **counters: Any
     ) -> list[UsageDelta]:
-        """The usage writes that close the attempt: ``counters`` in its start bucket,
-        the in-flight release where the count is held, ``reconcile`` added to the
+        """Free its capacity slot, then the usage writes that close the attempt:
+        ``counters`` in its start bucket, the in-flight release where the count is held, ``reconcile`` added to the
         reservation (actual usage minus the estimate, or minus the estimate), and
         ``finished`` (when it finished, and its sample) in the second it finished.
         """
+        if self.slot is not None:
+            await self.slot.release()
         held = await self.inflight.stop() if self.inflight is not None else self.minute
         dep = self.deployment.id
         deltas = {

@@ -30,6 +30,7 @@ from edgeproxy.service.credentials import CredentialResolver
 from edgeproxy.service.outcomes import Outcomes
 from edgeproxy.service.pool import PoolContext, Standing, open_pool, route_request
 from edgeproxy.service.run import Run, Served
+from edgeproxy.service.slots import SlotWait, given_back, take_slot
 from edgeproxy.service.trace import AttemptRecord
 from edgeproxy.state.store import RouterStore
 from edgeproxy.upstream.call import UpstreamCall
@@ -114,6 +115,7 @@ class Router:
         pinned = run.req.pin is not None
         route = route_request(run, ctx)
         log = AttemptLog(skip=skip)
+        waiting = SlotWait(self._clock, run.budget, run.config.router.capacity_wait_seconds)
         while True:
             step = next_step(
                 ctx.deployments,
@@ -129,6 +131,10 @@ class Router:
             )
             run.trace.decided(model, step)
             if isinstance(step, Stop):
+                if await waiting.waited(step.failure, log.attempts):
+                    ctx = await open_pool(self._store, run, model, self._clock())
+                    log = log.reopened()
+                    continue
                 if step.failure.blocked is not None:
                     run.trace.blocked.append(f"{model}:{step.failure.blocked.reason.value}")
                 return native_refusal(run.req, step.failure, ctx.deployments)
@@ -147,8 +153,7 @@ class Router:
         self, run: Run, ctx: PoolContext, step: Try, log: AttemptLog, caller: Caller
     ) -> Served | tuple[PoolContext, AttemptLog]:
         """Carry one ``Try`` out: probe lease, backoff, admission, the call."""
-        pick = step.pick
-        dep = pick.deployment
+        pick, dep = step.pick, step.pick.deployment
         if pick.probe:
             won, standing = await self._outcomes.take_probe(ctx, run.owner, dep)
             ctx = ctx.applied(standing)
@@ -156,6 +161,9 @@ class Router:
                 return ctx, log.skipped(dep.id)  # another request owns the probe
         if step.wait > 0:
             await asyncio.sleep(step.wait)
+        slot = await take_slot(self._store, dep, ctx.snapshot, run, self._clock(), self._rng)
+        if slot is False:
+            return await given_back(self._outcomes, ctx, run, step), log.skipped(dep.id, full=True)
         minute = int(self._clock() // 60)
         # The start count (requests +1, in-flight +1, the tokens it reserves). With
         # an rpm or tpm limit it is the conditional admission and must land before
@@ -177,11 +185,8 @@ class Router:
                 shards=dep.counter_shards,
             )
         )
-        if limited and not await admission:
-            # At its rpm or tpm limit (another instance got there first).
-            if pick.probe:
-                # An unused lease would hold off every other prober until it expires.
-                ctx = ctx.applied(await self._outcomes.release_probe(ctx, run.owner, dep))
+        if limited and not await admission:  # at its rpm/tpm limit: another instance got there
+            ctx = await given_back(self._outcomes, ctx, run, step, slot)
             return ctx, log.skipped(dep.id, rate_limited=True)
         log = log.started(dep.id)
         inflight = InFlight(self._store, dep.id, minute, self._clock, run.budget.deadline_at)
@@ -197,6 +202,7 @@ class Router:
             reserved=planned.tokens,
             inflight=inflight,
             output_limit=planned.output_limit,
+            slot=slot,
         )
         result = await self._attempt(run, ctx, attempt, caller, log)
         if isinstance(result, Served):

@@ -19,6 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from edgeproxy.config.deployment import MAX_PARALLEL_SLOTS
 from edgeproxy.config.litellm_import.keys import default_credential
 from edgeproxy.config.litellm_import.report import Warnings, describe
 from edgeproxy.config.litellm_import.targets import ENV, split_model, target
@@ -44,6 +45,7 @@ PARAMS = frozenset(
         "aws_region_name",
         "rpm",
         "tpm",
+        "max_parallel_requests",
         "weight",
         "order",
         "timeout",
@@ -170,6 +172,7 @@ def _limits(
             w.add(where, f"{theirs} is set twice ({given[0]} and {given[1]}): the lower kept")
         if given:
             out[ours] = min(given)
+    _parallel(out, params.get("max_parallel_requests"), where, w)
     weight = params.get("weight")
     if weight is not None:
         if _number(weight) and weight >= 0:
@@ -190,6 +193,18 @@ def _limits(
     }
     if policy:
         out["_policy"] = policy
+
+
+def _parallel(out: dict[str, Any], value: Any, where: str, w: Warnings) -> None:
+    """litellm_params.max_parallel_requests: the deployment's capacity slots."""
+    if value is None:
+        return
+    if not _positive_int(value):
+        w.add(where, f"max_parallel_requests: {value!r} is not a positive integer; dropped")
+    elif value > MAX_PARALLEL_SLOTS:
+        w.add(where, f"max_parallel_requests: {value} is over {MAX_PARALLEL_SLOTS}; dropped")
+    else:
+        out["max_parallel_requests"] = value
 
 
 def _prices(out: dict[str, Any], source: Mapping[str, Any], where: str, w: Warnings) -> None:
