@@ -63,6 +63,9 @@ class Deployment(Strict):
         default_factory=dict
     )
     stream_usage: bool | None = None
+    # False: a stream's end marker without a finish reason is a cut stream, not an answer
+    # (llama.cpp's server ends a running stream that way when it drops it).
+    trust_stream_end: bool = True
     # Key reservation: callers below this role never select this deployment.
     min_role: Role = Role.FREE
     # Continues a trailing assistant message (prefill) instead of rejecting it;

@@ -55,6 +55,7 @@ class Relay:
     ) -> None:
         self._outcomes = outcomes
         self._clock = clock
+        self._telemetry = telemetry
         self._recovery = Recovery(outcomes, clock, telemetry, resume)
 
     async def open(
@@ -196,6 +197,13 @@ class Relay:
         )
         if isinstance(outcome, Complete) and outcome.anomalies:
             self._log(run, logging.INFO, "stream anomalies: %s", ",".join(outcome.anomalies))
+            for anomaly in outcome.anomalies:
+                self._telemetry.count(
+                    "StreamAnomalies",
+                    deployment=served.attempt.deployment.id,
+                    model=served.ctx.model,
+                    anomaly=anomaly,
+                )
         # Without the upstream's count (no usage chunk), tpm and throughput count an estimate.
         prompt, completion = (
             (own.prompt_tokens, own.completion_tokens)
