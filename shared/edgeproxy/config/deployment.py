@@ -48,6 +48,10 @@ class Deployment(Strict):
     # Attempts in flight at once, fleet-wide (a self-hosted server's slots): each
     # attempt holds one of this many slot items (state/keys.py "Capacity slots").
     max_parallel_requests: Annotated[int, Field(ge=1, le=MAX_PARALLEL_SLOTS)] | None = None
+    # Tokens the deployment's model holds (prompt plus output) and writes at most: a
+    # request over either is not sent here (routing/window.py).
+    context_window: Positive | None = None
+    max_output_tokens: Positive | None = None
     # Usage items per minute bucket (state/keys.py "Sharded hot counters"): past ~400
     # attempts per second one item's partition throttles the counters; N items take N times that.
     counter_shards: Annotated[int, Field(ge=1, le=MAX_COUNTER_SHARDS)] = 1

@@ -24,6 +24,7 @@ from edgeproxy.routing.refusal import RouteFailure
 from edgeproxy.routing.step import AttemptLog, PoolFailure, Stop, Try, Wait, chain_reason, next_step
 from edgeproxy.routing.tokens import reservation, with_output_limit
 from edgeproxy.routing.verdict import CREDENTIAL_UNAVAILABLE, Verdict, judge
+from edgeproxy.routing.window import unfit
 from edgeproxy.service.admission import Attempt, InFlight, bucket_expiry
 from edgeproxy.service.attempts import Caller, check_pool, native_refusal, wire
 from edgeproxy.service.credentials import CredentialResolver
@@ -113,8 +114,11 @@ class Router:
         if not ctx.deployments:
             return PoolFailure()  # a continuation with no prefill-capable deployment here
         pinned = run.req.pin is not None
+        small, unfit_pool = unfit(ctx.deployments, run.req.body, run.req.operation)
+        if unfit_pool is not None:
+            return unfit_pool  # no window holds it: context_window chain, or the 400, no call
         route = route_request(run, ctx)
-        log = AttemptLog(skip=skip)
+        log = AttemptLog(skip=skip | small)
         waiting = SlotWait(self._clock, run.budget, run.config.router.capacity_wait_seconds)
         while True:
             step = next_step(

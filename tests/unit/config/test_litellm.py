@@ -232,3 +232,19 @@ def test_a_max_parallel_requests_edgeproxy_cannot_hold_is_dropped_with_a_warning
     dep, warnings = _one({"max_parallel_requests": value})
     assert "max_parallel_requests" not in dep
     assert [w for w in warnings if "max_parallel_requests" in w]
+
+
+def test_model_info_token_limits_become_the_context_window_and_output_cap() -> None:
+    source = {
+        "model_list": [
+            {
+                "model_name": "local",
+                "litellm_params": {"model": "openai/smollm2", "api_base": "http://10.0.0.1/v1"},
+                "model_info": {"max_input_tokens": 2048, "max_tokens": 512},
+            }
+        ]
+    }
+    result = convert(source, {})
+    [dep] = result.document["deployments"]
+    assert (dep["context_window"], dep["max_output_tokens"]) == (2048, 512)
+    assert not [w for w in result.warnings if "max_" in w]

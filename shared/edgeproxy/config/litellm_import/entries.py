@@ -55,7 +55,25 @@ PARAMS = frozenset(
         "output_cost_per_token",
     }
 )
-INFO = frozenset({"id", "mode", "supports_vision", "input_cost_per_token", "output_cost_per_token"})
+INFO = frozenset(
+    {
+        "id",
+        "mode",
+        "supports_vision",
+        "input_cost_per_token",
+        "output_cost_per_token",
+        "max_input_tokens",
+        "max_tokens",
+        "max_output_tokens",
+    }
+)
+# model_info's token limits: LiteLLM's input limit is the window a prompt must fit in,
+# its max_tokens / max_output_tokens the most the model writes.
+_WINDOW = (
+    ("max_input_tokens", "context_window"),
+    ("max_output_tokens", "max_output_tokens"),
+    ("max_tokens", "max_output_tokens"),
+)
 _AWS_AUTH = frozenset(
     {
         "aws_access_key_id",
@@ -235,6 +253,14 @@ def _info(out: dict[str, Any], info: Any, where: str, w: Warnings) -> bool:
         out["modalities"] = ["text", "image"]
     if "input_price_per_mtok" not in out and "output_price_per_mtok" not in out:
         _prices(out, info, where, w)
+    for theirs, ours in _WINDOW:
+        value = info.get(theirs)
+        if value is None or ours in out:
+            continue
+        if _positive_int(value):
+            out[ours] = value
+        else:
+            w.add(where, f"model_info.{theirs}: {value!r} is not a positive integer; dropped")
     for extra in sorted(set(info) - INFO):
         w.add(where, f"model_info.{extra} has no equivalent; dropped")
     return True
