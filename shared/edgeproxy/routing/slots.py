@@ -54,4 +54,4 @@ def poll_delay(polls: int, waited: float, max_wait: float) -> float | None:
     left = max_wait - waited
     if left <= 0:
         return None
-    return min(FIRST_POLL_S * 2**polls, MAX_POLL_S, left)
+    return min(FIRST_POLL_S * 2.0**polls, MAX_POLL_S, left)
