@@ -92,6 +92,8 @@ class Progress:
             if isinstance(choice, Mapping) and choice.get("index", 0) == 0:
                 delta = choice.get("delta")
                 content = delta.get("content") if isinstance(delta, Mapping) else None
+                if not isinstance(delta, Mapping):
+                    content = choice.get("text")  # a legacy text completion's chunk
                 if isinstance(content, str) and content:
                     self.text.append(content)
         return chunk
