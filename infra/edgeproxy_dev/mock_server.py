@@ -58,6 +58,8 @@ class MockServer:
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._connections = 0  # numbers connections so the log shows keep-alive reuse
+        self._busy = 0  # model requests being answered now (capacity caps: peak_busy)
+        self.peak_busy = 0
 
     async def start(self, host: str, port: int) -> None:
         """Bind (``port=0``: a free one) and start accepting connections."""
@@ -173,9 +175,13 @@ class MockServer:
             fault = hostile.echoing(fault, request.headers)
             if not isinstance(body, dict):
                 body = {}
-            return await self._answer(route, body, fault, seq, reader, writer) and (
-                request.keep_alive
-            )
+            self._busy += 1
+            self.peak_busy = max(self.peak_busy, self._busy)
+            try:
+                answered = await self._answer(route, body, fault, seq, reader, writer)
+            finally:
+                self._busy -= 1
+            return answered and request.keep_alive
         return request.keep_alive
 
     async def _unauthorized(self, route: Route, writer: asyncio.StreamWriter) -> None:

@@ -123,6 +123,11 @@ class MockUpstream:
         """Client connections the server currently holds (0 once clients hung up)."""
         return self.server.open_connections
 
+    @property
+    def peak_concurrency(self) -> int:
+        """The most model requests this server was answering at once since it started."""
+        return self.server.peak_busy
+
     def set_faults(
         self,
         faults: Sequence[MockFault | Mapping[str, Any]],

@@ -1,7 +1,7 @@
 """Exact tpm admission and in-flight counts of long attempts, across gateway processes.
 
 Every attempt on a deployment with ``tpm_limit`` reserves its token estimate
-(``routing/tokens.py``) in the minute bucket with a conditional ADD before
+(``routing/estimates/tokens.py``) in the minute bucket with a conditional ADD before
 the call, and the outcome write reconciles it with the reported usage. An
 attempt that runs for minutes moves its in-flight count into the current
 bucket each minute, so least-busy keeps seeing it.

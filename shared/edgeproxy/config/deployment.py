@@ -21,6 +21,7 @@ from edgeproxy.config.roles import Role
 __all__ = ["AzureAuth", "Deployment", "ProviderKind"]
 
 MAX_COUNTER_SHARDS = 32  # a decision reads 2 buckets x N shards: keep it within a BatchGetItem
+MAX_PARALLEL_SLOTS = 64  # one slot item each, read with the pool: keep the read small
 
 
 class Deployment(Strict):
@@ -46,6 +47,13 @@ class Deployment(Strict):
     priority: int = 0
     rpm_limit: Positive | None = None
     tpm_limit: Positive | None = None
+    # Attempts in flight at once, fleet-wide (a self-hosted server's slots): each
+    # attempt holds one of this many slot items (state/keys.py "Capacity slots").
+    max_parallel_requests: Annotated[int, Field(ge=1, le=MAX_PARALLEL_SLOTS)] | None = None
+    # Tokens the deployment's model holds (prompt plus output) and writes at most: a
+    # request over either is not sent here (routing/estimates/window.py).
+    context_window: Positive | None = None
+    max_output_tokens: Positive | None = None
     # Usage items per minute bucket (state/keys.py "Sharded hot counters"): past ~400
     # attempts per second one item's partition throttles the counters; N items take N times that.
     counter_shards: Annotated[int, Field(ge=1, le=MAX_COUNTER_SHARDS)] = 1
@@ -61,6 +69,9 @@ class Deployment(Strict):
         default_factory=dict
     )
     stream_usage: bool | None = None
+    # False: a stream's end marker without a finish reason is a cut stream, not an answer
+    # (llama.cpp's server ends a running stream that way when it drops it).
+    trust_stream_end: bool = True
     # Key reservation: callers below this role never select this deployment (see reserved_for).
     min_role: Role = Role.FREE
     # Continues a trailing assistant message (prefill) instead of rejecting it;

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Self
+from typing import Annotated, Any, Self
 
 from pydantic import Field, field_validator, model_validator
 
@@ -83,6 +83,9 @@ class RouterSettings(Strict):
     stream_header_hold_ms: NonNegative = 10_000
     max_fallback_depth: Positive = 3
     continuation: Continuation = Continuation.OFF
+    # How long a request waits for a capacity slot (``max_parallel_requests``) when every
+    # candidate is at its cap, polling with a growing delay, before it answers 429.
+    capacity_wait_seconds: Annotated[float, Field(ge=0, le=60)] = 5.0
 
     @model_validator(mode="before")
     @classmethod

@@ -2,7 +2,8 @@
 
 Eligibility is decided by the operator's switch (``enabled: false`` drains a
 deployment, before anything else is judged), what it can serve, its circuit, its
-failure domain's capacity circuit and its rpm/tpm limits; never by live
+failure domain's capacity circuit, its capacity slots and its rpm/tpm
+limits; never by live
 metrics (a slow deployment is tried less often, not excluded). The same
 verdict feeds the deployment status view (``available``, ``disabled``,
 ``cooldown``, ``half_open``, ``rate_limited``).
@@ -20,6 +21,8 @@ from edgeproxy.routing.circuit import AdmissionKind, admission
 from edgeproxy.routing.quota import spent_for
 from edgeproxy.routing.snapshot import OpenCause, PoolSnapshot, credential_key
 
+# A held slot frees when its attempt ends, which nobody can foresee: ask again soon.
+PARALLEL_RETRY_AFTER_S = 1.0
 DEFAULT_QUOTA_MAX_AGE = 600.0  # GatewayConfig.quota_max_age_seconds's default
 _SERVED_BY = {Operation.RESPONSES: frozenset({Operation.RESPONSES, Operation.CHAT})}
 
@@ -40,6 +43,7 @@ class Limit(StrEnum):
     RPM = "rpm"
     TPM = "tpm"
     QUOTA = "quota"  # the provider reported the credential's quota spent
+    PARALLEL = "parallel"  # every capacity slot held (``max_parallel_requests``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +162,9 @@ def _limit(
         spent = spent_for(status, now, quota_max_age)
         if spent is not None:
             return Limit.QUOTA, spent
+    cap = dep.max_parallel_requests
+    if cap is not None and not snapshot.free_slots(dep.id, cap, now):
+        return Limit.PARALLEL, PARALLEL_RETRY_AFTER_S
     usage = snapshot.usage_of(dep.id, minute)
     next_minute = max(0.0, (minute + 1) * 60.0 - now)
     if dep.rpm_limit is not None and usage.requests >= dep.rpm_limit:

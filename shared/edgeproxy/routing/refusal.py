@@ -26,6 +26,7 @@ from edgeproxy.errors import (
     RateLimited,
     UpstreamError,
 )
+from edgeproxy.routing.eligibility import PARALLEL_RETRY_AFTER_S
 from edgeproxy.routing.faults import FailureClass, Fault, FaultKind
 from edgeproxy.routing.selection import BlockReason
 from edgeproxy.routing.step import PoolFailure
@@ -124,6 +125,13 @@ def final_error(failure: RouteFailure, *, now: float) -> EdgeproxyError:
     if failure.last_fault is not None:
         return _throttled(fault_error(failure.last_fault, failure.last_deployment), failure, now)
     blocked = failure.primary.blocked
+    if failure.primary.at_capacity and (blocked is None or blocked.reason is BlockReason.EXHAUSTED):
+        # Every slot was taken between the read and the write (another instance got there).
+        return RateLimited(
+            "Every deployment of this model is serving as many requests as it can; "
+            "retry after the indicated time.",
+            retry_after=PARALLEL_RETRY_AFTER_S,
+        )
     if failure.primary.rate_limited and (
         blocked is None or blocked.reason is BlockReason.EXHAUSTED
     ):

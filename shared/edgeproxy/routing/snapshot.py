@@ -248,6 +248,8 @@ class PoolSnapshot:
     pool_generation: int = 0
     quotas: dict[str, QuotaStatus] = field(default_factory=dict)  # by credential key
     key_usage: KeyUsage | None = None  # the caller's key counters, when it has tpm/budget
+    # Capacity slots held, by deployment: slot index -> until when (``max_parallel_requests``).
+    slots: dict[str, dict[int, float]] = field(default_factory=dict)
 
     def circuit(self, deployment_id: str) -> Circuit:
         return self.circuits.get(deployment_id) or Circuit(deployment_id)
@@ -264,6 +266,11 @@ class PoolSnapshot:
             if u.minute == minute:
                 return u
         return Usage(deployment_id, minute)
+
+    def free_slots(self, deployment_id: str, cap: int, now: float) -> list[int]:
+        """The capacity slots of ``deployment_id`` (``cap`` of them) not held at ``now``."""
+        held = self.slots.get(deployment_id, {})
+        return [i for i in range(cap) if held.get(i, 0.0) < now]
 
     def inflight_of(self, deployment_id: str) -> int:
         """In-flight attempts: the last two buckets summed, so a crash leaks at most 2 min."""

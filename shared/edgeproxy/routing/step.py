@@ -56,6 +56,7 @@ class PoolFailure:
     fault: Fault | None = None
     blocked: Blocked | None = None
     rate_limited: bool = False  # admission refused by rpm limits
+    at_capacity: bool = False  # a capacity slot refused (every one held): wait, then 429
     verdict: Verdict | None = None  # the last fault's verdict
     deployment: str | None = None  # the deployment of the last fault
     attempts: int = 0  # upstream calls the request made in this pool
@@ -71,6 +72,8 @@ class AttemptLog:
     counted toward their circuit (at most one per request and deployment).
     ``retry_after``: the provider's last Retry-After per deployment.
     ``failed_at``: when each deployment last failed (the backoff runs from it).
+    ``full``: deployments skipped because every capacity slot was held (a
+    wait for a slot gives them back: ``reopened``).
     """
 
     attempts: int = 0
@@ -82,19 +85,28 @@ class AttemptLog:
     last: Verdict | None = None
     last_deployment: str | None = None
     rate_limited: bool = False
+    full: frozenset[str] = frozenset()
 
     def started(self, deployment_id: str) -> AttemptLog:
         """An attempt on ``deployment_id`` was admitted and is about to call."""
         tried = {**self.tried, deployment_id: self.tried.get(deployment_id, 0) + 1}
         return replace(self, attempts=self.attempts + 1, tried=tried)
 
-    def skipped(self, deployment_id: str, *, rate_limited: bool = False) -> AttemptLog:
-        """``deployment_id`` is ruled out (lost the probe race; ``rate_limited``: rpm limit)."""
+    def skipped(
+        self, deployment_id: str, *, rate_limited: bool = False, full: bool = False
+    ) -> AttemptLog:
+        """``deployment_id`` is ruled out (lost the probe race; ``rate_limited``: rpm
+        limit; ``full``: no capacity slot free)."""
         return replace(
             self,
             skip=self.skip | {deployment_id},
             rate_limited=self.rate_limited or rate_limited,
+            full=self.full | {deployment_id} if full else self.full,
         )
+
+    def reopened(self) -> AttemptLog:
+        """After a wait for a capacity slot: the deployments that were full may be tried again."""
+        return replace(self, skip=self.skip - self.full, full=frozenset())
 
     def counts_failure(self, deployment_id: str) -> bool:
         """Whether a failure of ``deployment_id`` now is the first this request counts."""
@@ -124,6 +136,7 @@ class AttemptLog:
             fault,
             blocked,
             self.rate_limited,
+            bool(self.full),
             self.last,
             self.last_deployment,
             attempts=self.attempts,

@@ -28,6 +28,8 @@ from typing import Any
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.errors import StoreError
 from edgeproxy.routing.snapshot import Second
+from edgeproxy.service.slots import Slot
+from edgeproxy.state.request_store import Admitter
 from edgeproxy.state.store import CounterSink, UsageDelta
 
 logger = logging.getLogger(__name__)
@@ -158,6 +160,7 @@ class Attempt:
     output_limit: int | None = (
         None  # set by the gateway from the tpm budget (routing.estimates.tokens)
     )
+    slot: Slot | None = field(default=None, compare=False)  # held under max_parallel_requests
 
     async def admitted(self) -> None:
         """Wait for the start count to land (it may run alongside the upstream call).
@@ -175,11 +178,13 @@ class Attempt:
     async def ended(
         self, reconcile: int, finished: tuple[float, Second] | None = None, /, **counters: Any
     ) -> list[UsageDelta]:
-        """The usage writes that close the attempt: ``counters`` in its start bucket,
-        the in-flight release where the count is held, ``reconcile`` added to the
+        """Free its capacity slot, then the usage writes that close the attempt:
+        ``counters`` in its start bucket, the in-flight release where the count is held, ``reconcile`` added to the
         reservation (actual usage minus the estimate, or minus the estimate), and
         ``finished`` (when it finished, and its sample) in the second it finished.
         """
+        if self.slot is not None:
+            await self.slot.release()
         held = await self.inflight.stop() if self.inflight is not None else self.minute
         tokens, large = self.inflight.released() if self.inflight is not None else (0, 0)
         dep = self.deployment.id
@@ -205,3 +210,23 @@ class Attempt:
             delta = deltas.get(minute) or UsageDelta(dep, minute)
             deltas[minute] = replace(delta, seconds={second: sample})
         return list(deltas.values())
+
+
+def start_count(
+    store: Admitter, dep: Deployment, minute: int, reserve: int, prefill: tuple[int, int]
+) -> asyncio.Future[bool]:
+    """The start count's write, under way: requests +1, in-flight +1, the ``reserve``d
+    tokens and 001's prefill lease (``prefill``: uncached tokens, large requests), in
+    ``minute``'s bucket; conditional on the deployment's rpm and tpm limits."""
+    return asyncio.ensure_future(
+        store.admit(
+            dep.id,
+            minute,
+            dep.rpm_limit,
+            bucket_expiry(minute),
+            tpm_limit=dep.tpm_limit,
+            reserve=reserve,
+            shards=dep.counter_shards,
+            prefill=prefill,
+        )
+    )

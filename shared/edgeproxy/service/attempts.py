@@ -210,6 +210,7 @@ class StreamCaller:
 
     async def __call__(self, call: UpstreamCall, timeouts: AttemptTimeouts) -> Answer:
         stream = await self._upstream.open_stream(call)
+        stream.tracker.trust_end = call.deployment.trust_stream_end
         head: list[dict[str, Any]] = []
         try:
             # The total deadline bounds the pre-commit phase too, not only idle gaps.

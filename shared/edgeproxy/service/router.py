@@ -18,20 +18,21 @@ import random
 from collections import deque
 from collections.abc import Callable, Sequence
 
-from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import CredentialError, UpstreamFault
 from edgeproxy.routing.estimates.tokens import reservation, with_output_limit
+from edgeproxy.routing.estimates.window import unfit
 from edgeproxy.routing.refusal import RouteFailure
 from edgeproxy.routing.step import AttemptLog, PoolFailure, Stop, Try, Wait, chain_reason, next_step
 from edgeproxy.routing.verdict import CREDENTIAL_UNAVAILABLE, Verdict, judge
-from edgeproxy.service.admission import Attempt, InFlight, bucket_expiry
+from edgeproxy.service.admission import Attempt, InFlight, start_count
 from edgeproxy.service.attempts import Caller, check_pool, native_refusal, wire
 from edgeproxy.service.credentials import CredentialResolver
 from edgeproxy.service.outcomes import Outcomes
 from edgeproxy.service.pool import PoolContext, Standing, open_pool, route_request
 from edgeproxy.service.prefill import Prefill
 from edgeproxy.service.run import Run, Served
+from edgeproxy.service.slots import SlotWait, given_back, take_slot
 from edgeproxy.service.trace import AttemptRecord
 from edgeproxy.state.store import RouterStore
 from edgeproxy.upstream.call import UpstreamCall
@@ -115,8 +116,12 @@ class Router:
         if not ctx.deployments:
             return PoolFailure()  # a continuation with no prefill-capable deployment here
         pinned = run.req.pin is not None
+        small, unfit_pool = unfit(ctx.deployments, run.req.body, run.req.operation)
+        if unfit_pool is not None:
+            return unfit_pool  # no window holds it: context_window chain, or the 400, no call
         route = route_request(run, ctx, self._prefill.hints(run.req.caller))
-        log = AttemptLog(skip=skip)
+        log = AttemptLog(skip=skip | small)
+        waiting = SlotWait(self._clock, run.budget, run.config.router.capacity_wait_seconds)
         while True:
             step = next_step(
                 ctx.deployments,
@@ -132,6 +137,10 @@ class Router:
             )
             run.trace.decided(model, step)
             if isinstance(step, Stop):
+                if await waiting.waited(step.failure, log.attempts):
+                    ctx = await open_pool(self._store, run, model, self._clock())
+                    log = log.reopened()
+                    continue
                 if step.failure.blocked is not None:
                     run.trace.blocked.append(f"{model}:{step.failure.blocked.reason.value}")
                 return native_refusal(run.req, step.failure, ctx.deployments)
@@ -150,8 +159,7 @@ class Router:
         self, run: Run, ctx: PoolContext, step: Try, log: AttemptLog, caller: Caller
     ) -> Served | tuple[PoolContext, AttemptLog]:
         """Carry one ``Try`` out: probe lease, backoff, admission, the call."""
-        pick = step.pick
-        dep = pick.deployment
+        pick, dep = step.pick, step.pick.deployment
         if pick.probe:
             won, standing = await self._outcomes.take_probe(ctx, run.owner, dep)
             ctx = ctx.applied(standing)
@@ -159,6 +167,9 @@ class Router:
                 return ctx, log.skipped(dep.id)  # another request owns the probe
         if step.wait > 0:
             await asyncio.sleep(step.wait)
+        slot = await take_slot(self._store, dep, ctx.snapshot, run, self._clock(), self._rng)
+        if slot is False:
+            return await given_back(self._outcomes, ctx, run, step), log.skipped(dep.id, full=True)
         minute = int(self._clock() // 60)
         # The start count (requests +1, in-flight +1, the tokens it reserves). With
         # an rpm or tpm limit it is the conditional admission and must land before
@@ -169,12 +180,10 @@ class Router:
         # Under a tpm limit, a request without an output limit gets one from the minute's rest.
         used = ctx.snapshot.usage_of(dep.id, minute).tpm_used
         planned = reservation(run.req.body, run.req.operation, dep.tpm_limit, used)
-        admission, prefill = self._start_count(run, ctx, dep, minute, planned.tokens)
-        if limited and not await admission:
-            # At its rpm or tpm limit (another instance got there first).
-            if pick.probe:
-                # An unused lease would hold off every other prober until it expires.
-                ctx = ctx.applied(await self._outcomes.release_probe(ctx, run.owner, dep))
+        prefill = self._prefill.lease(run, ctx, dep)  # 001's lease rides the start count
+        admission = start_count(self._store, dep, minute, planned.tokens, prefill)
+        if limited and not await admission:  # at its rpm/tpm limit: another instance got there
+            ctx = await given_back(self._outcomes, ctx, run, step, slot)
             return ctx, log.skipped(dep.id, rate_limited=True)
         log = log.started(dep.id)
         inflight = InFlight(self._store, dep.id, minute, self._clock, run.budget.deadline_at)
@@ -191,31 +200,13 @@ class Router:
             reserved=planned.tokens,
             inflight=inflight,
             output_limit=planned.output_limit,
+            slot=slot,
         )
         result = await self._attempt(run, ctx, attempt, caller, log)
         if isinstance(result, Served):
             return result
         verdict, standing = result
         return ctx.applied(standing), log.failed(dep.id, verdict, self._clock())
-
-    def _start_count(
-        self, run: Run, ctx: PoolContext, dep: Deployment, minute: int, reserve: int
-    ) -> tuple[asyncio.Future[bool], tuple[int, int]]:
-        """The start count's write (under way) and 001's prefill lease, which rides it."""
-        prefill = self._prefill.lease(run, ctx, dep)
-        admission = asyncio.ensure_future(
-            self._store.admit(
-                dep.id,
-                minute,
-                dep.rpm_limit,
-                bucket_expiry(minute),
-                tpm_limit=dep.tpm_limit,
-                reserve=reserve,
-                shards=dep.counter_shards,
-                prefill=prefill,
-            )
-        )
-        return admission, prefill
 
     async def _attempt(
         self, run: Run, ctx: PoolContext, attempt: Attempt, caller: Caller, log: AttemptLog

@@ -36,6 +36,7 @@ usage bucket        ``dep#<id>``                 ``usage#<minute>``   requests, 
                                                                       the minute: answers,
                                                                       latency, rated, tokens/s),
                                                                       expires_at
+capacity slot       ``dep#<id>``                 ``slot#<k>``         holder, until, expires_at
 health              ``dep#<id>``                 ``health``           score, ewma_latency_ms,
                                                                       ewma_tokens_per_s,
                                                                       updated_at, expires_at,
@@ -143,6 +144,15 @@ fetch every shard in the same BatchGetItem (N times the usage keys) or one
 Query per shard and sum them, so everything above the store sees one bucket.
 Circuits, health and bindings are written only on transitions and stay
 unsharded, like the client keys' buckets.
+
+Capacity slots
+--------------
+``max_parallel_requests: N``: N items ``slot#0`` .. ``slot#<N-1>`` in the
+deployment's partition. An attempt takes one before its start count with a
+conditional write (free, or its ``until`` passed) and deletes it when it ends
+(only while it holds it): at most N attempts hold one at once, fleet-wide.
+``until`` is the request's deadline, so a crashed instance's slot lapses by
+itself; the pool read fetches the slots, so a full deployment is skipped.
 """
 
 from __future__ import annotations
@@ -209,6 +219,16 @@ def minute_of(sk: str) -> int:
     if not sk.startswith(USAGE_PREFIX):
         raise ValueError(f"not a usage sort key: {sk!r}")
     return int(sk[len(USAGE_PREFIX) :].split("#", 1)[0])
+
+
+SLOT_PREFIX = "slot#"
+
+
+def slot_key(deployment_id: str, slot: int) -> Key:
+    """Capacity slot ``slot`` (0 <= slot < ``max_parallel_requests``) of one deployment."""
+    if slot < 0:
+        raise ValueError(f"negative slot {slot}")
+    return deployment_pk(deployment_id), f"{SLOT_PREFIX}{slot}"
 
 
 def health_key(deployment_id: str) -> Key:

@@ -33,6 +33,7 @@ class SnapshotRequest:
     usage_ids: Sequence[str] | None = None
     previous_minute: bool = True
     shards: tuple[tuple[str, int], ...] = ()  # (deployment, counter_shards) where more than 1
+    slots: tuple[tuple[str, int], ...] = ()  # (deployment, max_parallel_requests) where capped
 
     def shards_of(self, deployment_id: str) -> int:
         """How many usage items one minute bucket of ``deployment_id`` has."""
@@ -69,4 +70,9 @@ class SnapshotRequest:
             usage_ids=None if counted else limited,
             previous_minute=counted,
             shards=tuple((d.id, d.counter_shards) for d in deployments if d.counter_shards > 1),
+            slots=tuple(
+                (d.id, d.max_parallel_requests)
+                for d in deployments
+                if d.max_parallel_requests is not None
+            ),
         )

@@ -7,6 +7,7 @@ calls it changes and a test double only what its caller makes.
     PoolSource      read_pool                     one routing decision's read
     PoolBatches     read_pools                    several decisions' reads in one
     Admitter        admit                         an attempt's start, under its limits
+    Slots           take_slot, release_slot       a capacity slot (``max_parallel_requests``)
     CounterSink     record                        counter increments (ADD)
     SpendSink       record_key_usage              a client key's tokens and spend (ADD)
     StandingWrites  write_circuit, extend_capacity, put_binding, delete_binding,
@@ -72,6 +73,21 @@ class Admitter(Protocol):
         ``tpm_limit`` only if the bucket's reservations then stay within it.
         Returns False (and changes nothing) when a limit has no room.
         """
+        ...
+
+
+class Slots(Protocol):
+    """A deployment's capacity slots: at most ``max_parallel_requests`` held at once."""
+
+    async def take_slot(
+        self, deployment_id: str, order: Sequence[int], holder: str, until: float, now: float
+    ) -> int | None:
+        """Take the first slot of ``order`` free at ``now`` (held by ``holder`` until
+        ``until`` at most); None when every one is held."""
+        ...
+
+    async def release_slot(self, deployment_id: str, slot: int, holder: str) -> None:
+        """Free ``slot`` if ``holder`` still holds it."""
         ...
 
 

@@ -8,9 +8,10 @@ split by audience, so each caller depends on what it uses only:
     KeyStore       get_client_key, admit_key,        the request path's key check
                    record_key_usage, touch_client_key
     RequestStore   the request path's calls          the request path as a whole
-                   (``request_store``: PoolBatches, Admitter, CounterSink,
-                   StandingWrites), KeyStore, QuotaSink
-    RouterStore    PoolSource, Admitter, CounterSink the router
+                   (``request_store``: PoolBatches, Admitter, Slots,
+                   CounterSink, StandingWrites), KeyStore, QuotaSink
+    RouterStore    PoolSource, Admitter, Slots,      the router
+                   CounterSink
     OutcomeStore   CounterSink, SpendSink,           the outcome writer
                    QuotaSink, StandingWrites
     JobStore       read_usage, put_health            the scheduled jobs
@@ -51,6 +52,7 @@ from edgeproxy.state.request_store import Admitter as Admitter
 from edgeproxy.state.request_store import CounterSink as CounterSink
 from edgeproxy.state.request_store import PoolBatches as PoolBatches
 from edgeproxy.state.request_store import PoolSource as PoolSource
+from edgeproxy.state.request_store import Slots as Slots
 from edgeproxy.state.request_store import SpendSink as SpendSink
 from edgeproxy.state.request_store import StandingWrites as StandingWrites
 from edgeproxy.state.request_store import UsageDelta as UsageDelta
@@ -101,13 +103,21 @@ class KeyStore(Protocol):
 
 
 class RequestStore(
-    ConfigSource, KeyStore, QuotaSink, PoolBatches, Admitter, CounterSink, StandingWrites, Protocol
+    ConfigSource,
+    KeyStore,
+    QuotaSink,
+    PoolBatches,
+    Admitter,
+    Slots,
+    CounterSink,
+    StandingWrites,
+    Protocol,
 ):
     """What the request path needs: one read, then counters and conditional writes."""
 
 
-class RouterStore(PoolSource, Admitter, CounterSink, Protocol):
-    """The router's calls: the pool read, admission and the in-flight counts."""
+class RouterStore(PoolSource, Admitter, Slots, CounterSink, Protocol):
+    """The router's calls: the pool read, admission, capacity slots and the in-flight counts."""
 
 
 class CounterStore(CounterSink, SpendSink, Protocol):

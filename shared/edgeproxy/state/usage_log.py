@@ -69,6 +69,9 @@ class RequestRecord:
     got. ``outcome``: ``success``, ``failed`` (every attempt failed),
     ``refused`` (no attempt was made: limits, open circuits, bad input),
     ``client_gone`` or ``stream_cut`` (an opened stream ended in an error).
+    ``anomalies``: ``<deployment>:<anomaly>`` for every irregularity of a
+    complete stream (000's anomalies: ``missing_finish_reason``, ``missing_done``,
+    ``empty``, ``malformed_event``), in attempt order.
     ``prompt``/``answer``: only for pools an operator opted in, redacted and
     cut at the configured size.
     """
@@ -96,6 +99,7 @@ class RequestRecord:
     upstream_ms: int = 0
     added_ms: int = 0
     ttft_ms: int | None = None
+    anomalies: tuple[str, ...] = ()
     prompt: str | None = None
     answer: str | None = None
 

@@ -215,6 +215,9 @@ class UpstreamStream:
             self.tracker.feed(event.chunk)
         if event.done:
             self.tracker.end()
+            if not self.complete:  # an end marker this deployment's streams cannot be trusted on
+                await self.aclose()
+                raise fault(FaultKind.TRUNCATED, "the upstream ended its stream without finishing")
             self._ended = True
             self._pending.clear()
             self._failure = None  # nothing after the end marker can spoil the answer

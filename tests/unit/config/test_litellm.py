@@ -197,3 +197,54 @@ def test_bad_input_is_exit_2(text: str, tmp_path: Path, capsys: pytest.CaptureFi
     out, err = capsys.readouterr()
     assert out == ""
     assert err.startswith("edgeproxy: ")
+
+
+def _one(params: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    source = {
+        "model_list": [
+            {
+                "model_name": "local",
+                "litellm_params": {
+                    "model": "openai/smollm2",
+                    "api_base": "http://127.0.0.1:8080/v1",
+                    **params,
+                },
+            }
+        ]
+    }
+    result = convert(source, {})
+    return result.document["deployments"][0], result.warnings
+
+
+def test_max_parallel_requests_becomes_the_deployments_capacity_cap() -> None:
+    dep, warnings = _one({"max_parallel_requests": 1})
+    assert dep["max_parallel_requests"] == 1
+    assert not [w for w in warnings if "max_parallel_requests" in w]
+    parse_config(
+        {"deployments": [dep], "gateway": {"egress": {"allow": ["127.0.0.0/8"]}}}, "imported"
+    )  # it loads
+
+
+@pytest.mark.parametrize("value", [0, "2", 65, True])
+def test_a_max_parallel_requests_edgeproxy_cannot_hold_is_dropped_with_a_warning(
+    value: Any,
+) -> None:
+    dep, warnings = _one({"max_parallel_requests": value})
+    assert "max_parallel_requests" not in dep
+    assert [w for w in warnings if "max_parallel_requests" in w]
+
+
+def test_model_info_token_limits_become_the_context_window_and_output_cap() -> None:
+    source = {
+        "model_list": [
+            {
+                "model_name": "local",
+                "litellm_params": {"model": "openai/smollm2", "api_base": "http://10.0.0.1/v1"},
+                "model_info": {"max_input_tokens": 2048, "max_tokens": 512},
+            }
+        ]
+    }
+    result = convert(source, {})
+    [dep] = result.document["deployments"]
+    assert (dep["context_window"], dep["max_output_tokens"]) == (2048, 512)
+    assert not [w for w in result.warnings if "max_" in w]

@@ -162,3 +162,14 @@ def test_a_legacy_completion_commits_at_its_first_text() -> None:
     assert tracker.feed({"choices": [{"index": 0, "text": "Hi", "finish_reason": None}]})
     tracker.feed({"choices": [{"index": 0, "text": "", "finish_reason": "length"}]})
     assert tracker.finished
+
+
+def test_an_untrusted_end_marker_without_a_finish_reason_is_a_cut() -> None:
+    from edgeproxy.routing.stream.completeness import StreamTracker, Truncated
+
+    tracker = StreamTracker(trust_end=False)
+    tracker.feed({"choices": [{"index": 0, "delta": {"content": "Hi"}}]})
+    tracker.end()
+    assert tracker.outcome() == Truncated(committed=True)
+    tracker.feed({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    assert tracker.complete  # a finish reason still completes it

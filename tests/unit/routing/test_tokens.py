@@ -1,4 +1,4 @@
-"""The token estimate reserved against tpm limits (``routing/tokens.py``)."""
+"""The token estimate reserved against tpm limits (``routing/estimates/tokens.py``)."""
 
 from __future__ import annotations
 

@@ -73,3 +73,10 @@ def test_the_continuation_body_appends_the_prefill() -> None:
         {"role": "assistant", "content": "Hello wor"},
     ]
     assert body["messages"] == [{"role": "user", "content": "Hi"}]  # the original is untouched
+
+
+def test_the_continuation_asks_only_for_what_is_left_of_the_clients_limit() -> None:
+    body = {"model": "m", "messages": [], "max_tokens": 400, "max_completion_tokens": 50}
+    out = continuation_body(body, "x" * 400)  # about 100 tokens already written
+    assert (out["max_tokens"], out["max_completion_tokens"]) == (300, 1)
+    assert "max_tokens" not in continuation_body({"messages": []}, "x" * 400)

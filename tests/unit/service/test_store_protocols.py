@@ -25,6 +25,8 @@ def test_the_sharing_wrapper_implements_only_what_it_shares() -> None:
     assert _calls(CoalescingStore) - {"aclose"} == {
         "read_pool",
         "admit",
+        "take_slot",
+        "release_slot",
         "record",
         "record_key_usage",
     }
@@ -33,6 +35,8 @@ def test_the_sharing_wrapper_implements_only_what_it_shares() -> None:
         "read_pool",
         "read_pools",
         "admit",
+        "take_slot",
+        "release_slot",
         "record",
         "record_key_usage",
     }

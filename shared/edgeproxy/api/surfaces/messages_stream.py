@@ -147,7 +147,7 @@ class MessageEvents(Renderer):
         out = self._start({}) + self._close_block()
         # An inferred reason fills in only where the upstream stated none.
         finish = self._finish or closing.finish_reasons.get(0)
-        usage = closing.usage
+        usage = closing.shown_usage  # the upstream's count, else what the log counts
         delta: dict[str, Any] = {
             "type": "message_delta",
             "delta": {"stop_reason": stop_reason(finish), "stop_sequence": None},

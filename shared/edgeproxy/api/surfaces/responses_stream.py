@@ -172,7 +172,10 @@ class ResponseEvents(Renderer):
         for index, item in enumerate(self._items):
             item["status"] = "completed" if status == "completed" else "incomplete"
             out += self._item_done(index, item)
-        extra: dict[str, Any] = {"usage": usage_object(closing.usage), "incomplete": incomplete}
+        extra: dict[str, Any] = {
+            "usage": usage_object(closing.shown_usage),  # the upstream's, else the estimate
+            "incomplete": incomplete,
+        }
         response = self._response(status, **extra)
         if closing.routing is not None:
             response["unified_routing"] = closing.routing

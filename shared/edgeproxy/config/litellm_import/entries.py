@@ -19,6 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from edgeproxy.config.deployment import MAX_PARALLEL_SLOTS
 from edgeproxy.config.litellm_import.keys import default_credential
 from edgeproxy.config.litellm_import.report import Warnings, describe
 from edgeproxy.config.litellm_import.targets import ENV, split_model, target
@@ -44,6 +45,7 @@ PARAMS = frozenset(
         "aws_region_name",
         "rpm",
         "tpm",
+        "max_parallel_requests",
         "weight",
         "order",
         "timeout",
@@ -53,7 +55,25 @@ PARAMS = frozenset(
         "output_cost_per_token",
     }
 )
-INFO = frozenset({"id", "mode", "supports_vision", "input_cost_per_token", "output_cost_per_token"})
+INFO = frozenset(
+    {
+        "id",
+        "mode",
+        "supports_vision",
+        "input_cost_per_token",
+        "output_cost_per_token",
+        "max_input_tokens",
+        "max_tokens",
+        "max_output_tokens",
+    }
+)
+# model_info's token limits: LiteLLM's input limit is the window a prompt must fit in,
+# its max_tokens / max_output_tokens the most the model writes.
+_WINDOW = (
+    ("max_input_tokens", "context_window"),
+    ("max_output_tokens", "max_output_tokens"),
+    ("max_tokens", "max_output_tokens"),
+)
 _AWS_AUTH = frozenset(
     {
         "aws_access_key_id",
@@ -170,6 +190,7 @@ def _limits(
             w.add(where, f"{theirs} is set twice ({given[0]} and {given[1]}): the lower kept")
         if given:
             out[ours] = min(given)
+    _parallel(out, params.get("max_parallel_requests"), where, w)
     weight = params.get("weight")
     if weight is not None:
         if _number(weight) and weight >= 0:
@@ -190,6 +211,18 @@ def _limits(
     }
     if policy:
         out["_policy"] = policy
+
+
+def _parallel(out: dict[str, Any], value: Any, where: str, w: Warnings) -> None:
+    """litellm_params.max_parallel_requests: the deployment's capacity slots."""
+    if value is None:
+        return
+    if not _positive_int(value):
+        w.add(where, f"max_parallel_requests: {value!r} is not a positive integer; dropped")
+    elif value > MAX_PARALLEL_SLOTS:
+        w.add(where, f"max_parallel_requests: {value} is over {MAX_PARALLEL_SLOTS}; dropped")
+    else:
+        out["max_parallel_requests"] = value
 
 
 def _prices(out: dict[str, Any], source: Mapping[str, Any], where: str, w: Warnings) -> None:
@@ -220,6 +253,14 @@ def _info(out: dict[str, Any], info: Any, where: str, w: Warnings) -> bool:
         out["modalities"] = ["text", "image"]
     if "input_price_per_mtok" not in out and "output_price_per_mtok" not in out:
         _prices(out, info, where, w)
+    for theirs, ours in _WINDOW:
+        value = info.get(theirs)
+        if value is None or ours in out:
+            continue
+        if _positive_int(value):
+            out[ours] = value
+        else:
+            w.add(where, f"model_info.{theirs}: {value!r} is not a positive integer; dropped")
     for extra in sorted(set(info) - INFO):
         w.add(where, f"model_info.{extra} has no equivalent; dropped")
     return True

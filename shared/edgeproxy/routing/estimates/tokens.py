@@ -117,6 +117,17 @@ def prompt_tokens(body: Mapping[str, Any]) -> int:
     return _prompt(body)
 
 
+def prompt_estimate(body: Mapping[str, Any]) -> int:
+    """The prompt's tokens by the estimate (text at ``CHARS_PER_TOKEN``, images at ``IMAGE_TOKENS``)."""
+    return _prompt(body)
+
+
+def requested_output(body: Mapping[str, Any]) -> int | None:
+    """The output tokens the request asks for in all (its limit times its choices), if it set one."""
+    limit = _limit(body)
+    return None if limit is None else limit * _choices(body)
+
+
 def unreported_usage(body: Mapping[str, Any], text: str) -> tuple[int, int]:
     """(prompt, completion) tokens counted for a stream whose upstream reported no usage
     (an ``openai_compat`` server asked for none): the prompt estimate above, and the

@@ -65,6 +65,7 @@ class Cause(StrEnum):
     QUOTA = "quota"
     RPM = "rpm"
     TPM = "tpm"
+    PARALLEL = "parallel"  # every capacity slot held (max_parallel_requests)
     RULED_OUT = "ruled_out"
     WEIGHT = "weight"
 
@@ -74,6 +75,7 @@ _LIMITS = {
     Limit.QUOTA: Cause.QUOTA,
     Limit.RPM: Cause.RPM,
     Limit.TPM: Cause.TPM,
+    Limit.PARALLEL: Cause.PARALLEL,
 }
 
 

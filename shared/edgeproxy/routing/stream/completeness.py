@@ -16,6 +16,11 @@ At the end, ``outcome()`` says:
 - nothing shown at all: still an answer (``empty``);
 - neither finished nor ``[DONE]``: truncated.
 
+A tracker told not to trust the end marker (``trust_end=False``, the
+deployment's ``trust_stream_end: false``: servers such as llama.cpp's end a
+running stream with ``[DONE]`` when they drop it) reads ``[DONE]`` without
+every finish reason as truncated too, so failover or continuation applies.
+
 An event that is not valid JSON after the commit point is skipped and
 recorded (``malformed_event``) as long as the stream then completes; before
 the commit it is a transient failure (``skip_malformed`` says which).
@@ -94,7 +99,8 @@ def _int(value: object) -> int:
 class StreamTracker:
     """Follows one attempt's stream chunk by chunk; pure, no I/O."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, trust_end: bool = True) -> None:
+        self.trust_end = trust_end  # False: [DONE] alone does not complete a stream
         self.committed = False
         self.tool_calls = False
         self.saw_done = False
@@ -154,7 +160,7 @@ class StreamTracker:
     @property
     def complete(self) -> bool:
         """The stream may end here without being a failure."""
-        return self.finished or (self.saw_done and not self.events)
+        return self.finished or (self.saw_done and not self.events and self.trust_end)
 
     def _feed_choice(self, choice: Mapping[str, Any]) -> None:
         index = _int(choice.get("index"))

@@ -4,7 +4,8 @@ It stands in for the store in exactly four calls, the ones it shares, and
 implements nothing else (``SharedCalls``): the router's pool read, its
 admission and in-flight counts (``RouterStore``), and the outcome writer's
 counters and key spend (``Outcomes(counters=...)``). Every other write goes
-to the store itself.
+to the store itself; the router's capacity slots pass straight through (each
+is a conditional write that must land before the call).
 
 - ``read_pool``: single-flight (``PoolReads``): concurrent requests of one
   pool share a read that started after they arrived;
@@ -30,6 +31,7 @@ would cost it nothing, but nothing is won either).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from edgeproxy.routing.snapshot import PoolSnapshot
@@ -39,13 +41,14 @@ from edgeproxy.state.store import (
     Admitter,
     CounterSink,
     PoolBatches,
+    Slots,
     SnapshotRequest,
     SpendSink,
     UsageDelta,
 )
 
 
-class SharedCalls(PoolBatches, Admitter, CounterSink, SpendSink, Protocol):
+class SharedCalls(PoolBatches, Admitter, Slots, CounterSink, SpendSink, Protocol):
     """The store calls a ``CoalescingStore`` shares: what it wraps, and all it offers."""
 
 
@@ -101,6 +104,14 @@ class CoalescingStore:
         )
         self.counters.add(start, expires_at)
         return True
+
+    async def take_slot(
+        self, deployment_id: str, order: Sequence[int], holder: str, until: float, now: float
+    ) -> int | None:
+        return await self._store.take_slot(deployment_id, order, holder, until, now)
+
+    async def release_slot(self, deployment_id: str, slot: int, holder: str) -> None:
+        await self._store.release_slot(deployment_id, slot, holder)
 
     async def record(self, delta: UsageDelta, expires_at: float) -> None:
         if self.counters is None or delta.reserved_tokens > 0:

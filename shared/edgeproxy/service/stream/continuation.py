@@ -16,21 +16,32 @@ repeated, and usage summed over every attempt.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from edgeproxy.routing.estimates.tokens import CHARS_PER_TOKEN
 from edgeproxy.routing.faults import Fault
 from edgeproxy.service.attempts import usage_only
 from edgeproxy.upstream.call import Usage
 
 _IDENTITY = ("id", "created")
+_OUTPUT_LIMITS = ("max_tokens", "max_completion_tokens")  # a continued chat's output limits
 
 
 def continuation_body(body: Mapping[str, Any], prefill: str) -> dict[str, Any]:
-    """The original body with ``prefill`` as a trailing assistant message."""
+    """The original body with ``prefill`` as a trailing assistant message, and its output
+    limit lowered by what the prefill already wrote (at ``CHARS_PER_TOKEN``: an estimate,
+    since a cut stream reports no usage), so the whole answer keeps the client's limit."""
     messages = list(body.get("messages") or [])
-    return {**body, "messages": [*messages, {"role": "assistant", "content": prefill}]}
+    out = {**body, "messages": [*messages, {"role": "assistant", "content": prefill}]}
+    written = math.ceil(len(prefill) / CHARS_PER_TOKEN)
+    for name in _OUTPUT_LIMITS:
+        limit = body.get(name)
+        if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
+            out[name] = max(1, limit - written)
+    return out
 
 
 def added(a: Usage | None, b: Usage | None) -> Usage | None:
@@ -92,6 +103,8 @@ class Progress:
             if isinstance(choice, Mapping) and choice.get("index", 0) == 0:
                 delta = choice.get("delta")
                 content = delta.get("content") if isinstance(delta, Mapping) else None
+                if not isinstance(delta, Mapping):
+                    content = choice.get("text")  # a legacy text completion's chunk
                 if isinstance(content, str) and content:
                     self.text.append(content)
         return chunk

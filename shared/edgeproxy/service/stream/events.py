@@ -53,6 +53,15 @@ class Closing:
     finish_reasons: Mapping[int, str] = field(default_factory=dict)
     usage: Usage | None = None
     routing: dict[str, Any] | None = None
+    # What the request log, spend and tpm count: ``usage``, or the gateway's estimate
+    # when the upstream reported none (``estimated``).
+    counted: Usage | None = None
+    estimated: bool = False
+
+    @property
+    def shown_usage(self) -> Usage | None:
+        """The usage a surface reports: the upstream's, else the counted estimate."""
+        return self.usage if self.usage is not None else self.counted
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,7 @@ from edgeproxy.service.stream.recovery import Recovery, Resume, log_run
 from edgeproxy.service.stream.settlement import Deferred, RelayStream, Settlement
 from edgeproxy.service.success import Success
 from edgeproxy.service.telemetry import Telemetry
+from edgeproxy.upstream.call import Usage
 from edgeproxy.upstream.stream import UpstreamStream
 
 logger = logging.getLogger(__name__)
@@ -59,6 +60,7 @@ class Relay:
         self._outcomes = outcomes
         self._calibrations = calibrations
         self._clock = clock
+        self._telemetry = telemetry
         self._recovery = Recovery(outcomes, clock, telemetry, resume)
 
     async def open(
@@ -208,16 +210,20 @@ class Relay:
                 "completion_tokens": own.completion_tokens,
             }
         settlement.settled = True
-        closing = Closing(
-            finish_reasons=inferred, usage=added(progress.usage, own), routing=self._routing(run)
-        )
         if isinstance(outcome, Complete) and outcome.anomalies:
-            self._log(run, logging.INFO, "stream anomalies: %s", ",".join(outcome.anomalies))
+            self._anomalies(run, served, outcome.anomalies)
         # Without the upstream's count (no usage chunk), tpm and throughput count an estimate.
         prompt, completion = (
             (own.prompt_tokens, own.completion_tokens)
             if own is not None
             else unreported_usage(run.req.body, "".join(progress.text))
+        )
+        closing = Closing(
+            finish_reasons=inferred,
+            usage=added(progress.usage, own),
+            routing=self._routing(run),
+            counted=added(progress.usage, Usage(prompt, completion)),
+            estimated=own is None,
         )
         if record is not None:
             record.counted = {"prompt_tokens": prompt, "completion_tokens": completion}
@@ -231,6 +237,16 @@ class Relay:
         )
         after.set(success)
         return closing, success
+
+    def _anomalies(self, run: Run, served: Served, anomalies: tuple[str, ...]) -> None:
+        self._log(run, logging.INFO, "stream anomalies: %s", ",".join(anomalies))
+        for anomaly in anomalies:
+            self._telemetry.count(
+                "StreamAnomalies",
+                deployment=served.attempt.deployment.id,
+                model=served.ctx.model,
+                anomaly=anomaly,
+            )
 
     def _routing(self, run: Run) -> dict[str, Any] | None:
         return run.trace.metadata(reasons=run.req.want_reasons) if run.req.want_routing else None

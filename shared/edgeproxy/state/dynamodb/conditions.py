@@ -16,6 +16,10 @@ VERSION_UNCHANGED = "#version = :expected"
 THROTTLE_SHORTER = "attribute_not_exists(#until) OR #until < :until"
 # A renewal must not overwrite a binding another instance re-pointed or recreated meanwhile.
 BINDING_UNCHANGED = "#deployment = :deployment AND #version = :expected"
+# Two attempts must never hold one capacity slot: a slot is taken only while free or lapsed.
+SLOT_FREE = "attribute_not_exists(#holder) OR #until < :now"
+# A late release must not free a slot that lapsed and another attempt has taken since.
+SLOT_HELD_BY = "#holder = :holder"
 # A delete after a failure must not drop a binding another instance already re-pointed.
 BINDING_NAMES = "#deployment = :deployment"
 

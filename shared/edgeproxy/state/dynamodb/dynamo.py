@@ -38,6 +38,7 @@ from edgeproxy.state.dynamodb.dynamo_key_lifecycle import DynamoKeyLifecycle
 from edgeproxy.state.dynamodb.dynamo_key_reserve import DynamoKeyReserve
 from edgeproxy.state.dynamodb.dynamo_keys import DynamoKeys
 from edgeproxy.state.dynamodb.dynamo_reads import DynamoReads
+from edgeproxy.state.dynamodb.dynamo_slots import DynamoSlots
 from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy.state.dynamodb.table import Table
 from edgeproxy.state.items import number, text
@@ -46,7 +47,9 @@ from edgeproxy.state.store import UsageDelta
 CAPACITY_RETENTION_S = 3600  # a throttle item is deleted by TTL this long after it ended
 
 
-class DynamoStore(DynamoReads, DynamoAdmin, DynamoKeys, DynamoKeyReserve, DynamoKeyLifecycle):
+class DynamoStore(
+    DynamoReads, DynamoAdmin, DynamoKeys, DynamoKeyReserve, DynamoKeyLifecycle, DynamoSlots
+):
     """The ``Store`` protocol on one table; the client is injected, never built here.
 
     The request path's writes are here, its reads in ``DynamoReads``; the

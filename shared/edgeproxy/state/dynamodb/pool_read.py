@@ -43,6 +43,7 @@ def wanted(request: SnapshotRequest) -> list[keys.Key]:
         for k in keys.usage_shard_keys(d, m, request.shards_of(d))
     ]
     found += [keys.capacity_key(d) for d in request.domains]
+    found += [keys.slot_key(d, i) for d, cap in request.slots for i in range(cap)]
     found += [keys.quota_key(c) for c in request.credentials]
     if request.binding is not None:
         # The pool's generation only decides whether the binding is still valid.
@@ -106,4 +107,12 @@ def snapshot(
             if (k := keys.quota_key(c)) in found
         },
         key_usage=key_usage,
+        slots={
+            d: {
+                i: items.get_float(found[k], "until")
+                for i in range(cap)
+                if (k := keys.slot_key(d, i)) in found
+            }
+            for d, cap in request.slots
+        },
     )

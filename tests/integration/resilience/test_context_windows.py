@@ -1,0 +1,71 @@
+"""Context windows decided before the call (``context_window``, ``max_output_tokens``).
+
+A request the declared windows cannot hold never reaches those upstreams: a
+deployment too small is passed over for one that fits, a pool with none that
+fits runs its ``context_window`` fallback chain, and without one the client
+gets 400 ``context_length_exceeded`` with no upstream call at all.
+"""
+
+from __future__ import annotations
+
+import openai
+import pytest
+
+from edgeproxy_dev.mock_upstream import MockUpstream
+from tests.fixtures.configs import config, deployment
+from tests.integration.resilience.helpers import keys, model_requests, router
+
+LONG = [{"role": "user", "content": "word " * 400}]  # about 500 tokens by the estimate
+
+
+def test_a_prompt_over_every_window_is_a_400_without_an_upstream_call(
+    start_gateway, sdk, upstream_a: MockUpstream
+) -> None:
+    gw = start_gateway(
+        config(deployment("a", upstream_a, context_window=256), router=router(), gateway=keys())
+    )
+    with pytest.raises(openai.BadRequestError) as caught:
+        sdk(gw.base_url).chat.completions.create(model="fast-chat", messages=LONG)
+    assert caught.value.code == "context_length_exceeded"
+    assert model_requests(upstream_a) == []
+    # A short one still fits.
+    sdk(gw.base_url).chat.completions.create(
+        model="fast-chat", messages=[{"role": "user", "content": "Hi"}], max_tokens=16
+    )
+    assert len(model_requests(upstream_a)) == 1
+
+
+def test_the_deployment_that_fits_serves_and_the_small_one_is_not_called(
+    start_gateway, sdk, upstream_a: MockUpstream, upstream_b: MockUpstream
+) -> None:
+    gw = start_gateway(
+        config(
+            deployment("small", upstream_a, priority=1, context_window=256),
+            deployment("large", upstream_b, context_window=8192),
+            router=router(),
+            gateway=keys(),
+        )
+    )
+    answer = sdk(gw.base_url).chat.completions.create(model="fast-chat", messages=LONG)
+    assert answer.choices[0].message.content.startswith("Hello from b!")
+    assert model_requests(upstream_a) == []
+
+
+def test_an_output_over_the_cap_or_window_runs_the_context_window_chain(
+    start_gateway, sdk, upstream_a: MockUpstream, upstream_b: MockUpstream
+) -> None:
+    gw = start_gateway(
+        config(
+            deployment("a", upstream_a, context_window=4096, max_output_tokens=512),
+            deployment("long", upstream_b, model="long-chat", upstream_model="mock-large"),
+            fallbacks=[{"model": "fast-chat", "reason": "context_window", "to": ["long-chat"]}],
+            router=router(),
+            gateway=keys(),
+        )
+    )
+    hi = [{"role": "user", "content": "Hi"}]
+    answer = sdk(gw.base_url).chat.completions.create(
+        model="fast-chat", messages=hi, max_tokens=1024
+    )
+    assert answer.model == "mock-large"
+    assert model_requests(upstream_a) == []
