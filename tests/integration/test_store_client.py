@@ -172,7 +172,7 @@ async def test_lambda_environment_credentials_sign_with_their_session_token(
     assert "x-amz-security-token" in headers["Authorization"]
 
 
-async def test_a_routing_read_is_eventually_consistent_and_asks_only_what_routing_uses(
+async def test_a_routing_read_asks_only_what_routing_uses_consistently_when_it_reads_a_binding(
     session: aioboto3.Session, endpoint: Scripted
 ) -> None:
     pool = [
@@ -208,4 +208,5 @@ async def test_a_routing_read_is_eventually_consistent_and_asks_only_what_routin
     assert asked(endpoint.bodies[0]) == (False, base | {keys.usage_key("b", minute)})
     usage = {keys.usage_key(d, m) for d in both for m in (minute - 1, minute)}
     binding = {keys.binding_key(BindingKey("c", "gpt", "chat")), keys.pool_key("gpt")}
-    assert asked(endpoint.bodies[1]) == (False, base | usage | binding)
+    # A binding's read is strongly consistent: the last answer's binding must be seen.
+    assert asked(endpoint.bodies[1]) == (True, base | usage | binding)

@@ -31,11 +31,13 @@ def _rows(base_url: str) -> dict[str, dict[str, Any]]:
 
 
 def test_deep_health_reports_every_deployment(
-    start_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream
+    start_gateway, clock: FleetClock, upstream_a: MockUpstream, upstream_b: MockUpstream
 ) -> None:
     gw = start_gateway(
         two_deployments(upstream_a, upstream_b, router={"sticky": {"enabled": False}})
     )
+    # The usage read is the current minute's: start one, so the wait below stays inside it.
+    clock.advance(60 - clock.now() % 60 + 1)
     assert chat(gw.base_url).status_code == 200
 
     report = ok(admin(gw.base_url, "GET", "/health/deep"))
