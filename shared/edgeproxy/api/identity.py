@@ -149,11 +149,16 @@ def may_use(who: Identity, model: str, names: Sequence[str] = ()) -> bool:
     return key is None or key.allows(model) or any(key.allows(n) for n in names)
 
 
-async def admit(who: Identity, model: str, ring: KeyRing, names: Sequence[str] = ()) -> None:
-    """The key's per-request checks: its models (404, as if absent), then its rpm limit (429)."""
+def check_access(who: Identity, model: str, names: Sequence[str] = ()) -> None:
+    """404 (as if absent) when the caller's key may not use ``model`` by any of its names."""
     if not may_use(who, model, names):
         raise ModelNotFound(
             f"The model `{model}` does not exist or you do not have access to it.", param="model"
         )
+
+
+async def admit(who: Identity, model: str, ring: KeyRing, names: Sequence[str] = ()) -> None:
+    """The key's per-request checks: its models (404, as if absent), then its rpm limit (429)."""
+    check_access(who, model, names)
     if who.key is not None:
         await ring.admit(who.key)

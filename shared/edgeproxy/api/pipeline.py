@@ -1,7 +1,7 @@
 """The one request pipeline at the edge, whatever the surface.
 
-    identify -> read body -> codec.parse -> admit (key's models, rpm) -> ProxyRequest
-             -> gateway -> codec.answer / codec.stream
+    identify -> read body -> codec.parse -> key's models -> key's fleet slot
+             -> key's rpm -> ProxyRequest -> gateway -> codec.answer / codec.stream
 
 The configuration is read once here and handed to the service, so the key
 check, the body limit and routing see the same version; the client key is
@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from starlette.background import BackgroundTask
@@ -31,12 +32,13 @@ from starlette.types import Message, Receive, Scope, Send
 
 from edgeproxy.api.codec import Codec, request_id
 from edgeproxy.api.deprecation import notice
-from edgeproxy.api.identity import Identity, admit, identify
+from edgeproxy.api.identity import Identity, check_access, identify
 from edgeproxy.api.parsing import read_json_object
 from edgeproxy.api.rate_headers import for_surface
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import ClientGone, UpstreamError
 from edgeproxy.service.gateway import Gateway
+from edgeproxy.service.limits.parallel import KeySlot
 from edgeproxy.service.limits.slots import Slot
 from edgeproxy.service.request import ProxyRequest
 
@@ -53,6 +55,22 @@ class Gone:
 GONE = Gone()
 
 
+@dataclass(slots=True)
+class Held:
+    """What a request holds until its answer is over: its place in its key's share of the
+    process (``share``) and, for a key with ``max_parallel_requests``, its fleet slot."""
+
+    share: Slot
+    fleet: KeySlot | None = None
+
+    async def release(self) -> None:
+        """Give both back (idempotent)."""
+        self.share.release()
+        fleet, self.fleet = self.fleet, None
+        if fleet is not None:
+            await fleet.release()
+
+
 class RelayedResponse(StreamingResponse):
     """A streamed answer that closes the relay once the response is over, however it ended.
 
@@ -63,10 +81,10 @@ class RelayedResponse(StreamingResponse):
     which kept the upstream read at full speed for an answer nobody receives.
     """
 
-    def __init__(self, events: Any, content: Any, slot: Slot, **kwargs: Any) -> None:
+    def __init__(self, events: Any, content: Any, held: Held, **kwargs: Any) -> None:
         super().__init__(content, **kwargs)
         self._events = events
-        self._slot = slot  # the key's request slot, held until the stream is over
+        self._held = held  # the key's request slots, held until the stream is over
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         gone = False
@@ -92,7 +110,7 @@ class RelayedResponse(StreamingResponse):
                 if aclose is not None:
                     await aclose()
             finally:
-                self._slot.release()
+                await self._held.release()
 
 
 async def _disconnected(request: Request) -> None:
@@ -146,17 +164,18 @@ async def serve(request: Request, codec: Codec) -> Response:
     """Serve one proxied request on ``codec``'s surface; errors raise to the route's guard.
 
     The request holds a slot of its key's share (``service.limits.slots``) from
-    before its body is read to the end of its answer.
+    before its body is read to the end of its answer, and a capped key's fleet
+    slot (``service.limits.parallel``) from its admission to the same end.
     """
     gateway, config, who = await identified(request)
-    slot = gateway.key_slots.take(who.slot_holder)
+    held = Held(gateway.key_slots.take(who.slot_holder))
     try:
-        response = await _served(request, codec, gateway, config, who, slot)
+        response = await _served(request, codec, gateway, config, who, held)
     except BaseException:
-        slot.release()
+        await held.release()
         raise
     if not isinstance(response, RelayedResponse):
-        slot.release()
+        await held.release()
     return response
 
 
@@ -166,13 +185,13 @@ async def _served(
     gateway: Gateway,
     config: GatewayConfig,
     who: Identity,
-    slot: Slot,
+    held: Held,
 ) -> Response:
     limits = config.gateway
     body = await read_json_object(request, limits.max_body_bytes, limits.body_read_timeout_seconds)
     parsed = codec.parse(body)
     model = config.canonical(parsed.model)  # an alias routes as its model, sharing its state
-    await admit(who, parsed.model, gateway.keys, config.names_of(model))
+    check_access(who, parsed.model, config.names_of(model))
     pin = request.headers.get("x-route-pin") if who.admin else None
     req = ProxyRequest(
         operation=codec.operation,
@@ -190,6 +209,10 @@ async def _served(
         key=who.key,
         chat=parsed.chat,
     )
+    # The fleet slot first: a request over the key's cap is refused with nothing counted.
+    held.fleet = await gateway.key_parallel.hold(req, config)
+    if who.key is not None:
+        await gateway.keys.admit(who.key)  # its rpm count
     headers = {**codec.headers(req.request_id), **notice(config, parsed.model)}
     gone = Response(status_code=CLIENT_CLOSED, headers=headers)  # nobody is listening
     if req.stream:
@@ -199,7 +222,7 @@ async def _served(
         return RelayedResponse(
             answer.body,
             codec.stream(answer.body, parsed),
-            slot,
+            held,
             media_type="text/event-stream",
             headers={
                 **headers,

@@ -22,7 +22,12 @@ from edgeproxy.errors import UsageError
 from edgeproxy.service.admin.key_lifecycle import check_models, rotate_key, update_key
 from edgeproxy.state.store import AdminStore, KeyLifecycleStore
 
-_REMOVABLE = {"rpm": "rpm_limit", "tpm": "tpm_limit", "budget": "budget_usd"}
+_REMOVABLE = {
+    "rpm": "rpm_limit",
+    "tpm": "tpm_limit",
+    "parallel": "max_parallel_requests",
+    "budget": "budget_usd",
+}
 
 
 def add_parsers(actions: Any) -> list[argparse.ArgumentParser]:
@@ -35,6 +40,7 @@ def add_parsers(actions: Any) -> list[argparse.ArgumentParser]:
     update.add_argument("--all-models", action="store_true", help="allow every model")
     update.add_argument("--rpm", type=int, help="requests per minute")
     update.add_argument("--tpm", type=int, help="tokens per minute")
+    update.add_argument("--parallel", type=int, help="requests in flight at once, fleet-wide")
     update.add_argument("--budget", type=float, help="spend budget in USD")
     update.add_argument("--period", help="budget period: daily | weekly | monthly | total")
     update.add_argument("--expires", help="expiry, ISO 8601 (e.g. 2027-01-01T00:00:00Z)")
@@ -57,6 +63,7 @@ def update_body(args: argparse.Namespace) -> dict[str, Any]:
         "models": args.models,
         "rpm_limit": args.rpm,
         "tpm_limit": args.tpm,
+        "max_parallel_requests": args.parallel,
         "budget_usd": args.budget,
         "budget_period": args.period,
         "expires_at": args.expires,

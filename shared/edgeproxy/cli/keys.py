@@ -59,6 +59,7 @@ def register(commands: Any) -> None:
     create.add_argument("--model", action="append", dest="models", help="allowed model (repeat)")
     create.add_argument("--rpm", type=int, help="requests per minute")
     create.add_argument("--tpm", type=int, help="tokens per minute")
+    create.add_argument("--parallel", type=int, help="requests in flight at once, fleet-wide")
     create.add_argument("--budget", type=float, help="spend budget in USD")
     create.add_argument("--period", help="budget period: daily | weekly | monthly | total")
     create.add_argument("--expires", help="expiry, ISO 8601 (e.g. 2027-01-01T00:00:00Z)")
@@ -88,6 +89,7 @@ def _body(args: argparse.Namespace) -> dict[str, Any]:
         "models": args.models,
         "rpm_limit": args.rpm,
         "tpm_limit": args.tpm,
+        "max_parallel_requests": args.parallel,
         "budget_usd": args.budget,
         "budget_period": args.period,
         "expires_at": args.expires,
@@ -131,6 +133,7 @@ async def _table(args: argparse.Namespace) -> Any:
                 models=models,
                 rpm_limit=body.rpm_limit,
                 tpm_limit=body.tpm_limit,
+                max_parallel_requests=body.max_parallel_requests,
                 budget_usd=body.budget_usd,
                 budget_period=body.budget_period,
                 expires_at=expires,

@@ -21,6 +21,8 @@ KEY_PREFIX = "ep-"
 ID_CHARS = 16  # hex characters of the digest that form the public id
 DISPLAY_CHARS = 8  # characters of the key kept for display (``ep-AbCdEfGh...``)
 TOKENS_PER_PRICE_UNIT = 1_000_000  # prices are per million tokens
+# A refused request tries every slot item once (one conditional write each): keep it small.
+MAX_PARALLEL_REQUESTS = 64
 
 
 def key_id_of(digest: str) -> str:
@@ -47,8 +49,9 @@ class ClientKey:
     """A client key as stored (no secret: ``digest`` is the sha256 of the key's first secret).
 
     ``models``: the public models it may use (None: every model). Limits are
-    per minute; ``budget_usd`` caps its spend per ``budget_period``; times are
-    epoch seconds. ``version`` counts its conditional admin writes.
+    per minute; ``budget_usd`` caps its spend per ``budget_period``;
+    ``max_parallel_requests`` caps its requests in flight across every
+    gateway process (``service.limits.parallel``); times are epoch seconds. ``version`` counts its conditional admin writes.
     Rotation (``secret_digest``: the current secret's sha256 when rotated;
     ``rotated_at``, ``grace_until``: when, and until when the previous
     secret is still accepted). ``secret_expires_at``: until when the secret
@@ -73,6 +76,7 @@ class ClientKey:
     rotated_at: float | None = None
     grace_until: float | None = None
     secret_expires_at: float | None = None
+    max_parallel_requests: int | None = None
 
     @property
     def id(self) -> str:

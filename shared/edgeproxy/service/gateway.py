@@ -24,6 +24,7 @@ from edgeproxy.service.config_cache import ConfigCache
 from edgeproxy.service.credentials import CredentialResolver
 from edgeproxy.service.keys import KeyRing
 from edgeproxy.service.limits.calibrations import Calibrations
+from edgeproxy.service.limits.parallel import KeyParallel
 from edgeproxy.service.limits.reserve import Reservation, priced_pool, released, reserve
 from edgeproxy.service.limits.slots import KeySlots
 from edgeproxy.service.metrics import Metrics
@@ -100,6 +101,8 @@ class Gateway:
         self.keys = keys or KeyRing(store, clock)
         # Each key's share of the process's requests in progress.
         self.key_slots = key_slots or KeySlots()
+        # Capped keys' requests in flight across every process (``max_parallel_requests``).
+        self.key_parallel = KeyParallel(store, clock, rng, max_total_ms)
         # Token counts (``/v1/messages/count_tokens``) asked of Anthropic deployments.
         self.tokens = tokens or TokenCounter(upstream, CredentialResolver({}))
         # The request log and its usage aggregates (``service/usage/``).

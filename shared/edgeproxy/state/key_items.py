@@ -41,6 +41,7 @@ def optional_numbers(key: ClientKey) -> dict[str, float | None]:
     return {
         "rpm_limit": key.rpm_limit,
         "tpm_limit": key.tpm_limit,
+        "max_parallel_requests": key.max_parallel_requests,
         "budget_usd": key.budget_usd,
         "key_expires_at": key.expires_at,
         "version": key.version or None,
@@ -81,6 +82,7 @@ def client_key_from(digest: str, item: Item) -> ClientKey:
         rotated_at=get_optional_float(item, "rotated_at"),
         grace_until=get_optional_float(item, "grace_until"),
         secret_expires_at=get_optional_float(item, "retired_until"),
+        max_parallel_requests=_optional_int(item, "max_parallel_requests"),
     )
 
 

@@ -36,7 +36,7 @@ usage bucket        ``dep#<id>``                 ``usage#<minute>``   requests, 
                                                                       the minute: answers,
                                                                       latency, rated, tokens/s),
                                                                       expires_at
-capacity slot       ``dep#<id>``                 ``slot#<k>``         holder, until, expires_at
+capacity slot       ``dep#<id>`` / ``key#<id>``  ``slot#<k>``         holder, until, expires_at
 health              ``dep#<id>``                 ``health``           score, ewma_latency_ms,
                                                                       ewma_tokens_per_s,
                                                                       updated_at, expires_at,
@@ -60,6 +60,7 @@ audit entry         ``audit``                    ``<ms>#<id>``        id, at, ac
                                                                       (no TTL)
 client key          ``keys``                     ``<digest>``         name, role, prefix, models,
                                                                       rpm_limit, tpm_limit,
+                                                                      max_parallel_requests,
                                                                       budget_usd, budget_period,
                                                                       key_expires_at, revoked,
                                                                       created_at, last_used_at,
@@ -73,19 +74,17 @@ key spend           ``key#<id>``                 ``spend``            spend_usd,
 key period spend    ``key#<id>``                 ``spend#<start>``    spend_usd, tokens (no TTL)
 ==================  ===========================  ===================  =========================
 
-``prefill_tokens`` / ``prefill_elephants``: 001's prefill lease (only while
-a tier runs ``simple-shuffle`` with ``prefill``): an attempt adds its uncached
-prompt estimate (and 1 if large) in its start count's ``ADD``, moves it with
-its in-flight count and gives it back at its first token, so readers sum the
-last two buckets as they do for in-flight and a dead process's lease stops
-counting within two minutes.
+``prefill_tokens`` / ``prefill_elephants``: 001's prefill lease (only while a tier runs
+``simple-shuffle`` with ``prefill``): an attempt adds its uncached prompt estimate (and 1 if large)
+in its start count's ``ADD``, moves it with its in-flight count and gives it back at its first
+token, so readers sum the last two buckets as they do for in-flight and a dead process's lease
+stops counting within two minutes.
 
-``circuit.reason`` is set only while an operator forced the circuit open
-(``cause`` = ``maintenance``, ``open_until`` = the end of the window).
-``health.credential_rejections`` counts consecutive upstream 401/403
-answers (ADD 1 in the outcome write; set to 0 by the next success, written
-only when the read showed a non-zero count); the health job's writes set
-their own attributes and leave it alone.
+``circuit.reason`` is set only while an operator forced the circuit open (``cause`` =
+``maintenance``, ``open_until`` = the end of the window). ``health.credential_rejections`` counts
+consecutive upstream 401/403 answers (ADD 1 in the outcome write; set to 0 by the next success,
+written only when the read showed a non-zero count); the health job's writes set their own
+attributes and leave it alone.
 
 Audit entries: one per admin change, all in one partition (admin writes are
 rare, a few per minute at most), sorted by time: ``<ms>`` is the change's
@@ -97,9 +96,9 @@ list (``[{"path", "old", "new"}]`` for configuration edits, at most
 ``MAX_CHANGES`` entries, then a ``{"truncated": n}`` marker). Entries are
 kept until deleted.
 
-``<minute>`` is ``epoch_seconds // 60``, zero-padded to ten digits so that the
-string order of sort keys is the numeric order (``BETWEEN`` works on it).
-``<caller>`` is already a hash or an IP bucket, never a raw key.
+``<minute>`` is ``epoch_seconds // 60``, zero-padded to ten digits so that the string order of sort
+keys is the numeric order (``BETWEEN`` works on it). ``<caller>`` is already a hash or an IP
+bucket, never a raw key.
 
 Client keys: ``<digest>`` is the sha256 hex digest of the key (the key itself
 is never stored; ``prefix`` keeps its first characters for display) and
@@ -129,30 +128,26 @@ never produce the same key. ``version`` counts conditional writes of an item
 
 Sharded hot counters
 --------------------
-One partition takes about 1000 write units per second, and every attempt of
-one deployment adds to the same usage bucket (two writes per attempt: admit
-and record), so one item tops out near 400-500 attempts per second. A
-deployment with ``counter_shards: N`` (N > 1) spreads its usage bucket over N
-items: shard 0 is the usual ``dep#<id>`` / ``usage#<minute>`` item, shard
-``k`` (1 <= k < N) is ``dep#<id>#<k>`` / ``usage#<minute>``. The shard is in
-the *partition* key, so the shards hash to different partitions from the
-first write (a sort-key shard would share its partition until DynamoDB
-splits it for heat). ``#`` inside an id is escaped, so ``dep#a#1`` can only
-be shard 1 of ``a``. Admission takes per-shard allowances
-(``routing.shards.allowance``); outcome writes go to a random shard; readers
-fetch every shard in the same BatchGetItem (N times the usage keys) or one
-Query per shard and sum them, so everything above the store sees one bucket.
-Circuits, health and bindings are written only on transitions and stay
-unsharded, like the client keys' buckets.
+One partition takes about 1000 write units per second, and every attempt of one deployment adds to
+the same usage bucket (two writes per attempt: admit and record), so one item tops out near 400-500
+attempts per second. A deployment with ``counter_shards: N`` (N > 1) spreads its usage bucket over
+N items: shard 0 is the usual ``dep#<id>`` / ``usage#<minute>`` item, shard ``k`` (1 <= k < N) is
+``dep#<id>#<k>`` / ``usage#<minute>``. The shard is in the *partition* key, so the shards hash to
+different partitions from the first write (a sort-key shard would share its partition until
+DynamoDB splits it for heat). ``#`` inside an id is escaped, so ``dep#a#1`` can only be shard 1 of
+``a``. Admission takes per-shard allowances (``routing.shards.allowance``); outcome writes go to a
+random shard; readers fetch every shard in the same BatchGetItem (N times the usage keys) or one
+Query per shard and sum them, so everything above the store sees one bucket. Circuits, health and
+bindings are written only on transitions and stay unsharded, like the client keys' buckets.
 
 Capacity slots
 --------------
-``max_parallel_requests: N``: N items ``slot#0`` .. ``slot#<N-1>`` in the
-deployment's partition. An attempt takes one before its start count with a
-conditional write (free, or its ``until`` passed) and deletes it when it ends
-(only while it holds it): at most N attempts hold one at once, fleet-wide.
-``until`` is the request's deadline, so a crashed instance's slot lapses by
-itself; the pool read fetches the slots, so a full deployment is skipped.
+``max_parallel_requests: N``: N items ``slot#0`` .. ``slot#<N-1>`` in the deployment's partition
+(a client key's: in ``key#<id>``). An attempt takes one before its start count (a key's request:
+once admitted, trying them in a random order) with a conditional write (free, or its ``until``
+passed) and deletes it when it ends (only while it holds it): at most N hold one at once,
+fleet-wide. ``until`` is the request's deadline, so a crashed instance's slot lapses by itself;
+the pool read fetches a deployment's slots, so a full deployment is skipped.
 """
 
 from __future__ import annotations
@@ -229,6 +224,11 @@ def slot_key(deployment_id: str, slot: int) -> Key:
     if slot < 0:
         raise ValueError(f"negative slot {slot}")
     return deployment_pk(deployment_id), f"{SLOT_PREFIX}{slot}"
+
+
+def key_slot_key(key_id: str, slot: int) -> Key:
+    """Slot ``slot`` (0 <= slot < ``max_parallel_requests``) of one client key's requests."""
+    return f"key#{_part(key_id)}", slot_key(key_id, slot)[1]
 
 
 def health_key(deployment_id: str) -> Key:

@@ -7,9 +7,11 @@ split by audience, so each caller depends on what it uses only:
     ConfigSource   load_config                       every audience
     KeyStore       get_client_key, admit_key,        the request path's key check
                    record_key_usage, touch_client_key
+    KeySlotStore   take_key_slot, release_key_slot   a key's requests in flight, fleet-wide
     RequestStore   the request path's calls          the request path as a whole
                    (``request_store``: PoolBatches, Admitter, Slots,
-                   CounterSink, StandingWrites), KeyStore, QuotaSink
+                   CounterSink, StandingWrites), KeyStore, KeySlotStore,
+                   QuotaSink
     RouterStore    PoolSource, Admitter, Slots,      the router
                    CounterSink
     OutcomeStore   CounterSink, SpendSink,           the outcome writer
@@ -102,9 +104,25 @@ class KeyStore(Protocol):
         ...
 
 
+class KeySlotStore(Protocol):
+    """A client key's slots of requests in flight (its ``max_parallel_requests``)."""
+
+    async def take_key_slot(
+        self, key_id: str, order: Sequence[int], holder: str, until: float, now: float
+    ) -> int | None:
+        """Take the first of the key's slots ``order`` free at ``now`` (held by ``holder``
+        until ``until`` at most); None when every one is held."""
+        ...
+
+    async def release_key_slot(self, key_id: str, slot: int, holder: str) -> None:
+        """Free the key's ``slot`` if ``holder`` still holds it."""
+        ...
+
+
 class RequestStore(
     ConfigSource,
     KeyStore,
+    KeySlotStore,
     QuotaSink,
     PoolBatches,
     Admitter,

@@ -114,3 +114,24 @@ def test_update_and_rotate_on_the_table_check_the_stored_configuration(
     new = _secret(out)
     assert chat(gateway.base_url, new, "other-chat").status_code == 200
     assert chat(gateway.base_url, key, "other-chat").status_code == 401
+
+
+def test_the_parallel_cap_is_set_changed_and_removed_from_the_cli(
+    gateway: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = gateway.base_url
+    status, out, _ = run(capsys, "keys", "create", "--url", url, "--name", "p", "--parallel", "3")
+    assert status == 0
+    key_id = out.split()[0]
+    _secret(out)
+    status, out, _ = run(capsys, "keys", "show", "--url", url, key_id, "--json")
+    assert json.loads(out)["max_parallel_requests"] == 3
+    status, out, _ = run(
+        capsys, "keys", "update", "--url", url, key_id, "--parallel", "5", "--json"
+    )
+    assert json.loads(out)["max_parallel_requests"] == 5
+    status, out, _ = run(capsys, "keys", "update", "--url", url, key_id, "--no-parallel", "--json")
+    assert json.loads(out)["max_parallel_requests"] is None
+    status, _, err = run(capsys, "keys", "update", "--url", url, key_id, "--parallel", "65")
+    assert status == 2
+    assert "max_parallel_requests" in err

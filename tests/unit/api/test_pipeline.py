@@ -54,6 +54,13 @@ class NoTableKeys:
         return None
 
 
+class Uncapped:
+    """The gateway's ``key_parallel`` for a YAML key: it has no ``max_parallel_requests``."""
+
+    async def hold(self, req: ProxyRequest, config: GatewayConfig) -> None:
+        assert req.key is None
+
+
 class StandIn:
     """The parts of ``Gateway`` the edge calls; every config() is a new version."""
 
@@ -62,6 +69,7 @@ class StandIn:
     def __init__(self) -> None:
         self.keys = KeyRing(NoTableKeys(), time.time)
         self.key_slots = KeySlots()
+        self.key_parallel = Uncapped()
         self.configs: list[GatewayConfig] = []
         self.calls: list[tuple[ProxyRequest, GatewayConfig]] = []
         self.error: Exception | None = None

@@ -36,7 +36,7 @@ from edgeproxy.api.admin.keys import (
 from edgeproxy.config.base import Positive, Strict
 from edgeproxy.config.roles import Role
 from edgeproxy.errors import RequestError
-from edgeproxy.routing.access import BudgetPeriod
+from edgeproxy.routing.access import MAX_PARALLEL_REQUESTS, BudgetPeriod
 from edgeproxy.service.admin import audit
 from edgeproxy.service.admin.key_lifecycle import (
     DEFAULT_GRACE_S,
@@ -60,6 +60,8 @@ class UpdateKey(Strict):
     )
     rpm_limit: Positive | None = None
     tpm_limit: Positive | None = None
+    # In flight at once across every gateway process (LiteLLM's name).
+    max_parallel_requests: Annotated[int, Field(ge=1, le=MAX_PARALLEL_REQUESTS)] | None = None
     budget_usd: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
     budget_period: BudgetPeriod | None = None
     expires_at: datetime | None = None

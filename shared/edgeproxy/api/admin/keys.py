@@ -29,6 +29,7 @@ from edgeproxy.config.base import Positive, Strict
 from edgeproxy.config.roles import Role
 from edgeproxy.errors import NotFound, PermissionDenied, RequestError
 from edgeproxy.routing.access import (
+    MAX_PARALLEL_REQUESTS,
     BudgetPeriod,
     ClientKey,
     KeyUsage,
@@ -58,6 +59,8 @@ class CreateKey(Strict):
     )
     rpm_limit: Positive | None = None
     tpm_limit: Positive | None = None
+    # In flight at once across every gateway process (LiteLLM's name).
+    max_parallel_requests: Annotated[int, Field(ge=1, le=MAX_PARALLEL_REQUESTS)] | None = None
     budget_usd: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
     budget_period: BudgetPeriod = BudgetPeriod.TOTAL  # when the budget starts again from zero
     expires_at: datetime | None = None  # ISO 8601 (or epoch seconds); naive times are UTC
@@ -83,6 +86,7 @@ def key_view(key: ClientKey, usage: KeyUsage | None = None, *, now: float) -> di
         "models": sorted(key.models) if key.models is not None else None,
         "rpm_limit": key.rpm_limit,
         "tpm_limit": key.tpm_limit,
+        "max_parallel_requests": key.max_parallel_requests,
         "budget_usd": key.budget_usd,
         "budget_period": key.budget_period.value,
         "expires_at": _time(key.expires_at),
@@ -167,6 +171,7 @@ async def create(call: AdminCall) -> Response:
         models=frozenset(body.models) if body.models is not None else None,
         rpm_limit=body.rpm_limit,
         tpm_limit=body.tpm_limit,
+        max_parallel_requests=body.max_parallel_requests,
         budget_usd=body.budget_usd,
         budget_period=body.budget_period,
         expires_at=expires_at,

@@ -31,6 +31,7 @@ _REMOVABLE = (
     "models",
     "rpm_limit",
     "tpm_limit",
+    "max_parallel_requests",
     "budget_usd",
     "budget_period",
     "key_expires_at",

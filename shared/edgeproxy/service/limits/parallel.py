@@ -1,0 +1,102 @@
+"""A client key's requests in flight across every gateway process (``max_parallel_requests``).
+
+The capacity slots of deployments (``service.slots``), in the key's own
+partition: a request of a capped key takes one of its N slot items with a
+conditional write once the key is admitted (its models allowed), before its
+rpm count and any upstream call, and deletes it when its answer is over (a
+JSON answer built, a stream ended, an error). So at most N of its requests
+are in flight at once, fleet-wide, exactly. A slot's ``until`` is the
+request's deadline: the slot of a process that died lapses by itself.
+
+A request beyond the cap is answered 429 at once, with nothing else counted.
+Keys without the field make no store call here.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable
+
+from edgeproxy.config.models import GatewayConfig
+from edgeproxy.errors import RateLimited, StoreError
+from edgeproxy.routing.access import ClientKey
+from edgeproxy.routing.deadlines import Budget
+from edgeproxy.routing.slots import slot_order
+from edgeproxy.service.request import ProxyRequest
+from edgeproxy.state.store import KeySlotStore
+
+logger = logging.getLogger(__name__)
+
+RETRY_AFTER_S = 1.0
+# The slot outlives the request's own deadline by this much: the request's run starts
+# after the slot is taken, and its last bytes are sent after its deadline is checked.
+GRACE_S = 5.0
+
+
+class KeySlot:
+    """One slot a request of a capped key holds; ``release`` frees it once (then does nothing).
+
+    A release that fails is logged: the slot lapses at its ``until`` anyway.
+    """
+
+    def __init__(self, store: KeySlotStore, key_id: str, index: int, holder: str) -> None:
+        self.index = index
+        self._store = store
+        self._key_id = key_id
+        self._holder = holder
+        self._held = True
+
+    async def release(self) -> None:
+        """Free the slot (the first call only)."""
+        if not self._held:
+            return
+        self._held = False
+        try:
+            await self._store.release_key_slot(self._key_id, self.index, self._holder)
+        except StoreError:
+            logger.warning("could not release a request slot of key %s", self._key_id)
+
+
+class KeyParallel:
+    """Takes the slots of capped keys for this process's requests."""
+
+    def __init__(
+        self,
+        store: KeySlotStore,
+        clock: Callable[[], float],
+        rng: random.Random,
+        max_total_ms: int | None = None,
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._rng = rng
+        self._max_total_ms = max_total_ms  # the platform's ceiling on a request's deadline
+
+    async def hold(self, req: ProxyRequest, config: GatewayConfig) -> KeySlot | None:
+        """A slot of ``req.key``'s until ``req`` is over (None: the key has no cap); it lapses
+        at the request's deadline (its operation's execution policy, as its run gets it)."""
+        policies = config.router.execution_policies[req.operation]
+        deadline = policies.stream if req.stream else policies.json_
+        total_ms = Budget.from_deadline(deadline, 0.0, self._max_total_ms).total_ms
+        return await self.take(req.key, req.request_id, total_ms / 1000.0)
+
+    async def take(self, key: ClientKey | None, request_id: str, total_s: float) -> KeySlot | None:
+        """A slot for a request of ``key`` that may run ``total_s`` seconds (None: the key has
+        no cap); 429 ``rate_limit_exceeded`` when every one of its slots is held."""
+        cap = None if key is None else key.max_parallel_requests
+        if key is None or cap is None:
+            return None
+        now = self._clock()
+        # Every slot in a random order: concurrent requests spread over them instead of
+        # all racing for slot 0 first.
+        order = slot_order(list(range(cap)), cap, self._rng)
+        holder = f"{request_id}:{self._rng.getrandbits(64):016x}"
+        index = await self._store.take_key_slot(key.id, order, holder, now + total_s + GRACE_S, now)
+        if index is None:
+            raise RateLimited(
+                f"Too many requests in flight for this API key (max_parallel_requests: {cap}); "
+                "retry when one has finished.",
+                retry_after=RETRY_AFTER_S,
+            )
+        return KeySlot(self._store, key.id, index, holder)
