@@ -76,6 +76,9 @@ class MockFault:
     trickle: bool = False
     nan: bool = False
     echo_headers: bool = False
+    # Apply this fault only to requests whose last user text is longer than this many
+    # characters (a server over its context window); shorter ones get a healthy answer.
+    over_chars: int | None = None
 
     @classmethod
     def parse(cls, value: MockFault | Mapping[str, Any]) -> MockFault:

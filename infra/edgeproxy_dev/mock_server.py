@@ -175,6 +175,11 @@ class MockServer:
             fault = hostile.echoing(fault, request.headers)
             if not isinstance(body, dict):
                 body = {}
+            if (
+                fault.over_chars is not None
+                and len(answers.last_user_text(body)) <= fault.over_chars
+            ):
+                fault = MockFault()  # a prompt the server's window holds
             self._busy += 1
             self.peak_busy = max(self.peak_busy, self._busy)
             try:

@@ -123,5 +123,5 @@ def test_the_layering_checks_see_the_package() -> None:
     assert len(_modules(PACKAGE / "routing")) >= 10
     assert len(_modules(PACKAGE / "api")) >= 20
     assert len(_folders()) >= 10
-    assert "edgeproxy.config.models" in _imports(PACKAGE / "routing" / "step.py")
+    assert "edgeproxy.config.models" in _imports(PACKAGE / "routing" / "refusal.py")
     assert "edgeproxy.service.gateway" in _imports(PACKAGE / "api" / "pipeline.py")

@@ -135,20 +135,10 @@ def on_success(
     )
 
 
-def on_failure(
-    attempt: AttemptFacts,
-    pool: PoolFacts,
-    verdict: Verdict,
-    *,
-    now: float,
-    rng: random.Random,
-    first: bool,
-) -> Effects:
-    """A failure judged ``verdict``: its counters, circuit, throttle, binding and rejections.
-
-    ``first``: the first failure of this deployment in this request (only that
-    one counts toward the circuit, unless the attempt was the probe).
-    """
+def _failing(
+    attempt: AttemptFacts, pool: PoolFacts, verdict: Verdict, now: float, rng: random.Random
+) -> CircuitChange:
+    """The circuit change of a failure judged ``verdict`` at ``now``."""
 
     def fail(c: Circuit) -> Circuit | None:
         changed = circuit.on_failure(
@@ -166,6 +156,34 @@ def on_failure(
             changed = circuit.release_probe(c, attempt.owner)
         return changed
 
+    return fail
+
+
+def counted_later(
+    attempt: AttemptFacts, pool: PoolFacts, verdict: Verdict, at: float, rng: random.Random
+) -> CircuitWrite | None:
+    """The circuit write of a failure at ``at`` whose count waited for the request's end
+    (``verdict.defers``) and that did not follow the request: counted as it would have been."""
+    return _circuit_write(
+        pool.snapshot.circuit(attempt.deployment_id), _failing(attempt, pool, verdict, at, rng)
+    )
+
+
+def on_failure(
+    attempt: AttemptFacts,
+    pool: PoolFacts,
+    verdict: Verdict,
+    *,
+    now: float,
+    rng: random.Random,
+    first: bool,
+) -> Effects:
+    """A failure judged ``verdict``: its counters, circuit, throttle, binding and rejections.
+
+    ``first``: the first failure of this deployment in this request (only that
+    one counts toward the circuit, unless the attempt was the probe).
+    """
+    fail = _failing(attempt, pool, verdict, now, rng)
     dep = attempt.deployment_id
     # Decided once here (it draws the reopen jitter from ``rng``), again only on a lost race.
     write = _circuit_write(pool.snapshot.circuit(dep), fail) if first or attempt.probe else None

@@ -48,6 +48,12 @@ def _is_context_window(fault: Fault) -> bool:
     return fault.status in (400, 413, 422) and _message_has(fault, _CONTEXT_MARKERS)
 
 
+def context_shaped(fault: Fault) -> bool:
+    """Whether ``fault`` names the prompt's length, whatever its status (a server over its
+    context window that answers 500 "prompt is too long" says what it means)."""
+    return _norm(fault.code) in _CONTEXT_CODES or _message_has(fault, _CONTEXT_MARKERS)
+
+
 def _is_content_policy(fault: Fault) -> bool:
     fields = (_norm(fault.code), _norm(fault.type))
     if any(fragment in field for field in fields for fragment in _CONTENT_FRAGMENTS):

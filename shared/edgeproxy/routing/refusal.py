@@ -4,7 +4,8 @@ The last upstream answer wins (its status and sanitized message); without
 one, what blocked the pool decides: every circuit open is 503
 ``model_overloaded`` with Retry-After, misconfiguration everywhere or every
 deployment disabled (``enabled: false``) is 503 ``model_unavailable``, capacity or rpm/tpm limits (or capacity reserved for
-higher roles) are 429 ``rate_limit_exceeded``.
+higher roles) are 429 ``rate_limit_exceeded``. ``chain_reason`` says which
+fallback chain a spent pool leads to.
 
 A request that ended on a provider's 429 answers at once with the wait that
 is left (until the capacity circuit closes) as its Retry-After; once the
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from edgeproxy.config.models import FallbackReason
 from edgeproxy.errors import (
     DeadlineExceeded,
     EdgeproxyError,
@@ -176,3 +178,15 @@ def _throttled(error: EdgeproxyError, failure: RouteFailure, now: float) -> Edge
         error.retry_after = max(0.0, source.retry_at - now)
     error.retries_spent = sum(f.attempts for f in pools) >= 2
     return error
+
+
+def chain_reason(failure: PoolFailure) -> FallbackReason | None:
+    """Which fallback chain a spent pool leads to; None: the request ends here.
+
+    A pool that was blocked (circuits, capacity, limits) takes the ``general``
+    chain; one that ended on an upstream answer takes the chain its verdict
+    names, and a rejected request takes none (another model would reject it too).
+    """
+    if failure.blocked is not None or failure.verdict is None:
+        return FallbackReason.GENERAL
+    return failure.verdict.fallback

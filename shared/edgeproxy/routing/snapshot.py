@@ -267,6 +267,17 @@ class PoolSnapshot:
                 return u
         return Usage(deployment_id, minute)
 
+    def last_success_at(self, deployment_id: str) -> float | None:
+        """When the latest answer this read shows on ``deployment_id`` finished (to the
+        second, from the last two buckets' ``seconds``); None: none in that time."""
+        finished = [
+            u.minute * SECONDS_PER_BUCKET + second
+            for u in self.usage.get(deployment_id, [])
+            for second, sums in u.seconds.items()
+            if sums.successes > 0
+        ]
+        return max(finished, default=None)
+
     def free_slots(self, deployment_id: str, cap: int, now: float) -> list[int]:
         """The capacity slots of ``deployment_id`` (``cap`` of them) not held at ``now``."""
         held = self.slots.get(deployment_id, {})

@@ -7,6 +7,8 @@ routing rule of a pool hop is decided here, from plain values:
 
 - the budget: no attempt past ``max_attempts`` or the total deadline, and no
   backoff that would eat the rest of the deadline;
+- a request that failed the same way on two or more deployments while they
+  served others ends as request-scoped (``verdict.request_scope``);
 - a request error (or our own) ends the request: no other deployment would
   answer it differently;
 - a deployment ruled out (configuration fault, incompatible shape, lost
@@ -36,7 +38,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from edgeproxy.config.deployment import Deployment
-from edgeproxy.config.models import FallbackReason
 from edgeproxy.config.policies import Deadline
 from edgeproxy.config.router import CircuitSettings
 from edgeproxy.routing.backoff import MAX_RETRY_AFTER_SECONDS, retry_delay
@@ -44,7 +45,7 @@ from edgeproxy.routing.deadlines import Budget
 from edgeproxy.routing.faults import FailureClass, Fault
 from edgeproxy.routing.selection import Blocked, BlockReason, Pick, RouteRequest, next_deployment
 from edgeproxy.routing.snapshot import PoolSnapshot
-from edgeproxy.routing.verdict import Verdict
+from edgeproxy.routing.verdict import Failed, Scope, Verdict, request_scope
 
 CAPACITY_MARGIN_S = 0.01  # wake just after the capacity circuit ends, not just before
 
@@ -61,6 +62,7 @@ class PoolFailure:
     deployment: str | None = None  # the deployment of the last fault
     attempts: int = 0  # upstream calls the request made in this pool
     retry_at: float | None = None  # a throttled last fault: when its capacity circuit closes
+    scope: Scope | None = None  # the failures followed the request: no circuit counts them
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +76,7 @@ class AttemptLog:
     ``failed_at``: when each deployment last failed (the backoff runs from it).
     ``full``: deployments skipped because every capacity slot was held (a
     wait for a slot gives them back: ``reopened``).
+    ``failures``: every failed attempt, in order (the request-scope rule reads them).
     """
 
     attempts: int = 0
@@ -86,6 +89,7 @@ class AttemptLog:
     last_deployment: str | None = None
     rate_limited: bool = False
     full: frozenset[str] = frozenset()
+    failures: tuple[Failed, ...] = ()
 
     def started(self, deployment_id: str) -> AttemptLog:
         """An attempt on ``deployment_id`` was admitted and is about to call."""
@@ -112,15 +116,36 @@ class AttemptLog:
         """Whether a failure of ``deployment_id`` now is the first this request counts."""
         return deployment_id not in self.counted
 
+    def pending(self) -> tuple[Failed, ...]:
+        """Deferred failures not yet counted: the first of each deployment, in order."""
+        out: dict[str, Failed] = {}
+        for one in self.failures:
+            if one.deferred and one.deployment_id not in self.counted:
+                out.setdefault(one.deployment_id, one)
+        return tuple(out.values())
+
+    def owes(self, deployment_id: str) -> bool:
+        """Whether a failure of ``deployment_id`` counted, or will once the request ends."""
+        return deployment_id in self.counted or any(
+            f.deployment_id == deployment_id for f in self.pending()
+        )
+
     def failed(self, deployment_id: str, verdict: Verdict, now: float) -> AttemptLog:
         """The attempt on ``deployment_id`` failed at ``now`` with ``verdict``."""
+        return self.judged(Failed(deployment_id, verdict, now, now))
+
+    def judged(self, failure: Failed) -> AttemptLog:
+        """An attempt failed as ``failure`` says (a deferred one is not counted yet)."""
+        deployment_id, verdict, now = failure.deployment_id, failure.verdict, failure.at
         retry_after = dict(self.retry_after)
         if verdict.fault.retry_after is not None:
             retry_after[deployment_id] = verdict.fault.retry_after
+        counted = self.counted if failure.deferred else self.counted | {deployment_id}
         return replace(
             self,
             skip=self.skip | {deployment_id} if verdict.rules_out else self.skip,
-            counted=self.counted | {deployment_id},
+            counted=counted,
+            failures=(*self.failures, failure),
             retry_after=retry_after,
             failed_at={**self.failed_at, deployment_id: now},
             last=verdict,
@@ -128,19 +153,24 @@ class AttemptLog:
         )
 
     def failure(
-        self, blocked: Blocked | None = None, *, retry_at: float | None = None
+        self,
+        blocked: Blocked | None = None,
+        *,
+        retry_at: float | None = None,
+        scope: Scope | None = None,
     ) -> PoolFailure:
-        """The pool's failure as it stands (``retry_at``: see ``PoolFailure``)."""
-        fault = self.last.fault if self.last is not None else None
+        """The pool's failure as it stands (``retry_at``, ``scope``: see ``PoolFailure``)."""
+        last = self.last if scope is None else scope.verdict
         return PoolFailure(
-            fault,
+            None if last is None else last.fault,
             blocked,
             self.rate_limited,
             bool(self.full),
-            self.last,
+            last,
             self.last_deployment,
             attempts=self.attempts,
             retry_at=retry_at,
+            scope=scope,
         )
 
     def spent(
@@ -207,6 +237,9 @@ def next_step(
     ``snapshot``: the pool's state with this request's own writes applied.
     ``limits``: each deployment's effective policy (its overrides applied).
     """
+    scope = request_scope(log.failures, now) if log.last is not None else None
+    if scope is not None:
+        return Stop(log.failure(scope=scope))  # the request is the cause: nothing more to learn
     if log.last is not None and not log.last.tries_another:
         return _stop(log, deployments, snapshot)  # another deployment would reject it the same way
     if budget.expired(now) or log.attempts >= budget.max_attempts:
@@ -264,15 +297,3 @@ def _throttle_wait(blocked: Blocked, log: AttemptLog) -> float | None:
     ):
         return None
     return min(blocked.retry_after, MAX_RETRY_AFTER_SECONDS) + CAPACITY_MARGIN_S
-
-
-def chain_reason(failure: PoolFailure) -> FallbackReason | None:
-    """Which fallback chain a spent pool leads to; None: the request ends here.
-
-    A pool that was blocked (circuits, capacity, limits) takes the ``general``
-    chain; one that ended on an upstream answer takes the chain its verdict
-    names, and a rejected request takes none (another model would reject it too).
-    """
-    if failure.blocked is not None or failure.verdict is None:
-        return FallbackReason.GENERAL
-    return failure.verdict.fallback

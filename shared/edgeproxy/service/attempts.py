@@ -14,11 +14,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from edgeproxy.config.deployment import Deployment
+from edgeproxy.config.models import GatewayConfig
 from edgeproxy.config.policies import Operation
 from edgeproxy.config.providers import ProviderKind, uncarried
 from edgeproxy.errors import ModelNotFound
 from edgeproxy.routing.deadlines import AttemptTimeouts
 from edgeproxy.routing.eligibility import supports
+from edgeproxy.routing.estimates.tokens import with_output_limit
 from edgeproxy.routing.faults import Fault, FaultKind
 from edgeproxy.routing.features import request_features
 from edgeproxy.routing.selection import BlockReason
@@ -73,6 +75,31 @@ def wire(req: ProxyRequest, deployment: Deployment) -> tuple[Operation, Mapping[
         return operation, body, False  # its streams always end with their usage
     sent, hide_usage = with_stream_usage(body, deployment, req.stream)
     return operation, sent, hide_usage
+
+
+def upstream_call(
+    req: ProxyRequest,
+    config: GatewayConfig,
+    dep: Deployment,
+    output_limit: int | None,
+    credential: str | None,
+    timeouts: AttemptTimeouts,
+) -> tuple[UpstreamCall, bool]:
+    """The upstream call of ``req``'s attempt on ``dep`` and its ``hide_usage`` (``wire``),
+    with the output limit a tpm reservation set (``output_limit``)."""
+    operation, body, hide_usage = wire(req, dep)
+    call = UpstreamCall(
+        deployment=dep,
+        operation=operation,
+        body=with_output_limit(body, operation, dep, output_limit),
+        stream=req.stream,
+        credential=credential,
+        response_timeout_s=timeouts.response,
+        idle_timeout_s=timeouts.idle,
+        limits=config.gateway.upstream_limits,
+        egress=config.gateway.egress,
+    )
+    return call, hide_usage
 
 
 def untranslatable(req: ProxyRequest) -> Fault | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
 from edgeproxy.config.deployment import Deployment
@@ -21,7 +21,7 @@ from edgeproxy.routing import circuit
 from edgeproxy.routing import effects as effects_of
 from edgeproxy.routing.effects import AttemptFacts, CircuitWrite, Effects, PoolFacts
 from edgeproxy.routing.snapshot import Capacity
-from edgeproxy.routing.verdict import Verdict
+from edgeproxy.routing.verdict import Failed, Verdict
 from edgeproxy.service.admission import Attempt, bucket_expiry
 from edgeproxy.service.headers_quota import quota_writes
 from edgeproxy.service.limits.usage import record_key_usage
@@ -151,6 +151,24 @@ class Outcomes:
             standing += Standing(binding_dropped=True)
         writes += self._standing_writes(ctx, dep, effects)
         return standing + await _all(writes + self._binding_writes(ctx, dep, effects))
+
+    async def counted_late(
+        self, ctx: PoolContext, owner: str, failures: Sequence[Failed]
+    ) -> Standing:
+        """Count the deferred ``failures`` toward their circuits: the request ended and its
+        failures did not follow it (``routing.verdict.request_scope`` said None)."""
+        writes: list[Coroutine[Any, Any, Standing]] = []
+        for one in failures:
+            facts = AttemptFacts(one.deployment_id, one.started_at, False, False, owner, 0)
+            write = effects_of.counted_later(facts, _pool(ctx), one.verdict, one.at, self._rng)
+            if write is not None:
+                writes.append(self._write_circuit(write))
+        return await _all(writes) if writes else NOTHING
+
+    def count_later(self, ctx: PoolContext, owner: str, failures: Sequence[Failed]) -> None:
+        """``counted_late`` beside a success's answer (the request was served)."""
+        if failures:
+            self._writes.start(self.counted_late(ctx, owner, failures), "deferred failure")
 
     def _standing_writes(
         self, ctx: PoolContext, dep: Deployment, effects: Effects

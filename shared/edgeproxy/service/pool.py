@@ -26,7 +26,7 @@ from edgeproxy.routing.prefill.hints import Hint
 from edgeproxy.routing.selection import RouteRequest
 from edgeproxy.routing.snapshot import BindingKey, Capacity, Circuit, PoolSnapshot
 from edgeproxy.service.attempts import features_of, untranslatable
-from edgeproxy.state.store import PoolSource, SnapshotRequest
+from edgeproxy.state.store import PoolSource, SnapshotRequest, UsageSource
 
 if TYPE_CHECKING:  # a Run carries PoolContexts (service.run imports this module)
     from edgeproxy.service.run import Run
@@ -121,6 +121,18 @@ async def open_pool(store: PoolSource, run: Run, model: str, now: float) -> Pool
     return PoolContext(
         model, deployments, snapshot, key, sticky, config.router.circuit, req.key, limits
     )
+
+
+async def with_usage(
+    store: UsageSource, snapshot: PoolSnapshot, dep: Deployment, now: float
+) -> PoolSnapshot:
+    """``snapshot`` with ``dep``'s last two usage buckets, read now if the pool read left them
+    out (its strategies read no counters): what says whether others are served there."""
+    if dep.id in snapshot.usage:
+        return snapshot
+    minute = int(now // 60)
+    found = await store.read_usage(dep.id, minute - 1, minute, dep.counter_shards)
+    return replace(snapshot, usage={**snapshot.usage, dep.id: found})
 
 
 def prefill_rule(run: Run, ctx: PoolContext, dep: Deployment) -> PrefillParams | None:

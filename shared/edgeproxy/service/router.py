@@ -20,22 +20,28 @@ from collections.abc import Callable, Sequence
 
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import CredentialError, UpstreamFault
-from edgeproxy.routing.estimates.tokens import reservation, with_output_limit
+from edgeproxy.routing.estimates.tokens import reservation
 from edgeproxy.routing.estimates.window import unfit
-from edgeproxy.routing.refusal import RouteFailure
-from edgeproxy.routing.step import AttemptLog, PoolFailure, Stop, Try, Wait, chain_reason, next_step
-from edgeproxy.routing.verdict import CREDENTIAL_UNAVAILABLE, Verdict, judge
+from edgeproxy.routing.refusal import RouteFailure, chain_reason
+from edgeproxy.routing.step import AttemptLog, PoolFailure, Stop, Try, Wait, next_step
+from edgeproxy.routing.verdict import (
+    CREDENTIAL_UNAVAILABLE,
+    Failed,
+    Verdict,
+    attempt_failed,
+    judge,
+    request_shaped,
+)
 from edgeproxy.service.admission import Attempt, InFlight, start_count
-from edgeproxy.service.attempts import Caller, check_pool, native_refusal, wire
+from edgeproxy.service.attempts import Caller, check_pool, native_refusal, upstream_call
 from edgeproxy.service.credentials import CredentialResolver
 from edgeproxy.service.outcomes import Outcomes
-from edgeproxy.service.pool import PoolContext, Standing, open_pool, route_request
+from edgeproxy.service.pool import PoolContext, Standing, open_pool, route_request, with_usage
 from edgeproxy.service.prefill import Prefill
 from edgeproxy.service.run import Run, Served
 from edgeproxy.service.slots import SlotWait, given_back, take_slot
 from edgeproxy.service.trace import AttemptRecord
 from edgeproxy.state.store import RouterStore
-from edgeproxy.upstream.call import UpstreamCall
 
 logger = logging.getLogger(__name__)
 
@@ -143,6 +149,8 @@ class Router:
                     continue
                 if step.failure.blocked is not None:
                     run.trace.blocked.append(f"{model}:{step.failure.blocked.reason.value}")
+                if step.failure.scope is None:  # the failures were the deployments' (and if served)
+                    await self._outcomes.counted_late(ctx, run.owner, log.pending())
                 return native_refusal(run.req, step.failure, ctx.deployments)
             if isinstance(step, Wait):
                 # Our own 429 closed the domain's capacity: honour its Retry-After, then retry.
@@ -152,6 +160,7 @@ class Router:
                 run.trace.strategy = step.pick.strategy.value
             result = await self._try(run, ctx, step, log, caller)
             if isinstance(result, Served):
+                self._outcomes.count_later(result.ctx, run.owner, log.pending())
                 return result
             ctx, log = result
 
@@ -205,12 +214,12 @@ class Router:
         result = await self._attempt(run, ctx, attempt, caller, log)
         if isinstance(result, Served):
             return result
-        verdict, standing = result
-        return ctx.applied(standing), log.failed(dep.id, verdict, self._clock())
+        failed, standing = result
+        return ctx.applied(standing), log.judged(failed)
 
     async def _attempt(
         self, run: Run, ctx: PoolContext, attempt: Attempt, caller: Caller, log: AttemptLog
-    ) -> Served | tuple[Verdict, Standing]:
+    ) -> Served | tuple[Failed, Standing]:
         dep = attempt.deployment
         config = run.config
         policy = config.policy_for(dep, run.req.operation, run.req.stream)
@@ -227,18 +236,9 @@ class Router:
         run.trace.attempts.append(record)
         try:
             credential = await self._credentials.resolve(dep.credential)
-            operation, body, hide_usage = wire(run.req, dep)
-            body = with_output_limit(body, operation, dep, attempt.output_limit)
-            call = UpstreamCall(
-                deployment=dep,
-                operation=operation,
-                body=body,
-                stream=run.req.stream,
-                credential=credential.get_secret_value() if credential else None,
-                response_timeout_s=timeouts.response,
-                idle_timeout_s=timeouts.idle,
-                limits=config.gateway.upstream_limits,
-                egress=config.gateway.egress,
+            secret = credential.get_secret_value() if credential else None
+            call, hide_usage = upstream_call(
+                run.req, config, dep, attempt.output_limit, secret, timeouts
             )
             answer = await caller(call, timeouts)
             answer.hide_usage = hide_usage
@@ -261,7 +261,7 @@ class Router:
         record.status = answer.response.status if answer.response else 200
         run.trace.served_by = dep.id
         run.trace.served_model = ctx.model
-        counted = not log.counts_failure(dep.id)
+        counted = log.owes(dep.id)
         return Served(answer, ctx, attempt, ctx.model, counted=counted, record=record)
 
     async def _failed(
@@ -271,7 +271,7 @@ class Router:
         record: AttemptRecord,
         verdict: Verdict,
         log: AttemptLog,
-    ) -> tuple[Verdict, Standing]:
+    ) -> tuple[Failed, Standing]:
         fault = verdict.fault
         record.latency_ms = int((self._clock() - attempt.started_at) * 1000)
         record.status = fault.status
@@ -285,7 +285,14 @@ class Router:
             fault.kind.value,
             fault.status,
         )
-        # At most one failure per request and deployment counts toward its circuit.
-        first = log.counts_failure(dep_id)
+        snapshot = ctx.snapshot
+        if request_shaped(verdict, probe=attempt.probe):  # are others served there? (a read)
+            snapshot = await with_usage(self._store, snapshot, attempt.deployment, self._clock())
+        failed = attempt_failed(
+            snapshot, dep_id, verdict, self._clock(), attempt.started_at, attempt.probe
+        )
+        # At most one failure per request and deployment counts toward its circuit (one the
+        # request may have caused: at the request's end, unless it did; ``request_scope``).
+        first = log.counts_failure(dep_id) and not failed.deferred
         standing = await self._outcomes.failure(ctx, attempt, verdict, first=first)
-        return verdict, standing
+        return failed, standing

@@ -134,8 +134,20 @@ class RequestStore(
     """What the request path needs: one read, then counters and conditional writes."""
 
 
-class RouterStore(PoolSource, Admitter, Slots, CounterSink, Protocol):
-    """The router's calls: the pool read, admission, capacity slots and the in-flight counts."""
+class UsageSource(Protocol):
+    """Reads past usage buckets (the health job, the binding-share report, and the router
+    after a failure the request may have caused: who else the deployment served)."""
+
+    async def read_usage(
+        self, deployment_id: str, first_minute: int, last_minute: int, shards: int = 1
+    ) -> list[Usage]:
+        """Usage buckets of one deployment in ``[first_minute, last_minute]`` (shards summed)."""
+        ...
+
+
+class RouterStore(PoolSource, Admitter, Slots, CounterSink, UsageSource, Protocol):
+    """The router's calls: the pool read, admission, capacity slots, the in-flight counts
+    and a deployment's recent usage (``read_usage``, on the failure path only)."""
 
 
 class CounterStore(CounterSink, SpendSink, Protocol):
@@ -144,16 +156,6 @@ class CounterStore(CounterSink, SpendSink, Protocol):
 
 class OutcomeStore(CounterSink, SpendSink, QuotaSink, StandingWrites, Protocol):
     """What an attempt's outcome writes: counters, a key's spend, quota, circuits, bindings."""
-
-
-class UsageSource(Protocol):
-    """Reads past usage buckets (the health job, the binding-share report)."""
-
-    async def read_usage(
-        self, deployment_id: str, first_minute: int, last_minute: int, shards: int = 1
-    ) -> list[Usage]:
-        """Usage buckets of one deployment in ``[first_minute, last_minute]`` (shards summed)."""
-        ...
 
 
 class JobStore(ConfigSource, UsageSource, QuotaSink, Protocol):

@@ -20,10 +20,10 @@ from edgeproxy.routing.access import (
     seconds_to_next_minute,
     usage_block,
 )
-from edgeproxy.routing.refusal import RouteFailure, final_error
+from edgeproxy.routing.refusal import RouteFailure, chain_reason, final_error
 from edgeproxy.routing.selection import Blocked, BlockReason, Pick, RouteRequest, next_deployment
 from edgeproxy.routing.snapshot import PoolSnapshot, Usage
-from edgeproxy.routing.step import PoolFailure, chain_reason
+from edgeproxy.routing.step import PoolFailure
 
 from .builders import dep
 

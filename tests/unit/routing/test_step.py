@@ -12,6 +12,7 @@ from edgeproxy.config.router import CircuitSettings
 from edgeproxy.routing.backoff import MAX_RETRY_AFTER_SECONDS
 from edgeproxy.routing.deadlines import Budget
 from edgeproxy.routing.faults import Fault, FaultKind
+from edgeproxy.routing.refusal import chain_reason
 from edgeproxy.routing.selection import BlockReason, RouteRequest
 from edgeproxy.routing.snapshot import Capacity, Circuit, CircuitState, PoolSnapshot
 from edgeproxy.routing.step import (
@@ -21,7 +22,6 @@ from edgeproxy.routing.step import (
     Stop,
     Try,
     Wait,
-    chain_reason,
     next_step,
 )
 from edgeproxy.routing.verdict import judge

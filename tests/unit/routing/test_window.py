@@ -5,7 +5,7 @@ from __future__ import annotations
 from edgeproxy.config.policies import Operation
 from edgeproxy.routing.estimates.window import Need, need_of, too_small, unfit
 from edgeproxy.routing.faults import FailureClass
-from edgeproxy.routing.step import chain_reason
+from edgeproxy.routing.refusal import chain_reason
 
 from .builders import dep
 

@@ -27,6 +27,7 @@ def test_the_sharing_wrapper_implements_only_what_it_shares() -> None:
         "admit",
         "take_slot",
         "release_slot",
+        "read_usage",  # passed through: the router's usage read after a failure
         "record",
         "record_key_usage",
     }
@@ -37,6 +38,7 @@ def test_the_sharing_wrapper_implements_only_what_it_shares() -> None:
         "admit",
         "take_slot",
         "release_slot",
+        "read_usage",
         "record",
         "record_key_usage",
     }

@@ -5,7 +5,8 @@ implements nothing else (``SharedCalls``): the router's pool read, its
 admission and in-flight counts (``RouterStore``), and the outcome writer's
 counters and key spend (``Outcomes(counters=...)``). Every other write goes
 to the store itself; the router's capacity slots pass straight through (each
-is a conditional write that must land before the call).
+is a conditional write that must land before the call), and so does its
+usage read after a failure (``read_usage``: who else a deployment served).
 
 - ``read_pool``: single-flight (``PoolReads``): concurrent requests of one
   pool share a read that started after they arrived;
@@ -34,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from edgeproxy.routing.snapshot import PoolSnapshot
+from edgeproxy.routing.snapshot import PoolSnapshot, Usage
 from edgeproxy.service.sharing.counter_buffer import CounterBuffer, KeySpend
 from edgeproxy.service.sharing.pool_reads import PoolReads
 from edgeproxy.state.store import (
@@ -45,10 +46,11 @@ from edgeproxy.state.store import (
     SnapshotRequest,
     SpendSink,
     UsageDelta,
+    UsageSource,
 )
 
 
-class SharedCalls(PoolBatches, Admitter, Slots, CounterSink, SpendSink, Protocol):
+class SharedCalls(PoolBatches, Admitter, Slots, CounterSink, SpendSink, UsageSource, Protocol):
     """The store calls a ``CoalescingStore`` shares: what it wraps, and all it offers."""
 
 
@@ -112,6 +114,11 @@ class CoalescingStore:
 
     async def release_slot(self, deployment_id: str, slot: int, holder: str) -> None:
         await self._store.release_slot(deployment_id, slot, holder)
+
+    async def read_usage(
+        self, deployment_id: str, first_minute: int, last_minute: int, shards: int = 1
+    ) -> list[Usage]:
+        return await self._store.read_usage(deployment_id, first_minute, last_minute, shards)
 
     async def record(self, delta: UsageDelta, expires_at: float) -> None:
         if self.counters is None or delta.reserved_tokens > 0:
