@@ -222,3 +222,60 @@ def test_the_interactive_preset_continues_a_cut_stream_without_a_pool_setting(
     assert stream_text(events) == CANON
     assert not any("error" in e for e in events if isinstance(e, dict))
     assert len(prefills(b)) == 1
+
+
+def _finish_reasons(events: list[Any]) -> list[str]:
+    return [
+        c["finish_reason"]
+        for e in events
+        if isinstance(e, dict)
+        for c in e.get("choices", [])
+        if c.get("finish_reason")
+    ]
+
+
+def test_a_new_turn_continuation_joins_with_the_space_the_model_would_have_written(
+    start_gateway, pair
+) -> None:
+    a, b = pair
+    gw = gateway(start_gateway, a, b, supports_prefill=True)
+    # a's stream is cut right after "Taylor." (role, five words); b's chat template
+    # starts a new turn, as llama-cpp-python's does: a fresh message, no leading space.
+    a.set_faults([{"content": "My cat is named Taylor.", "cut_after_chunks": 6}])
+    b.set_faults([{"content": "One day she ran far away."}])
+    events = sse_events(post_chat(gw.base_url, "fast-chat", stream=True))
+    assert stream_text(events) == "My cat is named Taylor. One day she ran far away."
+    assert _finish_reasons(events) == ["stop"]
+    [request] = prefills(b)
+    assert request["body"]["messages"][-1]["content"] == "My cat is named Taylor."
+
+
+def test_the_continuation_asks_for_what_is_left_of_max_tokens_counting_short_tokens(
+    start_gateway, pair
+) -> None:
+    a, b = pair
+    gw = gateway(start_gateway, a, b, supports_prefill=True)
+    # Eight one-letter words (16 characters) were delivered: 8 tokens, not 16 / 4.
+    a.set_faults([{"content": "a b c d e f g h i j k l", "cut_after_chunks": 9}])
+    b.set_faults([{"content": "Then it rained all day long.", "obey_max_tokens": True}])
+    events = sse_events(post_chat(gw.base_url, "fast-chat", stream=True, max_tokens=12))
+    [request] = prefills(b)
+    assert request["body"]["max_tokens"] == 4
+    text = stream_text(events)
+    assert text == "a b c d e f g h Then it rained all "
+    assert len(pieces(text)) <= 12  # the mock's tokens: one a word
+    assert _finish_reasons(events) == ["length"]
+
+
+def test_a_cut_with_max_tokens_used_up_ends_by_length_without_another_call(
+    start_gateway, pair
+) -> None:
+    a, b = pair
+    gw = gateway(start_gateway, a, b, supports_prefill=True)
+    a.set_faults([{"content": "a b c d e f g h i j k l", "cut_after_chunks": 9}])
+    events = sse_events(post_chat(gw.base_url, "fast-chat", stream=True, max_tokens=8))
+    assert stream_text(events) == "a b c d e f g h "
+    assert _finish_reasons(events) == ["length"]
+    assert not any("error" in e for e in events if isinstance(e, dict))
+    assert events[-1] == "[DONE]"
+    assert model_requests(b) == []

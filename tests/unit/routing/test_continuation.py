@@ -65,3 +65,9 @@ def test_a_spent_budget_ends_the_answer() -> None:
     assert decide(CUT, tracker, "Hi", ["m"], BUDGET, now=BUDGET.deadline_at - 0.001).go
     late = decide(CUT, tracker, "Hi", ["m"], BUDGET, now=BUDGET.deadline_at)
     assert (late.go, late.reason) == (False, Reason.BUDGET_SPENT)
+
+
+def test_a_cut_with_the_clients_output_limit_used_up_ends_by_length() -> None:
+    cut = Cut(Operation.CHAT, pinned=False, by_deadline=False, continuations=0, output_spent=True)
+    decision = decide(cut, _tracker({"content": "Hi"}), "Hi", ["m"], BUDGET, now=NOW)
+    assert (decision.go, decision.reason) == (False, Reason.LENGTH)

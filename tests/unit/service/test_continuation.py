@@ -28,7 +28,7 @@ def test_a_continuation_reads_as_the_rest_of_the_first_answer() -> None:
         assert progress.owed(chunk("first", delta), hide_usage=False) is not None
     progress.failed(Fault(FaultKind.TRUNCATED, "cut"), "a", Usage(10, 2))
     assert progress.prefill() == "Hello wor"
-    progress.resumed = True
+    progress.continued()
     # The continuation's role event says nothing new; its chunks take the first id.
     assert (
         progress.owed(chunk("second", {"role": "assistant", "content": ""}), hide_usage=False)
@@ -55,7 +55,7 @@ def test_whitespace_left_out_of_the_prefill_is_not_repeated() -> None:
     progress = Progress()
     progress.owed(chunk("first", {"content": "The quick "}), hide_usage=False)
     assert progress.prefill() == "The quick"  # providers reject a prefill ending in whitespace
-    progress.resumed = True
+    progress.continued()
     again = progress.owed(chunk("second", {"content": " brown"}), hide_usage=False)
     assert again is not None
     assert again["choices"][0]["delta"] == {"content": "brown"}
@@ -67,7 +67,7 @@ def test_whitespace_left_out_of_the_prefill_is_not_repeated() -> None:
 
 def test_the_continuation_body_appends_the_prefill() -> None:
     body = {"model": "m", "messages": [{"role": "user", "content": "Hi"}], "stream": True}
-    out = continuation_body(body, "Hello wor")
+    out = continuation_body(body, "Hello wor", {})
     assert out["messages"] == [
         {"role": "user", "content": "Hi"},
         {"role": "assistant", "content": "Hello wor"},
@@ -77,6 +77,33 @@ def test_the_continuation_body_appends_the_prefill() -> None:
 
 def test_the_continuation_asks_only_for_what_is_left_of_the_clients_limit() -> None:
     body = {"model": "m", "messages": [], "max_tokens": 400, "max_completion_tokens": 50}
-    out = continuation_body(body, "x" * 400)  # about 100 tokens already written
+    progress = Progress()
+    for _ in range(4):
+        progress.owed(chunk("first", {"content": "x" * 100}), hide_usage=False)
+    limits = progress.limits(body)  # 400 characters: about 100 tokens already written
+    assert limits == {"max_tokens": 300, "max_completion_tokens": -50}
+    out = continuation_body(body, progress.prefill(), limits)
     assert (out["max_tokens"], out["max_completion_tokens"]) == (300, 1)
-    assert "max_tokens" not in continuation_body({"messages": []}, "x" * 400)
+    assert "max_tokens" not in continuation_body({"messages": []}, "x" * 400, {})
+
+
+def test_many_short_deltas_count_one_token_each() -> None:
+    progress = Progress()
+    for word in ("a", " b", " c", " d", " e", " f"):
+        progress.owed(chunk("first", {"content": word}), hide_usage=False)
+    # 11 characters would be 3 tokens; 6 deltas are at least 6.
+    assert progress.limits({"max_tokens": 10}) == {"max_tokens": 4}
+
+
+def test_a_new_turn_continuation_gets_back_the_space_the_model_would_have_written() -> None:
+    progress = Progress()
+    progress.owed(chunk("first", {"content": "Her name was Taylor."}), hide_usage=False)
+    assert progress.prefill() == "Her name was Taylor."
+    progress.continued()
+    first = progress.owed(chunk("second", {"content": "One"}), hide_usage=False)
+    assert first is not None
+    assert first["choices"][0]["delta"] == {"content": " One"}
+    later = progress.owed(chunk("second", {"content": " day"}), hide_usage=False)
+    assert later is not None
+    assert later["choices"][0]["delta"] == {"content": " day"}
+    assert "".join(progress.text) == "Her name was Taylor. One day"

@@ -32,6 +32,7 @@ class Reason(StrEnum):
     SEVERAL_CHOICES = "several_choices"  # a prefill continues one choice
     NO_TEXT = "no_text"  # nothing shown to continue from (reasoning alone)
     BUDGET_SPENT = "budget_spent"  # no time left for another attempt
+    LENGTH = "length"  # the client's max_tokens is used up: the answer ends as the model's would
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,7 @@ class Cut:
     pinned: bool  # the request named its deployment
     by_deadline: bool  # the request's total deadline ended it (not the upstream)
     continuations: int  # continuations of this answer started before this cut
+    output_spent: bool = False  # nothing is left of the client's output limit (remainder.spent)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +74,8 @@ def decide(
 ) -> Decision:
     """Continue the cut stream or not; ``text``: choice 0's content the client was shown."""
     reason = _refusal(cut, targets) or continuable(tracker, text)
+    if reason is None and cut.output_spent:
+        reason = Reason.LENGTH  # not a failure: the caller ends it with finish_reason length
     if reason is None and budget.expired(now):
         reason = Reason.BUDGET_SPENT
     return Decision(reason is None, reason or Reason.CONTINUE)

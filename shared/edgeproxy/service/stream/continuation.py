@@ -6,41 +6,38 @@ its fallback chain, plain text of one choice, time left), the relay asks
 a ``supports_prefill`` deployment to continue the answer: the original
 messages plus an assistant message holding the text relayed so far. Its
 stream is then relayed as the rest of the same answer: same ``id`` and
-``created``, no second role event, whitespace the client already saw not
-repeated, and usage summed over every attempt.
+``created``, no second role event, joined on as ``routing/stream/remainder.py``
+says (whitespace the client already saw not repeated, a new turn's lost
+space put back), its output limit what is left of the client's, and usage
+summed over every attempt.
 
     progress = Progress()
     chunk = progress.owed(chunk, hide_usage=False)   # None: nothing to send
-    body = continuation_body(original_body, progress.prefill())
+    body = continuation_body(original_body, progress.prefill(), progress.limits(original_body))
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from edgeproxy.routing.estimates.tokens import CHARS_PER_TOKEN
 from edgeproxy.routing.faults import Fault
+from edgeproxy.routing.stream.remainder import delivered_tokens, joined, remaining_limits
 from edgeproxy.service.attempts import usage_only
 from edgeproxy.upstream.call import Usage
 
 _IDENTITY = ("id", "created")
-_OUTPUT_LIMITS = ("max_tokens", "max_completion_tokens")  # a continued chat's output limits
 
 
-def continuation_body(body: Mapping[str, Any], prefill: str) -> dict[str, Any]:
-    """The original body with ``prefill`` as a trailing assistant message, and its output
-    limit lowered by what the prefill already wrote (at ``CHARS_PER_TOKEN``: an estimate,
-    since a cut stream reports no usage), so the whole answer keeps the client's limit."""
+def continuation_body(
+    body: Mapping[str, Any], prefill: str, limits: Mapping[str, int]
+) -> dict[str, Any]:
+    """The original body with ``prefill`` as a trailing assistant message and ``limits``
+    (``Progress.limits``: what is left of each output limit) in place of its own."""
     messages = list(body.get("messages") or [])
     out = {**body, "messages": [*messages, {"role": "assistant", "content": prefill}]}
-    written = math.ceil(len(prefill) / CHARS_PER_TOKEN)
-    for name in _OUTPUT_LIMITS:
-        limit = body.get(name)
-        if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
-            out[name] = max(1, limit - written)
+    out.update({name: max(1, left) for name, left in limits.items()})
     return out
 
 
@@ -56,21 +53,24 @@ class Progress:
     """One relayed answer across its attempts: what the client saw and what it cost."""
 
     text: list[str] = field(default_factory=list)  # choice 0's content, as sent
+    shown: str = ""  # choice 0's content at the current continuation's cut
+    rest: str = ""  # the current continuation's content, as the upstream wrote it
     identity: dict[str, Any] = field(default_factory=dict)  # id/created of the first chunk
     resumed: bool = False  # the current attempt is a continuation
-    owed_whitespace: str = ""  # shown to the client but left out of the prefill
     usage: Usage | None = None  # what the attempts before the current one reported
     first_fault: Fault | None = None  # the error the client gets if no continuation works
     first_deployment: str | None = None
     cut: set[str] = field(default_factory=set)  # deployments whose stream was cut
     continuations: int = 0  # continuations started so far
+    ended_by_length: bool = False  # cut with the client's output limit used up
 
     def prefill(self) -> str:
         """The assistant prefill (providers reject one that ends in whitespace)."""
-        shown = "".join(self.text)
-        prefill = shown.rstrip()
-        self.owed_whitespace = shown[len(prefill) :]
-        return prefill
+        return "".join(self.text).rstrip()
+
+    def limits(self, body: Mapping[str, Any]) -> dict[str, int]:
+        """What is left of each of ``body``'s output limits after the text shown so far."""
+        return remaining_limits(body, delivered_tokens("".join(self.text), len(self.text)))
 
     def failed(self, fault: Fault, deployment: str, usage: Usage | None) -> None:
         """The current attempt failed after the commit; its reported tokens still count."""
@@ -109,6 +109,11 @@ class Progress:
                     self.text.append(content)
         return chunk
 
+    def continued(self) -> None:
+        """The next chunks are a continuation's, joined on to the text shown so far."""
+        self.resumed = True
+        self.shown, self.rest = "".join(self.text), ""
+
     def _rebased(self, chunk: dict[str, Any]) -> dict[str, Any] | None:
         """A continuation's chunk as part of the first answer (None: it says nothing new)."""
         out = {**chunk, **self.identity}
@@ -119,8 +124,9 @@ class Progress:
             delta = dict(choice.get("delta") or {})
             delta.pop("role", None)  # the client had its role event already
             content = delta.get("content")
-            if isinstance(content, str) and self.owed_whitespace:
-                delta["content"] = content = self._dedent(content)
+            if isinstance(content, str) and choice.get("index", 0) == 0:
+                delta["content"] = joined(self.shown, self.rest, content)
+                self.rest += content
             if not any(v for v in delta.values()) and not choice.get("finish_reason"):
                 continue
             choices.append({**choice, "delta": delta})
@@ -128,13 +134,3 @@ class Progress:
             return None
         out["choices"] = choices
         return out
-
-    def _dedent(self, content: str) -> str:
-        """Drop leading whitespace the client already got before the cut."""
-        owed = self.owed_whitespace
-        k = 0
-        while k < len(content) and k < len(owed) and content[k] == owed[k]:
-            k += 1
-        rest = content[k:]
-        self.owed_whitespace = owed[k:] if not rest else ""
-        return rest

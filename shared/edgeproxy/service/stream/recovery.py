@@ -16,7 +16,8 @@ from dataclasses import replace
 
 from edgeproxy.errors import UpstreamFault
 from edgeproxy.routing.faults import Fault, FaultKind
-from edgeproxy.routing.stream.continuation import Cut, decide
+from edgeproxy.routing.stream.continuation import Cut, Reason, decide
+from edgeproxy.routing.stream.remainder import spent
 from edgeproxy.routing.verdict import judge
 from edgeproxy.service.outcomes import Outcomes, settle
 from edgeproxy.service.run import Run, Served
@@ -68,6 +69,7 @@ class Recovery:
                 pinned=run.req.pin is not None,
                 by_deadline=isinstance(exc, TimeoutError),
                 continuations=progress.continuations,
+                output_spent=spent(progress.limits(run.req.body)),
             ),
             stream.tracker,
             "".join(progress.text),
@@ -75,6 +77,7 @@ class Recovery:
             run.budget,
             now=self._clock(),
         )
+        progress.ended_by_length = decision.reason is Reason.LENGTH
         if self._resume is None or not decision.go:
             return None
         return await self._continued(run, served, settlement, progress)
@@ -124,7 +127,11 @@ class Recovery:
         targets = run.config.continuation_targets(served.model)
         resume_run = Run(
             req=replace(
-                run.req, body=continuation_body(run.req.body, progress.prefill()), pin=None
+                run.req,
+                body=continuation_body(
+                    run.req.body, progress.prefill(), progress.limits(run.req.body)
+                ),
+                pin=None,
             ),
             config=run.config,
             budget=run.budget,
@@ -137,7 +144,7 @@ class Recovery:
         if resumed is None:
             self._log(run, logging.WARNING, "stream continuation found no capable deployment")
             return None
-        progress.resumed = True
+        progress.continued()
         settlement.serving(resumed)
         self._telemetry.count("StreamContinuations")
         self._log(

@@ -30,6 +30,7 @@ from edgeproxy.errors import EdgeproxyError, UpstreamFault
 from edgeproxy.routing.estimates.tokens import unreported_usage
 from edgeproxy.routing.refusal import fault_error
 from edgeproxy.routing.stream.completeness import Complete
+from edgeproxy.routing.stream.remainder import delivered_tokens
 from edgeproxy.service.limits.calibrations import Calibrations
 from edgeproxy.service.outcomes import Outcomes
 from edgeproxy.service.run import Run, Served
@@ -139,6 +140,10 @@ class Relay:
                 if resumed is not None:
                     served = resumed
                     continue
+                if progress.ended_by_length:
+                    yield self._at_length(run, progress)
+                    await _written(writes)
+                    return
                 assert progress.first_fault is not None
                 error = fault_error(progress.first_fault, progress.first_deployment)
                 yield Failed(error, self._routing(run))
@@ -237,6 +242,20 @@ class Relay:
         )
         after.set(success)
         return closing, success
+
+    def _at_length(self, run: Run, progress: Progress) -> Closing:
+        """The end of an answer cut when the client's output limit was used up: it ends as
+        the model's would have, with finish_reason length (its tokens by the estimate)."""
+        text = "".join(progress.text)
+        prompt, _ = unreported_usage(run.req.body, text)
+        estimate = Usage(prompt, delivered_tokens(text, len(progress.text)))
+        return Closing(
+            finish_reasons={0: "length"},
+            usage=progress.usage,
+            routing=self._routing(run),
+            counted=progress.usage or estimate,
+            estimated=progress.usage is None,
+        )
 
     def _anomalies(self, run: Run, served: Served, anomalies: tuple[str, ...]) -> None:
         self._log(run, logging.INFO, "stream anomalies: %s", ",".join(anomalies))
