@@ -150,6 +150,7 @@ class Gateway:
             budget=Budget.from_deadline(deadline, self._clock(), self.max_total_ms),
             trace=Trace(requested_model=req.model),
             owner=f"{req.request_id}:{uuid.uuid4().hex[:8]}",
+            calibrated=self.calibrations.view(),
         )
 
     async def _reserve(self, req: ProxyRequest, config: GatewayConfig) -> Reservation | None:

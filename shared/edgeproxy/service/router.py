@@ -122,7 +122,7 @@ class Router:
         if not ctx.deployments:
             return PoolFailure()  # a continuation with no prefill-capable deployment here
         pinned = run.req.pin is not None
-        small, unfit_pool = unfit(ctx.deployments, run.req.body, run.req.operation)
+        small, unfit_pool = unfit(ctx.deployments, run.req.body, run.req.operation, run.calibrated)
         if unfit_pool is not None:
             return unfit_pool  # no window holds it: context_window chain, or the 400, no call
         route = route_request(run, ctx, self._prefill.hints(run.req.caller))

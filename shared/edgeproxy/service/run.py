@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.routing.deadlines import Budget
+from edgeproxy.routing.estimates.calibration import Calibration
 from edgeproxy.service.admission import Attempt
 from edgeproxy.service.attempts import Answer
 from edgeproxy.service.pool import PoolContext
@@ -35,6 +36,8 @@ class Run:
     ``resume``: this run carries the continuation of a stream cut after its
     commit (its body ends with the assistant prefill); only deployments with
     ``supports_prefill`` are candidates and no sticky binding is read or moved.
+    ``calibrated``: each deployment's prompt calibration, by id, that context
+    windows count the prompt by (``service.limits.calibrations``).
     """
 
     req: ProxyRequest
@@ -43,6 +46,7 @@ class Run:
     trace: Trace
     owner: str
     resume: bool = False
+    calibrated: Mapping[str, Calibration] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

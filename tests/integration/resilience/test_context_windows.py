@@ -69,3 +69,44 @@ def test_an_output_over_the_cap_or_window_runs_the_context_window_chain(
     )
     assert answer.model == "mock-large"
     assert model_requests(upstream_a) == []
+
+
+def _answer_counting(prompt_tokens: int) -> dict[str, object]:
+    """A chat answer whose upstream counted ``prompt_tokens`` (a chat template's included)."""
+    return {
+        "id": "chatcmpl-templated",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "mock-model",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": 1,
+            "total_tokens": prompt_tokens + 1,
+        },
+    }
+
+
+def test_after_answers_count_a_chat_template_the_window_refuses_without_a_call(
+    start_gateway, sdk, upstream_a: MockUpstream
+) -> None:
+    gw = start_gateway(
+        config(deployment("a", upstream_a, context_window=200), router=router(), gateway=keys())
+    )
+    client = sdk(gw.base_url)
+    prompt = [{"role": "user", "content": "word " * 100}]  # 126 tokens by the text
+    # 126 + 50 fit in 200 by the text; the server's template makes the prompt 190.
+    upstream_a.set_faults([{"body": _answer_counting(190)}])
+    client.chat.completions.create(model="fast-chat", messages=prompt, max_tokens=50)
+    assert len(model_requests(upstream_a)) == 1
+    for _ in range(2):
+        with pytest.raises(openai.BadRequestError) as caught:
+            client.chat.completions.create(model="fast-chat", messages=prompt, max_tokens=50)
+        assert caught.value.code == "context_length_exceeded"
+        assert "prompt estimate 190" in caught.value.message
+    assert len(model_requests(upstream_a)) == 1  # refused before any call
+    # What still fits by the calibrated count is served.
+    client.chat.completions.create(model="fast-chat", messages=prompt, max_tokens=5)
+    assert len(model_requests(upstream_a)) == 2

@@ -9,6 +9,16 @@ fails as an upstream would have answered (400 ``context_length_exceeded``),
 without a call: the ``context_window`` fallback chain runs, or the client
 gets that 400.
 
+The prompt is counted per deployment. Until it has a calibration
+(``routing.estimates.calibration``: the ratio of the prompt counts its
+answers reported to ``prompt_bound``), the estimate is the text alone
+(``prompt_estimate``). Once it has one, the estimate is ``prompt_bound``
+(each message's frame included) times that ratio, so a chat template's
+tokens are counted: a prompt that fits by the text can be refused, and one
+that a deployment's tokenizer counts smaller than the text estimate can be
+let through. A ratio below 1 counts down to ``FLOOR`` only, since a wrong
+"fits" costs an upstream's 400 and a wrong "does not" a refusal.
+
 >>> need = Need(prompt=900, output=200)
 >>> need.fits(context_window=1024, max_output_tokens=None)
 False
@@ -16,16 +26,21 @@ False
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.policies import Operation
-from edgeproxy.routing.estimates.tokens import prompt_estimate, requested_output
+from edgeproxy.routing.estimates.calibration import MAX_RATIO, Calibration
+from edgeproxy.routing.estimates.tokens import prompt_bound, prompt_estimate, requested_output
 from edgeproxy.routing.faults import Fault, FaultKind
 from edgeproxy.routing.step import PoolFailure
 from edgeproxy.routing.verdict import judge
+
+FLOOR = 0.5  # the least a calibration may scale a prompt estimate down to
+UNCALIBRATED = Calibration()
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,22 +57,58 @@ class Need:
         return context_window is None or self.prompt + self.output <= context_window
 
 
-def need_of(body: Mapping[str, Any], operation: Operation) -> Need | None:
-    """The request's need (None for embeddings: they write no output)."""
+def need_of(
+    body: Mapping[str, Any], operation: Operation, calibration: Calibration = UNCALIBRATED
+) -> Need | None:
+    """The request's need on a deployment with ``calibration`` (None for embeddings:
+    they write no output)."""
     if operation is Operation.EMBEDDINGS:
         return None
-    return Need(prompt_estimate(body), max(1, requested_output(body) or 0))
+    return Need(calibrated_prompt(body, calibration), max(1, requested_output(body) or 0))
 
 
-def too_small(deployments: Sequence[Deployment], need: Need | None) -> frozenset[str]:
-    """The deployments whose declared window or output cap cannot hold ``need``."""
-    if need is None:
+def calibrated_prompt(body: Mapping[str, Any], calibration: Calibration) -> int:
+    """The prompt's tokens as a deployment with ``calibration`` would count them.
+
+    >>> body = {"messages": [{"content": "x" * 400}]}
+    >>> calibrated_prompt(body, UNCALIBRATED), calibrated_prompt(body, Calibration(1.5, 3))
+    (100, 161)
+    """
+    if calibration.samples == 0:
+        return prompt_estimate(body)
+    ratio = min(MAX_RATIO, max(FLOOR, calibration.ratio))
+    return math.ceil(prompt_bound(body) * ratio)
+
+
+def too_small(
+    deployments: Sequence[Deployment],
+    body: Mapping[str, Any],
+    operation: Operation,
+    calibrations: Mapping[str, Calibration],
+) -> frozenset[str]:
+    """The deployments whose declared window or output cap cannot hold the request, each
+    counting its prompt by its own calibration (``calibrations``, by deployment id)."""
+    if operation is Operation.EMBEDDINGS:
         return frozenset()
     return frozenset(
         d.id
         for d in deployments
-        if not need.fits(context_window=d.context_window, max_output_tokens=d.max_output_tokens)
+        if (d.context_window is not None or d.max_output_tokens is not None)
+        and not _need(body, operation, calibrations, d.id).fits(
+            context_window=d.context_window, max_output_tokens=d.max_output_tokens
+        )
     )
+
+
+def _need(
+    body: Mapping[str, Any],
+    operation: Operation,
+    calibrations: Mapping[str, Calibration],
+    deployment_id: str,
+) -> Need:
+    need = need_of(body, operation, calibrations.get(deployment_id, UNCALIBRATED))
+    assert need is not None  # embeddings were answered before
+    return need
 
 
 def window_fault(need: Need, deployments: Sequence[Deployment]) -> Fault:
@@ -77,13 +128,18 @@ def window_fault(need: Need, deployments: Sequence[Deployment]) -> Fault:
 
 
 def unfit(
-    deployments: Sequence[Deployment], body: Mapping[str, Any], operation: Operation
+    deployments: Sequence[Deployment],
+    body: Mapping[str, Any],
+    operation: Operation,
+    calibrations: Mapping[str, Calibration] | None = None,
 ) -> tuple[frozenset[str], PoolFailure | None]:
     """The deployments too small for the request, and the pool's failure when that is all
-    of them (its verdict names the ``context_window`` chain)."""
-    need = need_of(body, operation)
-    small = too_small(deployments, need)
-    if need is None or not deployments or small < {d.id for d in deployments}:
+    of them (its verdict names the ``context_window`` chain). ``calibrations``: each
+    deployment's prompt calibration, by id (none: every one uncalibrated)."""
+    calibrations = calibrations or {}
+    small = too_small(deployments, body, operation, calibrations)
+    if not deployments or small < {d.id for d in deployments}:
         return small, None
-    fault = window_fault(need, deployments)
+    largest = max(deployments, key=lambda d: d.context_window or 0)
+    fault = window_fault(_need(body, operation, calibrations, largest.id), deployments)
     return small, PoolFailure(fault, verdict=judge(fault))

@@ -5,12 +5,14 @@ per deployment id, learned from the prompt counts upstreams report with
 their answers. A new process starts uncalibrated (ratio 1: the estimate
 alone, which is conservative on its own); nothing is written to the store,
 so learning costs no round trip. Any estimate that needs a deployment's
-real counts (the key reservations here; context windows later) reads it.
+real counts (the key reservations here; the router's context windows,
+``routing.estimates.window``) reads it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from edgeproxy.config.deployment import Deployment
@@ -32,6 +34,10 @@ class Calibrations:
     def of(self, deployment_id: str) -> Calibration:
         """The deployment's calibration (uncalibrated until its first counted answer)."""
         return self._by_deployment.get(deployment_id, Calibration())
+
+    def view(self) -> Mapping[str, Calibration]:
+        """Every calibration learned so far, by deployment id (read-only, kept current)."""
+        return MappingProxyType(self._by_deployment)
 
     def ratio(self, pool: Iterable[Deployment]) -> float:
         """The highest ratio among ``pool``'s deployments (1 when none is calibrated)."""

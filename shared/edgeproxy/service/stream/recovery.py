@@ -138,6 +138,7 @@ class Recovery:
             trace=run.trace,
             owner=run.owner,
             resume=True,
+            calibrated=run.calibrated,
         )
         progress.continuations += 1
         resumed = await self._resume(resume_run, targets, frozenset(progress.cut))
