@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
+import openai
 import pytest
 
 from tests.fixtures.configs import config
@@ -138,3 +139,54 @@ def test_over_long_streamed_prompts_are_400s_that_leave_every_circuit_closed(
     }
     events = sse_events(_stream(gw.base_url))
     assert stream_text(events).strip()  # the pool still serves everyone else
+
+
+STORY = [{"role": "user", "content": "Write a short story about a cat named Taylor."}]
+STORY_TOKENS = 40
+BEFORE_KILL = 8  # content chunks the client reads from the first server before it dies
+
+
+def test_a_server_killed_mid_stream_is_continued_on_the_other_as_one_answer(
+    start_gateway: Any, llama_server: Callable[..., LlamaServer]
+) -> None:
+    first, second = llama_server(), llama_server()
+    deps = [
+        _deployment("llama-0", first, priority=1, supports_prefill=True),
+        _deployment("llama-1", second, supports_prefill=True),
+    ]
+    gw = start_gateway(
+        config(
+            *deps,
+            pools={"local": {"continuation": "prefill"}},
+            router=router(json=PATIENT, stream=PATIENT),
+            gateway=keys(),
+        )
+    )
+    client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=CLIENT_KEY, max_retries=0)
+    stream = client.chat.completions.create(
+        model="local", messages=STORY, stream=True, max_tokens=STORY_TOKENS, temperature=0
+    )
+    deltas: list[str] = []
+    finishes: list[str] = []
+    prefix = ""
+    for chunk in stream:
+        for choice in chunk.choices:
+            if choice.delta.content:
+                deltas.append(choice.delta.content)
+            if choice.finish_reason:
+                finishes.append(choice.finish_reason)
+        if len(deltas) == BEFORE_KILL and not prefix:
+            prefix = "".join(deltas)
+            first.kill()  # SIGKILL: the server dies mid-answer, as in a crash
+    text = "".join(deltas)
+    assert prefix, "the first server finished before it could be killed"
+    assert len(finishes) == 1  # one complete answer
+    assert finishes[0] in ("stop", "length")
+    assert text.startswith(prefix)
+    rest = text[len(prefix) :]
+    assert rest.strip(), "nothing was continued"
+    # The join: no whitespace twice, none lost between a word or sentence and the next.
+    assert not (prefix[-1].isspace() and rest[0].isspace())
+    assert prefix[-1].isspace() or rest[0].isspace() or not rest[0].isalpha(), repr(text)
+    # One token a delta (llama.cpp streams token by token): within the client's max_tokens.
+    assert len(deltas) <= STORY_TOKENS
