@@ -279,3 +279,42 @@ def test_a_cut_with_max_tokens_used_up_ends_by_length_without_another_call(
     assert not any("error" in e for e in events if isinstance(e, dict))
     assert events[-1] == "[DONE]"
     assert model_requests(b) == []
+
+
+def test_a_cut_anthropic_stream_at_max_tokens_ends_with_max_tokens_and_the_estimate(
+    start_gateway, pair
+) -> None:
+    a, b = pair
+    gw = start_gateway(
+        config(
+            deployment("a", a, provider="anthropic"),
+            deployment("b", b, model="spare-chat", supports_prefill=True),
+            fallbacks=[{"model": "fast-chat", "to": ["spare-chat"], "continuation": "prefill"}],
+            router=router(),
+            gateway=keys(),
+        )
+    )
+    a.set_faults([{"cut_after_chunks": 6}])  # start, block start, ping, "The quick brown "
+    answer = httpx.post(
+        gw.base_url + "/v1/messages",
+        json={
+            "model": "fast-chat",
+            "max_tokens": 4,  # "The quick brown " is 16 characters: 4 tokens by the estimate
+            "stream": True,
+            "messages": [{"role": "user", "content": "Hello!"}],
+        },
+        headers={"x-api-key": CLIENT_KEY},
+        timeout=30,
+    )
+    events = anthropic_events(answer)
+    kinds = [kind for kind, _ in events]
+    assert "error" not in kinds
+    assert kinds[-1] == "message_stop"
+    [delta] = [data for kind, data in events if kind == "message_delta"]
+    assert delta["delta"]["stop_reason"] == "max_tokens"
+    # a reported its input (and 1 output token) at message_start; the output is the estimate.
+    assert delta["usage"] == {
+        "input_tokens": prompt_tokens(a.requests()[0]["body"]),
+        "output_tokens": 4,
+    }
+    assert model_requests(b) == []

@@ -245,16 +245,20 @@ class Relay:
 
     def _at_length(self, run: Run, progress: Progress) -> Closing:
         """The end of an answer cut when the client's output limit was used up: it ends as
-        the model's would have, with finish_reason length (its tokens by the estimate)."""
+        the model's would have, with finish_reason length. Its output is the delivered
+        estimate (a cut stream's count, if any, stops short of its end)."""
         text = "".join(progress.text)
-        prompt, _ = unreported_usage(run.req.body, text)
-        estimate = Usage(prompt, delivered_tokens(text, len(progress.text)))
+        delivered = delivered_tokens(text, len(progress.text))
+        reported = progress.usage
+        if reported is None:
+            prompt, _ = unreported_usage(run.req.body, text)
+        else:
+            prompt, delivered = reported.prompt_tokens, max(delivered, reported.completion_tokens)
         return Closing(
             finish_reasons={0: "length"},
-            usage=progress.usage,
             routing=self._routing(run),
-            counted=progress.usage or estimate,
-            estimated=progress.usage is None,
+            counted=Usage(prompt, delivered),
+            estimated=True,
         )
 
     def _anomalies(self, run: Run, served: Served, anomalies: tuple[str, ...]) -> None:
