@@ -33,29 +33,61 @@ one line on standard error, never a traceback.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import getpass
 import os
 import sys
-from collections.abc import Sequence
-from importlib import metadata
-from typing import TextIO
+from collections.abc import Callable, Sequence
+from importlib import import_module, metadata
+from typing import Any, NamedTuple, TextIO
 
-from edgeproxy.cli import admin as cli_admin
-from edgeproxy.cli import bindings as cli_bindings
-from edgeproxy.cli import config as cli_config
-from edgeproxy.cli import jobs as cli_jobs
-from edgeproxy.cli import keys as cli_keys
-from edgeproxy.cli import litellm as cli_litellm
-from edgeproxy.cli import models as cli_models
-from edgeproxy.cli import route as cli_route
-from edgeproxy.cli import strategies as cli_strategies
 from edgeproxy.cli import target as cli_target
-from edgeproxy.cli import usage as cli_usage
-from edgeproxy.cli.errors import one_line
-from edgeproxy.config.loader import load_config_file
 from edgeproxy.errors import ConfigError, EdgeproxyError, StoreError, UsageError
-from edgeproxy.routing.affinity import key_digest
+
+
+class Group(NamedTuple):
+    """A module that adds some subcommands and runs them, imported only when one of them runs
+    (the modules pull in httpx, aiohttp, aioboto3 and pydantic: about a second of CPU that
+    ``--version`` and ``--help`` must not pay)."""
+
+    module: str
+    add: str  # its function that adds its subcommands to the main parser's
+    run: str = "run"  # takes the parsed arguments; returns the exit status or a coroutine of it
+
+
+_LOCAL = Group(__name__, "_add_local")  # config and hash-key are added here
+_ADMIN = Group("edgeproxy.cli.admin", "add_commands")
+_MODELS = Group("edgeproxy.cli.models", "add_commands")
+
+# Every subcommand in the order ``--help`` lists them, with the help line it shows there
+# (a unit test holds each line to the one its module gives the real parser).
+COMMANDS: dict[str, tuple[Group, str]] = {
+    "config": (_LOCAL, "check, export, diff, load or convert"),
+    "bindings": (
+        Group("edgeproxy.cli.bindings", "add_commands"),
+        "inspect and clear sticky bindings",
+    ),
+    "hash-key": (_LOCAL, "print the sha256 of a key read from standard input"),
+    "status": (_ADMIN, "each pool's deployments: state, retry-after, health, rpm/tpm use"),
+    "settings": (_ADMIN, "read or change the router settings"),
+    "audit": (_ADMIN, "recent admin changes, newest first"),
+    "drain": (_ADMIN, "disable one deployment (enabled: false)"),
+    "undrain": (_ADMIN, "enable one deployment (enabled: true)"),
+    "strategies": (
+        Group("edgeproxy.cli.strategies", "add_command"),
+        "list the ordering strategies and their parameters",
+    ),
+    "pools": (_MODELS, "a pool's effective settings"),
+    "aliases": (_MODELS, "model aliases"),
+    "route": (Group("edgeproxy.cli.route", "add_commands"), "explain routing decisions"),
+    "job": (Group("edgeproxy.cli.jobs", "add_commands"), "run one pass of a scheduled job"),
+    "keys": (
+        Group("edgeproxy.cli.keys", "register"),
+        "create, list, show, update, rotate, revoke and import client keys",
+    ),
+    "usage": (
+        Group("edgeproxy.cli.usage", "add_command"),
+        "spend and tokens by key, model and deployment (or the request log)",
+    ),
+}
 
 
 def version() -> str:
@@ -66,14 +98,42 @@ def version() -> str:
         return "unknown (not installed)"
 
 
-def _parser() -> argparse.ArgumentParser:
+def chosen(argv: Sequence[str]) -> str | None:
+    """The subcommand ``argv`` names, or None (``--help``, ``--version``, a typo). The main
+    parser's own options take no value, so the first word that is not an option is it."""
+    word = next((arg for arg in argv if not arg.startswith("-")), None)
+    return word if word in COMMANDS else None
+
+
+def _parser(command: str | None) -> argparse.ArgumentParser:
+    """The parser with ``command``'s group added in full and every other subcommand as a
+    name and a help line, so that the main ``--help`` lists them all without importing them."""
     parser = argparse.ArgumentParser(
         prog="edgeproxy", description="Operate an edgeproxy deployment."
     )
     parser.add_argument("--version", action="version", version=f"edgeproxy {version()}")
     commands = parser.add_subparsers(dest="command", required=True)
+    group = COMMANDS[command][0] if command else None
+    added = False
+    for name, (owner, line) in COMMANDS.items():
+        if owner != group:
+            commands.add_parser(name, help=line)
+        elif owner is _LOCAL:
+            _add_local(commands, name, line)
+        elif not added:  # the group adds all its subcommands at the place of its first
+            add: Callable[[Any], None] = getattr(import_module(owner.module), owner.add)
+            add(commands)
+            added = True
+    return parser
 
-    config = commands.add_parser("config", help="check, export, diff, load or convert")
+
+def _add_local(commands: Any, name: str, line: str) -> None:
+    if name == "hash-key":
+        commands.add_parser(name, help=line)
+        return
+    from edgeproxy.cli import config as cli_config
+
+    config = commands.add_parser("config", help=line)
     config_cmds = config.add_subparsers(dest="action", required=True)
     check = config_cmds.add_parser("check", help="validate only")
     check.add_argument("file", help="the YAML configuration file")
@@ -86,19 +146,10 @@ def _parser() -> argparse.ArgumentParser:
         "--strict", action="store_true", help="exit 1, writing nothing, on any warning or error"
     )
 
-    cli_bindings.add_commands(commands)
-    commands.add_parser("hash-key", help="print the sha256 of a key read from standard input")
-    cli_admin.add_commands(commands)  # status, settings, audit
-    cli_strategies.add_command(commands)
-    cli_models.add_commands(commands)  # pools effective, aliases
-    cli_route.add_commands(commands)  # route explain
-    cli_jobs.add_commands(commands)  # job
-    cli_keys.register(commands)
-    cli_usage.add_command(commands)
-    return parser
-
 
 def _check(path: str) -> int:
+    from edgeproxy.config.loader import load_config_file
+
     config = load_config_file(path)
     models = ", ".join(config.public_models()) or "none"
     print(f"{path}: valid ({len(config.deployments)} deployments; models: {models})")
@@ -106,6 +157,10 @@ def _check(path: str) -> int:
 
 
 def _hash_key(stdin: TextIO) -> int:
+    import getpass
+
+    from edgeproxy.routing.affinity import key_digest
+
     # A key typed at a terminal is not echoed; a piped one is read as is.
     key = getpass.getpass("API key: ") if stdin.isatty() else stdin.read()
     key = key.strip()
@@ -115,43 +170,47 @@ def _hash_key(stdin: TextIO) -> int:
     return 0
 
 
-def _dispatch(args: argparse.Namespace) -> int:
+def _run_local(args: argparse.Namespace) -> Any:
     if args.command == "hash-key":
         return _hash_key(sys.stdin)
-    if args.command == "job":
-        return cli_jobs.run(args)
-    if args.command == "keys":
-        return cli_keys.run(args)
-    if args.command == "bindings":
-        return asyncio.run(cli_bindings.run(args))
-    if args.command == "route":
-        return asyncio.run(cli_route.run(args))
-    if args.command == "usage":
-        return asyncio.run(cli_usage.run(args))
-    if args.command == "strategies":
-        return cli_strategies.run(args)
-    if args.command in cli_models.COMMANDS:
-        return asyncio.run(cli_models.run(args))
-    if args.command in cli_admin.COMMANDS:
-        return asyncio.run(cli_admin.run(args))
     if args.action == "check":
         return _check(args.file)
     if args.action == "import-litellm":
+        from edgeproxy.cli import litellm as cli_litellm
+
         return cli_litellm.import_litellm(
             args.file, sys.stdout, sys.stderr, os.environ, strict=args.strict
         )
-    return asyncio.run(cli_config.run(args))
+    from edgeproxy.cli import config as cli_config
+
+    return cli_config.run(args)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    group = COMMANDS[args.command][0]
+    run: Callable[[argparse.Namespace], Any] = (
+        _run_local if group is _LOCAL else getattr(import_module(group.module), group.run)
+    )
+    status = run(args)
+    if not isinstance(status, int):  # an async command: its coroutine
+        import asyncio
+
+        status = asyncio.run(status)
+    return int(status)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit status (the console script exits with it)."""
-    args = _parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    args = _parser(chosen(words)).parse_args(words)
     try:
         return _dispatch(args)
     except (ConfigError, UsageError) as exc:
         print(f"edgeproxy: {exc}", file=sys.stderr)
         return 2
     except StoreError as exc:  # the table: say which, and why in words when known
+        from edgeproxy.cli.errors import one_line
+
         where = cli_target.describe(args)
         cause = exc.__cause__
         message = (one_line(cause, where) if cause else None) or f"{where}: {exc.message}"
@@ -166,6 +225,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush must not fail
         return 141  # 128 + SIGPIPE
     except Exception as exc:  # a store or network failure: one line, not a traceback
+        from edgeproxy.cli.errors import one_line
+
         line = one_line(exc, cli_target.describe(args))
         if line is None:
             raise

@@ -16,6 +16,16 @@ hierarchy: a refused or unresolvable host is ``ConnectError``, a connect
 timeout ``ConnectTimeout``, a read timeout ``ReadTimeout``, a dropped
 connection or a cut body ``ReadError``, a malformed answer
 ``RemoteProtocolError``.
+
+Why not the ``httpx-aiohttp`` package (0.2.0), which measures the same CPU
+per call (``bench/transports.py``): its session can be supplied, which gives
+the per-host cap and the cookie and header rules, but its request and its
+body stream cannot be, and they break four of the rules above (each held by
+a test in ``tests/integration/upstream/test_transport.py``): a drop after
+the request was sent becomes ``ConnectTimeout`` (routing would read a
+request-shaped reset as "never reached"), a malformed answer escapes as
+aiohttp's own exception, a cut stream loses the bytes that came with the
+drop, and the URL is re-quoted (``%2F`` in a query sent as ``/``).
 """
 
 from __future__ import annotations

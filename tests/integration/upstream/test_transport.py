@@ -149,3 +149,47 @@ async def test_the_bytes_that_arrived_with_a_drop_are_read_before_its_error() ->
         await client.aclose()
         listener.close()
         await listener.wait_closed()
+
+
+async def _answering(reply: bytes) -> tuple[asyncio.Server, int]:
+    """A server that reads a request's head, writes ``reply`` and closes the connection."""
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(reply)
+        await writer.drain()
+        writer.close()
+
+    listener = await asyncio.start_server(answer, "127.0.0.1", 0)
+    return listener, listener.sockets[0].getsockname()[1]
+
+
+# httpx-aiohttp (0.2.0) maps both of the next two otherwise: a connection dropped after the
+# request was sent becomes ``ConnectTimeout`` (routing would read "never reached the
+# upstream", not a request-shaped reset), and a malformed answer escapes as aiohttp's own
+# exception, which no ``httpx`` handler catches.
+@pytest.mark.parametrize("reply", [b"", b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n"])
+async def test_a_drop_after_the_request_is_a_read_error_not_a_connect_failure(
+    reply: bytes,
+) -> None:
+    listener, port = await _answering(reply)
+    client = make_http_client()
+    try:
+        with pytest.raises(httpx.ReadError):
+            await client.post(f"http://127.0.0.1:{port}/", json={})
+    finally:
+        await client.aclose()
+        listener.close()
+        await listener.wait_closed()
+
+
+async def test_a_malformed_answer_is_a_protocol_error() -> None:
+    listener, port = await _answering(b"HTTP/1.1 abc nonsense\r\n\r\n")
+    client = make_http_client()
+    try:
+        with pytest.raises(httpx.RemoteProtocolError):
+            await client.post(f"http://127.0.0.1:{port}/", json={})
+    finally:
+        await client.aclose()
+        listener.close()
+        await listener.wait_closed()
