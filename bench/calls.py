@@ -30,7 +30,7 @@ import aiohttp
 import httpx
 from botocore.config import Config
 
-from edgeproxy.state.dynamodb.client import DynamoClient
+from edgeproxy.aws.dynamodb import DynamoClient
 from edgeproxy.state.dynamodb.dynamo import DynamoStore
 from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy.state.store import SnapshotRequest

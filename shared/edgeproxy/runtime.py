@@ -13,7 +13,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from edgeproxy.aws_session import DeferredSession
+from edgeproxy.aws.dynamodb import DynamoClient
+from edgeproxy.aws.secrets import AwsSecrets, lean_opener
+from edgeproxy.aws.session import DeferredSession
 from edgeproxy.service.config_cache import ConfigCache
 from edgeproxy.service.credentials import CredentialResolver
 from edgeproxy.service.gateway import Gateway
@@ -29,12 +31,10 @@ from edgeproxy.service.tracing.setup import tracer_for
 from edgeproxy.service.tracing.span import Tracer
 from edgeproxy.service.usage.request_log import RequestLog
 from edgeproxy.settings import Settings
-from edgeproxy.state.dynamodb.client import DynamoClient
 from edgeproxy.state.dynamodb.dynamo import DynamoStore
 from edgeproxy.state.dynamodb.dynamo_usage import DynamoUsageLog
 from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy.state.dynamodb.table import BoundedClient, CallTimer
-from edgeproxy.state.secrets import AwsSecrets, lean_opener
 from edgeproxy.upstream.call import UpstreamCall, UpstreamResponse
 from edgeproxy.upstream.client import UpstreamClient, make_http_client
 

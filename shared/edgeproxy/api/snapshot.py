@@ -39,10 +39,10 @@ from collections.abc import Callable, Mapping
 
 import certifi
 
-from edgeproxy.aws_session import environment_credentials
+from edgeproxy.aws.client import endpoint_url
+from edgeproxy.aws.secrets import SECRETS_MANAGER, SSM
+from edgeproxy.aws.session import environment_credentials
 from edgeproxy.settings import Settings
-from edgeproxy.state.aws_json import endpoint_url
-from edgeproxy.state.secrets import SECRETS_MANAGER, SSM
 
 logger = logging.getLogger(__name__)
 

@@ -36,7 +36,7 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
-from edgeproxy.state.signing import host_of
+from edgeproxy.aws.signing import host_of
 from edgeproxy.tls import verified_context
 
 MAX_OPEN = 100  # connections open at once per endpoint (aiohttp's default); more calls wait

@@ -52,8 +52,8 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
-from edgeproxy.state.signing import SignatureV4
-from edgeproxy.state.wire import Wire
+from edgeproxy.aws.signing import SignatureV4
+from edgeproxy.aws.wire import Wire
 
 RETRY_BASE_S = 0.025  # first retry after up to 25 ms, then doubling (jittered)
 # Settings that make botocore choose an endpoint by rules this module does not model.
@@ -101,7 +101,7 @@ def endpoint_url(protocol: Protocol, region: str, environ: Mapping[str, str]) ->
     """Where botocore would send ``protocol``'s calls, or None where it would read more than
     the environment's endpoint variables (then use botocore's client).
 
-    >>> from edgeproxy.state.secrets import SSM
+    >>> from edgeproxy.aws.secrets import SSM
     >>> endpoint_url(SSM, "eu-west-1", {"AWS_CONFIG_FILE": "/nonexistent"})
     'https://ssm.eu-west-1.amazonaws.com'
     >>> endpoint_url(SSM, "eu-west-1", {"AWS_ENDPOINT_URL": "http://127.0.0.1:5000"})

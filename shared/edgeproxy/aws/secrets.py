@@ -27,8 +27,8 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from edgeproxy.aws.client import JsonClient, Protocol, endpoint_url
 from edgeproxy.errors import CredentialError
-from edgeproxy.state.aws_json import JsonClient, Protocol, endpoint_url
 
 # Opens a client for a service name (``session.client`` with its region bound, or ``lean_opener``).
 ClientOpener = Callable[[str], AbstractAsyncContextManager[Any]]
