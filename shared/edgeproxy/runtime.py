@@ -97,7 +97,7 @@ async def open_store(
 ) -> DynamoStore:
     """A ``DynamoStore`` on the configured endpoint (AWS by default credentials otherwise).
 
-    Its client is ``DynamoClient`` (DynamoDB's JSON protocol on ``state/wire.py``'s
+    Its client is ``DynamoClient`` (DynamoDB's JSON protocol on ``aws/wire.py``'s
     connections). A store outage must fail fast: botocore's defaults (60 s connect and read
     timeouts, up to 10 attempts) made a request wait over a minute for a
     black-holed store. Here: a short connect timeout, reads bounded by the
@@ -125,8 +125,8 @@ def open_credentials(
 ) -> CredentialResolver:
     """A resolver for ``env:``, ``ssm:`` and ``secretsmanager:`` references (clients on first use).
 
-    The clients are ``state/secrets.py``'s lean ones (AWS's JSON protocol on
-    ``state/wire.py``: no aioboto3 import); botocore's where it alone knows the endpoint.
+    The clients are ``aws/secrets.py``'s lean ones (AWS's JSON protocol on
+    ``aws/wire.py``: no aioboto3 import); botocore's where it alone knows the endpoint.
     """
 
     def botocore_client(service: str) -> Any:  # on first use: a deferred session stays so

@@ -1,6 +1,6 @@
 """moto with IAM enforced, as the deploy rehearsal uses it: actions, resources, transactions.
 
-And the gateway's lean SSM and Secrets Manager clients (``state/secrets.py``)
+And the gateway's lean SSM and Secrets Manager clients (``aws/secrets.py``)
 under it: a denied read is the same ``CredentialError`` as botocore's.
 """
 

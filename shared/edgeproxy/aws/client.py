@@ -1,8 +1,8 @@
-"""``JsonClient``: AWS's JSON protocol over ``state/wire.py``'s connections, signed with SigV4, for any JSON service.
+"""``JsonClient``: AWS's JSON protocol over ``aws/wire.py``'s connections, signed with SigV4, for any JSON service.
 
 The services the gateway calls all speak it: DynamoDB (the store,
-``state/dynamodb/client.py``), SSM and Secrets Manager (credential references,
-``state/secrets.py``). A call is ``POST /`` with the operation in
+``aws/dynamodb.py``), SSM and Secrets Manager (credential references,
+``aws/secrets.py``). A call is ``POST /`` with the operation in
 ``X-Amz-Target`` (the service's target prefix and the operation's name), the
 request as JSON in the service's content type, and a SigV4 signature scoped to
 the service's signing name (``Protocol``). The client answers
@@ -15,8 +15,8 @@ generic stack: parameter validation, serialization and parsing through the
 service model, the event hooks, endpoint resolution; and, for the first call
 of a cold start, importing aioboto3, aiobotocore and botocore's session.
 
-Signing is ``state/signing.py``'s SigV4 with the session's credentials: an
-``aws_session.DeferredSession`` answers with the environment's keys (Lambda's,
+Signing is ``aws/signing.py``'s SigV4 with the session's credentials: an
+``aws.session.DeferredSession`` answers with the environment's keys (Lambda's,
 session token included) when botocore's chain would stop there, and otherwise
 falls back to botocore's chain (a container credentials endpoint as SnapStart
 uses, a profile), importing aioboto3 then. Retries: like botocore's standard

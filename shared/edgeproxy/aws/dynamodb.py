@@ -1,4 +1,4 @@
-"""``DynamoClient``: the store's DynamoDB client, AWS's JSON protocol (``state/aws_json.py``).
+"""``DynamoClient``: the store's DynamoDB client, AWS's JSON protocol (``aws/client.py``).
 
 The store's one client, request path and cold paths alike. It answers the
 low-level calls ``Table`` makes (``client.batch_get_item(**request)``, ...)

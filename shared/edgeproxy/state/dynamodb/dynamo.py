@@ -5,7 +5,7 @@ BatchGetItem per 100 keys, sent in parallel). Conditional writes name their
 condition below, with the race it prevents; a failed condition is an expected
 outcome, answered with the stored item DynamoDB returns alongside it
 (``ReturnValuesOnConditionCheckFailure=ALL_OLD``), never with a second read.
-The client is ``state.client.DynamoClient`` (any client with botocore's
+The client is ``aws.dynamodb.DynamoClient`` (any client with botocore's
 low-level call shape works). Every other botocore error becomes a ``StoreError`` in ``table.translated_errors``.
 
 Reads are in ``DynamoReads``: ``read_pool`` is eventually consistent, every other
