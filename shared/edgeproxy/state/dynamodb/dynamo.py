@@ -24,7 +24,7 @@ import random
 from typing import Any
 
 from edgeproxy.errors import StoreError
-from edgeproxy.routing.shards import allowance
+from edgeproxy.routing import allowance
 from edgeproxy.routing.snapshot import (
     Binding,
     BindingKey,
