@@ -11,7 +11,7 @@ Python runtime; absent elsewhere, and then nothing is registered):
   needs a real AWS session (``aws.session.DeferredSession``: credentials not
   in the environment, which is how SnapStart hands them over, or an
   ``ssm:``/``secretsmanager:`` admin key reference whose endpoint only
-  botocore knows, ``aws/client.endpoint_url``), and the CA bundle's path
+  botocore knows, ``aws/endpoints.endpoint_url``), and the CA bundle's path
   (``certifi.where()``, which imports importlib's resource readers). It opens
   no connection, builds no client or TLS context, starts no task and
   resolves no credential: whatever is in the snapshot is shared by every
@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping
 
 import certifi
 
-from edgeproxy.aws.client import endpoint_url
+from edgeproxy.aws.endpoints import endpoint_url
 from edgeproxy.aws.secrets import SECRETS_MANAGER, SSM
 from edgeproxy.aws.session import environment_credentials
 from edgeproxy.settings import Settings

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from edgeproxy.aws.client import JsonClient, Protocol, default_endpoint
+from edgeproxy.aws.client import JsonClient, Protocol
+from edgeproxy.aws.endpoints import default_endpoint
 
 TARGET_PREFIX = "DynamoDB_20120810."
 CONTENT_TYPE = "application/x-amz-json-1.0"

@@ -12,7 +12,7 @@ admin key on a cold start's first request imports no aioboto3, aiobotocore or
 botocore session (about 0.3 s of CPU and 80 ms for the client, measured with
 aiobotocore). They raise
 botocore's exceptions as its clients do, so ``translated_errors`` is the same
-for both. Where botocore would pick the endpoint by settings ``aws/client.py``
+for both. Where botocore would pick the endpoint by settings ``aws/endpoints.py``
 does not read (``endpoint_url``), the opener falls back to botocore's client.
 Credentials are the session's: the environment's keys through
 ``DeferredSession``, else botocore's chain (a container endpoint, as under
@@ -28,7 +28,8 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from edgeproxy.aws.client import JsonClient, Protocol, endpoint_url
+from edgeproxy.aws.client import JsonClient, Protocol
+from edgeproxy.aws.endpoints import endpoint_url
 from edgeproxy.errors import CredentialError
 
 # Opens a client for a service name (``session.client`` with its region bound, or ``lean_opener``).

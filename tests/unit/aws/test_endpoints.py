@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from edgeproxy.aws.client import endpoint_url
 from edgeproxy.aws.dynamodb import DYNAMODB
+from edgeproxy.aws.endpoints import endpoint_url
 from edgeproxy.aws.secrets import SECRETS_MANAGER, SSM
 
 NO_CONFIG = {"AWS_CONFIG_FILE": "/nonexistent/aws-config"}
