@@ -7,14 +7,14 @@ split by audience, so each caller depends on what it uses only:
     ConfigSource   load_config                       every audience
     ConfigStore    save_config, and ConfigSource     the operators' edits
     KeyStore       get_client_key, admit_key,        the request path's key check
-                   touch_client_key, and SpendSink
+                   touch_client_key
     KeySlotStore   take_key_slot, release_key_slot   a key's requests in flight, fleet-wide
     QuotaSink      put_quota                         quota readings
     UsageSource    read_usage                        past usage buckets
     RequestStore   the request path's calls          the request path as a whole
                    (``request_store``: PoolBatches, Admitter, Slots,
-                   CounterSink, StandingWrites), KeyStore, KeySlotStore,
-                   QuotaSink
+                   CounterSink, SpendSink, StandingWrites), KeyStore,
+                   KeySlotStore, QuotaSink
     RouterStore    PoolSource, Admitter, Slots,      the router
                    CounterSink, UsageSource
     CounterStore   CounterSink, SpendSink            a counter buffer
@@ -98,9 +98,8 @@ class QuotaSink(Protocol):
         ...
 
 
-class KeyStore(SpendSink, Protocol):
-    """The request path's client-key calls: look a key up, admit and count its requests
-    (their tokens and spend: ``SpendSink``)."""
+class KeyStore(Protocol):
+    """The request path's client-key calls: look a key up, admit it, note its use."""
 
     async def get_client_key(self, digest: str) -> ClientKey | None:
         """The key whose sha256 is ``digest`` (revoked and expired ones too), or None."""
@@ -133,6 +132,7 @@ class KeySlotStore(Protocol):
 class RequestStore(
     ConfigSource,
     KeyStore,
+    SpendSink,
     KeySlotStore,
     QuotaSink,
     PoolBatches,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import re
 
 import pytest
 
@@ -91,6 +92,25 @@ def test_the_store_composes_every_piece() -> None:
     pieces = {base.__name__ for base in dynamo.DynamoStore.__bases__}
     implementing = set().union(*(_implementers(call) for call in _calls(store.Store)))
     assert implementing == pieces
+
+
+def _table() -> dict[str, tuple[set[str], str]]:
+    """``DynamoStore``'s docstring table: each piece, the protocols it implements, its module."""
+    rows = re.findall(r"^ +(Dynamo\w+) +([\w, ]+?) +(\w+)$", dynamo.DynamoStore.__doc__ or "", re.M)
+    return {piece: (set(protocols.split(", ")), module) for piece, protocols, module in rows}
+
+
+def test_the_store_docstring_says_where_each_protocol_is() -> None:
+    table, pieces = _table(), {base.__name__: base for base in dynamo.DynamoStore.__bases__}
+    assert set(table) == set(pieces)
+    named = [protocol for protocols, _ in table.values() for protocol in protocols]
+    declaring = {name for name, protocol in _protocols().items() if _declared(protocol)}
+    assert sorted(named) == sorted(declaring)  # each protocol in one row, every one in a row
+    for piece, (protocols, module) in table.items():
+        assert pieces[piece].__module__ == f"{DYNAMODB}.{module}"
+        calls = set().union(*(_declared(_protocols()[name]) for name in protocols))
+        implemented = {call for call in _calls(store.Store) if call in vars(pieces[piece])}
+        assert implemented == calls, piece
 
 
 def test_the_check_sees_the_protocols_and_the_pieces() -> None:

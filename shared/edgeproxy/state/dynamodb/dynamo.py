@@ -336,19 +336,21 @@ class DynamoStore(
 ):
     """The ``Store`` protocol on one table; the client is injected, never built here.
 
-    One piece per protocol (``tests/unit/state/test_store_pieces.py`` keeps
-    each protocol's calls in one class):
+    Each protocol's calls are in one piece (the protocols each piece implements,
+    its module; ``tests/unit/state/test_store_pieces.py`` keeps this table true):
 
-        DynamoReads           PoolSource, PoolBatches   (dynamo_reads)
-        DynamoConfig          ConfigStore               (dynamo_config)
-        DynamoCounters        CounterStore, Admitter    (here)
-        DynamoStandingWrites  StandingWrites, BindingResets (here)
-        DynamoSlots           Slots, KeySlotStore       (dynamo_slots)
-        DynamoKeys            KeyStore, KeyRegistry     (dynamo_keys)
-        DynamoKeyReserve      KeyReserveStore           (dynamo_key_reserve)
-        DynamoKeyLifecycle    KeyLifecycleStore         (dynamo_key_lifecycle)
-        DynamoJobs            JobStore, QuotaSink, UsageSource (dynamo_jobs)
-        DynamoAudit           AuditLog                  (dynamo_audit)
+        DynamoReads           PoolSource, PoolBatches                     dynamo_reads
+        DynamoConfig          ConfigSource, ConfigStore                   dynamo_config
+        DynamoCounters        CounterSink, SpendSink, Admitter            dynamo
+        DynamoStandingWrites  StandingWrites, BindingDrops, BindingResets dynamo
+        DynamoSlots           Slots, KeySlotStore                         dynamo_slots
+        DynamoKeys            KeyStore, KeyFinder, KeyRegistry            dynamo_keys
+        DynamoKeyReserve      KeyReserveStore                             dynamo_key_reserve
+        DynamoKeyLifecycle    KeyLifecycleStore                           dynamo_key_lifecycle
+        DynamoJobs            JobStore, QuotaSink, UsageSource            dynamo_jobs
+        DynamoAudit           AuditLog                                    dynamo_audit
+
+    So ``CounterStore`` (``CounterSink`` and ``SpendSink``) is ``DynamoCounters``.
     """
 
     def __init__(
