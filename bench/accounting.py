@@ -24,7 +24,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from bench.client import Sample
-from edgeproxy.state.dynamodb.client import DynamoClient
+from edgeproxy.aws.dynamodb import DynamoClient
 from edgeproxy_dev.aws import REGION
 from edgeproxy_dev.runner import local_session
 

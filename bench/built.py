@@ -49,8 +49,8 @@ CHILD = Path(__file__).with_name("built_child.py")
 FULL_VCPU_MB = 1769  # Lambda: one vCPU at 1769 MB, CPU in proportion below
 SIZES_MB = (256, 512, 1024)
 WARM_EVENTS = 200  # a median over 200: steadier than 50 on a shared machine
-# What the first chat event must not import (edgeproxy/aws_session.py, runtime.DeferredBedrock,
-# api/deferred.py), its ssm: admin key included (state/secrets.py's lean client, not
+# What the first chat event must not import (edgeproxy/aws/session.py, runtime.DeferredBedrock,
+# api/deferred.py), its ssm: admin key included (aws/secrets.py's lean client, not
 # aiobotocore's).
 DEFERRED = (
     "aioboto3",

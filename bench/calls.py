@@ -6,7 +6,7 @@ its own process, so its cost is not counted). Rounds alternate between the
 clients, and the table shows the median round: compare within one run only.
 
     store  aiobotocore   the aioboto3 client the store used before (standard retries)
-    store  edgeproxy     ``state.dynamodb.client.DynamoClient`` (what the store uses now: ``state.wire``)
+    store  edgeproxy     ``aws.dynamodb.DynamoClient`` (what the store uses now: ``aws.wire``)
     http   httpx         httpx's own stack (httpcore + h11), as the upstream client was
     http   edgeproxy     ``upstream.client.make_http_client()``: httpx over ``AiohttpTransport``
     http   aiohttp       aiohttp's ClientSession directly (the floor for an HTTP POST)
@@ -30,7 +30,7 @@ import aiohttp
 import httpx
 from botocore.config import Config
 
-from edgeproxy.state.dynamodb.client import DynamoClient
+from edgeproxy.aws.dynamodb import DynamoClient
 from edgeproxy.state.dynamodb.dynamo import DynamoStore
 from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy.state.store import SnapshotRequest

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 from bench.fleet.capacity import CapacityModel, Item, ItemTooLarge, Key
 from bench.fleet.table import SimTable, Throttled
-from edgeproxy.routing.shards import allowance
+from edgeproxy.routing import allowance
 from edgeproxy.routing.snapshot import Second, Usage
 from edgeproxy.state import items, keys
 

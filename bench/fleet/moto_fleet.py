@@ -29,7 +29,7 @@ from typing import Any
 import aioboto3
 from botocore.exceptions import ClientError
 
-from edgeproxy.state.dynamodb.client import DynamoClient
+from edgeproxy.aws.dynamodb import DynamoClient
 from edgeproxy.state.dynamodb.dynamo import DynamoStore
 from edgeproxy.state.store import SnapshotRequest, UsageDelta
 from edgeproxy_dev import template

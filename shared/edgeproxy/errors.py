@@ -46,8 +46,8 @@ where operators see it (Lambda's Errors metric, the on-failure destination).
 Anything else that reaches a handler is logged and answered as a generic 500.
 
 Foreign errors are translated into this tree where their client is, most
-specific first, with fixed texts: botocore's in ``state/`` (DynamoDB in
-``state/dynamodb/table.py``, SSM and Secrets Manager in ``state/secrets.py``) and
+specific first, with fixed texts: botocore's DynamoDB errors in
+``state/dynamodb/table.py``, SSM's and Secrets Manager's in ``aws/secrets.py``, and
 httpx's in ``upstream/errors.py``. pydantic's and YAML's become
 ``ConfigError`` in ``config/loader.py``.
 """

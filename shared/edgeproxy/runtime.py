@@ -13,7 +13,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from edgeproxy.aws_session import DeferredSession
+from edgeproxy.aws.dynamodb import DynamoClient
+from edgeproxy.aws.secrets import AwsSecrets, lean_opener
+from edgeproxy.aws.session import DeferredSession
 from edgeproxy.service.config_cache import ConfigCache
 from edgeproxy.service.credentials import CredentialResolver
 from edgeproxy.service.gateway import Gateway
@@ -29,12 +31,10 @@ from edgeproxy.service.tracing.setup import tracer_for
 from edgeproxy.service.tracing.span import Tracer
 from edgeproxy.service.usage.request_log import RequestLog
 from edgeproxy.settings import Settings
-from edgeproxy.state.dynamodb.client import DynamoClient
 from edgeproxy.state.dynamodb.dynamo import DynamoStore
 from edgeproxy.state.dynamodb.dynamo_usage import DynamoUsageLog
 from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy.state.dynamodb.table import BoundedClient, CallTimer
-from edgeproxy.state.secrets import AwsSecrets, lean_opener
 from edgeproxy.upstream.call import UpstreamCall, UpstreamResponse
 from edgeproxy.upstream.client import UpstreamClient, make_http_client
 
@@ -97,7 +97,7 @@ async def open_store(
 ) -> DynamoStore:
     """A ``DynamoStore`` on the configured endpoint (AWS by default credentials otherwise).
 
-    Its client is ``DynamoClient`` (DynamoDB's JSON protocol on ``state/wire.py``'s
+    Its client is ``DynamoClient`` (DynamoDB's JSON protocol on ``aws/wire.py``'s
     connections). A store outage must fail fast: botocore's defaults (60 s connect and read
     timeouts, up to 10 attempts) made a request wait over a minute for a
     black-holed store. Here: a short connect timeout, reads bounded by the
@@ -125,8 +125,8 @@ def open_credentials(
 ) -> CredentialResolver:
     """A resolver for ``env:``, ``ssm:`` and ``secretsmanager:`` references (clients on first use).
 
-    The clients are ``state/secrets.py``'s lean ones (AWS's JSON protocol on
-    ``state/wire.py``: no aioboto3 import); botocore's where it alone knows the endpoint.
+    The clients are ``aws/secrets.py``'s lean ones (AWS's JSON protocol on
+    ``aws/wire.py``: no aioboto3 import); botocore's where it alone knows the endpoint.
     """
 
     def botocore_client(service: str) -> Any:  # on first use: a deferred session stays so

@@ -12,10 +12,10 @@ from typing import Any
 import aioboto3
 import pytest
 
+from edgeproxy.aws.dynamodb import DynamoClient
 from edgeproxy.errors import StoreError, StoreUnavailable
 from edgeproxy.routing.snapshot import Binding, BindingKey, Circuit, CircuitState, Health
 from edgeproxy.state import keys
-from edgeproxy.state.dynamodb.client import DynamoClient
 from edgeproxy.state.dynamodb.dynamo import DynamoStore
 from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy.state.store import SnapshotRequest, UsageDelta

@@ -1,6 +1,6 @@
 """moto with IAM enforced, as the deploy rehearsal uses it: actions, resources, transactions.
 
-And the gateway's lean SSM and Secrets Manager clients (``state/secrets.py``)
+And the gateway's lean SSM and Secrets Manager clients (``aws/secrets.py``)
 under it: a denied read is the same ``CredentialError`` as botocore's.
 """
 
@@ -14,9 +14,9 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from edgeproxy.aws_session import DeferredSession
+from edgeproxy.aws.secrets import AwsSecrets, lean_opener
+from edgeproxy.aws.session import DeferredSession
 from edgeproxy.errors import CredentialError
-from edgeproxy.state.secrets import AwsSecrets, lean_opener
 from edgeproxy_dev.dynamo_server import create_table
 from edgeproxy_dev.iam_actions import table_arn
 from edgeproxy_dev.iam_server import EnforcedAws

@@ -24,10 +24,10 @@ import aioboto3
 import pytest
 from moto.server import ThreadedMotoServer
 
-from edgeproxy.aws_session import DeferredSession
+from edgeproxy.aws.secrets import AwsSecrets, lean_opener
+from edgeproxy.aws.session import DeferredSession
 from edgeproxy.errors import CredentialError
 from edgeproxy.service.credentials import CredentialResolver
-from edgeproxy.state.secrets import AwsSecrets, lean_opener
 
 SECRET_VALUE = "sk-live-do-not-print"
 
@@ -128,7 +128,7 @@ async def test_a_missing_secret_is_a_clear_error(
 # The first request's admin key, as a fresh Lambda process resolves it (runtime.open_credentials).
 CHILD = """
 import asyncio, contextlib, json, sys
-from edgeproxy.aws_session import DeferredSession
+from edgeproxy.aws.session import DeferredSession
 from edgeproxy.runtime import open_credentials
 from edgeproxy.settings import Settings
 

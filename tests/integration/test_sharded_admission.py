@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from edgeproxy.routing.shards.allowance import allowance
+from edgeproxy.routing.allowance import allowance
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.clock import FleetClock
 from tests.fixtures.configs import config, deployment

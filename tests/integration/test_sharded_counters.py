@@ -13,7 +13,7 @@ from typing import Any
 
 from edgeproxy.config.loader import from_document, parse_config, to_document
 from edgeproxy.jobs.health import HealthJob
-from edgeproxy.routing.shards.allowance import allowance, tpm_fragmentation_bound
+from edgeproxy.routing.allowance import allowance, tpm_fragmentation_bound
 from edgeproxy.service.admin.status_view import history
 from edgeproxy.state import items, keys
 from edgeproxy.state.dynamodb.dynamo import DynamoStore

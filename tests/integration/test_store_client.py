@@ -18,11 +18,11 @@ import aioboto3
 import pytest
 from aiohttp import web
 
+from edgeproxy.aws.dynamodb import DynamoClient
 from edgeproxy.config.deployment import Deployment, ProviderKind
 from edgeproxy.errors import StoreError, StoreUnavailable
 from edgeproxy.routing.snapshot import BindingKey
 from edgeproxy.state import keys
-from edgeproxy.state.dynamodb.client import DynamoClient
 from edgeproxy.state.dynamodb.dynamo import DynamoStore
 from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy.state.dynamodb.table import BoundedClient

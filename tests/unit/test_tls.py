@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ssl
 
-from edgeproxy.aws_session import DeferredSession
-from edgeproxy.state.dynamodb.client import DynamoClient
+from edgeproxy.aws.dynamodb import DynamoClient
+from edgeproxy.aws.session import DeferredSession
 from edgeproxy.tls import verified_context
 from edgeproxy.upstream.transport import AiohttpTransport
 

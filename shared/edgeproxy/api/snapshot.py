@@ -8,10 +8,10 @@ Python runtime; absent elsewhere, and then nothing is registered):
 
 - before the snapshot, :func:`prepare` imports what the first request would
   import otherwise, so each restore skips it: aioboto3 when the first request
-  needs a real AWS session (``aws_session.DeferredSession``: credentials not
+  needs a real AWS session (``aws.session.DeferredSession``: credentials not
   in the environment, which is how SnapStart hands them over, or an
   ``ssm:``/``secretsmanager:`` admin key reference whose endpoint only
-  botocore knows, ``state/aws_json.endpoint_url``), and the CA bundle's path
+  botocore knows, ``aws/endpoints.endpoint_url``), and the CA bundle's path
   (``certifi.where()``, which imports importlib's resource readers). It opens
   no connection, builds no client or TLS context, starts no task and
   resolves no credential: whatever is in the snapshot is shared by every
@@ -39,10 +39,10 @@ from collections.abc import Callable, Mapping
 
 import certifi
 
-from edgeproxy.aws_session import environment_credentials
+from edgeproxy.aws.endpoints import endpoint_url
+from edgeproxy.aws.secrets import SECRETS_MANAGER, SSM
+from edgeproxy.aws.session import environment_credentials
 from edgeproxy.settings import Settings
-from edgeproxy.state.aws_json import endpoint_url
-from edgeproxy.state.secrets import SECRETS_MANAGER, SSM
 
 logger = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 Each reference is resolved at most once per process (a Lambda cold start) and
 kept in memory; values are ``SecretStr`` so that a stray log line or repr shows
 ``**********`` instead of the key. The ``ssm:`` and ``secretsmanager:``
-schemes are read by injected fetchers (``state.secrets.AwsSecrets``), which
+schemes are read by injected fetchers (``aws.secrets.AwsSecrets``), which
 raise ``CredentialError`` themselves: their foreign errors are translated where
 the client is, not here.
 

@@ -1,6 +1,6 @@
 """The store side of sharded counters: which shard a write goes to, and summing what was read.
 
-``routing.shards.allowance`` splits a limit; this module keeps what the
+``routing.allowance`` splits a limit; this module keeps what the
 store needs beyond that arithmetic: the shard count it last saw for each
 deployment (``ShardCounts``: the configuration passes it on every admission
 and read, and an outcome write, which carries only the bucket, goes to a

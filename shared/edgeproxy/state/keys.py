@@ -135,7 +135,7 @@ N items: shard 0 is the usual ``dep#<id>`` / ``usage#<minute>`` item, shard ``k`
 ``dep#<id>#<k>`` / ``usage#<minute>``. The shard is in the *partition* key, so the shards hash to
 different partitions from the first write (a sort-key shard would share its partition until
 DynamoDB splits it for heat). ``#`` inside an id is escaped, so ``dep#a#1`` can only be shard 1 of
-``a``. Admission takes per-shard allowances (``routing.shards.allowance``); outcome writes go to a
+``a``. Admission takes per-shard allowances (``routing.allowance``); outcome writes go to a
 random shard; readers fetch every shard in the same BatchGetItem (N times the usage keys) or one
 Query per shard and sum them, so everything above the store sees one bucket. Circuits, health and
 bindings are written only on transitions and stay unsharded, like the client keys' buckets.

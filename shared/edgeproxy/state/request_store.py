@@ -10,8 +10,9 @@ calls it changes and a test double only what its caller makes.
     Slots           take_slot, release_slot       a capacity slot (``max_parallel_requests``)
     CounterSink     record                        counter increments (ADD)
     SpendSink       record_key_usage              a client key's tokens and spend (ADD)
-    StandingWrites  write_circuit, extend_capacity, put_binding, delete_binding,
-                    count_rejection, clear_rejections
+    BindingDrops    delete_binding                a binding dropped (an outcome's, an operator's)
+    StandingWrites  write_circuit, extend_capacity, put_binding, count_rejection,
+                    clear_rejections, and BindingDrops
                                                   what an outcome changes that routing reads
 """
 
@@ -109,7 +110,15 @@ class SpendSink(Protocol):
         ...
 
 
-class StandingWrites(Protocol):
+class BindingDrops(Protocol):
+    """Where a binding is dropped: an outcome that ends it, an operator who resets it."""
+
+    async def delete_binding(self, key: BindingKey, deployment_id: str | None = None) -> None:
+        """Drop a binding (only if it still names ``deployment_id``, when given)."""
+        ...
+
+
+class StandingWrites(BindingDrops, Protocol):
     """The conditional writes an outcome makes to what routing reads next."""
 
     async def write_circuit(self, new: Circuit, expected_version: int) -> Circuit | None:
@@ -131,10 +140,6 @@ class StandingWrites(Protocol):
         Returns the binding now stored: ``binding`` itself, or the winner when
         another instance changed it first.
         """
-        ...
-
-    async def delete_binding(self, key: BindingKey, deployment_id: str | None = None) -> None:
-        """Drop a binding (only if it still names ``deployment_id``, when given)."""
         ...
 
     async def count_rejection(self, deployment_id: str) -> None:

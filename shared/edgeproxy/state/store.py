@@ -5,25 +5,42 @@ implementation only translates these calls to its database. The protocol is
 split by audience, so each caller depends on what it uses only:
 
     ConfigSource   load_config                       every audience
+    ConfigStore    save_config, and ConfigSource     the operators' edits
     KeyStore       get_client_key, admit_key,        the request path's key check
-                   record_key_usage, touch_client_key
+                   touch_client_key
     KeySlotStore   take_key_slot, release_key_slot   a key's requests in flight, fleet-wide
+    QuotaSink      put_quota                         quota readings
+    UsageSource    read_usage                        past usage buckets
     RequestStore   the request path's calls          the request path as a whole
                    (``request_store``: PoolBatches, Admitter, Slots,
-                   CounterSink, StandingWrites), KeyStore, KeySlotStore,
-                   QuotaSink
+                   CounterSink, SpendSink, StandingWrites), KeyStore,
+                   KeySlotStore, QuotaSink
     RouterStore    PoolSource, Admitter, Slots,      the router
-                   CounterSink
+                   CounterSink, UsageSource
+    CounterStore   CounterSink, SpendSink            a counter buffer
     OutcomeStore   CounterSink, SpendSink,           the outcome writer
                    QuotaSink, StandingWrites
-    JobStore       read_usage, put_health            the scheduled jobs
-    AdminStore     read_pool, read_usage,            the CLI and the admin API
-                   delete_binding, bump_pool_generation,
-                   save_config, read_circuit, write_circuit_audited,
-                   record_audit, read_audit,
-                   put/list/find/revoke_client_key, read_key_usage
-    KeyLifecycleStore  find/update/rotate_client_key  key updates and rotations
+    JobStore       note_quota_failure, read_quotas,  the scheduled jobs
+                   put_health, and ConfigSource,
+                   UsageSource, QuotaSink
+    BindingResets  bump_pool_generation, and         an operator's binding resets
+                   BindingDrops
+    AuditLog       record_audit, read_audit,         the audit log
+                   read_circuit, write_circuit_audited
+    KeyFinder      find_client_key                   a key by its public id
+    KeyRegistry    put/list/revoke_client_key,       the operators' key calls
+                   read_key_usage, and KeyFinder
+    AdminStore     ConfigStore, UsageSource,         the CLI and the admin API
+                   PoolSource, BindingResets,
+                   AuditLog, KeyRegistry
+    KeyReserveStore    reserve_key_tokens/spend      a key's reservations
+    KeyLifecycleStore  update/rotate_client_key,     key updates and rotations
+                       and KeyFinder
     Store          all of them                       what a backend implements
+
+Each call is declared by one protocol, and the composed ones (``RouterStore``,
+``AdminStore``...) declare none of their own; ``DynamoStore`` implements each
+protocol in one class (``state/dynamodb/dynamo.py`` lists which).
 
 Every method that changes routing state or the configuration is a
 conditional or commutative write: a lost race comes back as the current
@@ -38,10 +55,8 @@ from typing import Protocol
 
 from edgeproxy.routing.access import ClientKey, KeyUsage
 from edgeproxy.routing.snapshot import (
-    BindingKey,
     Circuit,
     Health,
-    PoolSnapshot,
     Quota,
     QuotaStatus,
     Usage,
@@ -51,6 +66,7 @@ from edgeproxy.state.reads import SnapshotRequest as SnapshotRequest
 
 # Re-exported: each caller imports the protocols it names from here.
 from edgeproxy.state.request_store import Admitter as Admitter
+from edgeproxy.state.request_store import BindingDrops as BindingDrops
 from edgeproxy.state.request_store import CounterSink as CounterSink
 from edgeproxy.state.request_store import PoolBatches as PoolBatches
 from edgeproxy.state.request_store import PoolSource as PoolSource
@@ -83,7 +99,7 @@ class QuotaSink(Protocol):
 
 
 class KeyStore(Protocol):
-    """The request path's client-key calls: look a key up, admit and count its requests."""
+    """The request path's client-key calls: look a key up, admit it, note its use."""
 
     async def get_client_key(self, digest: str) -> ClientKey | None:
         """The key whose sha256 is ``digest`` (revoked and expired ones too), or None."""
@@ -91,12 +107,6 @@ class KeyStore(Protocol):
 
     async def admit_key(self, key_id: str, minute: int, rpm_limit: int, expires_at: float) -> bool:
         """Count one request of the key in bucket ``minute`` only while it is under ``rpm_limit``."""
-        ...
-
-    async def record_key_usage(
-        self, key_id: str, minute: int | None, tokens: int, spend_usd: float, expires_at: float
-    ) -> None:
-        """ADD an answer's tokens to the key's bucket ``minute`` (None: none) and to its spend."""
         ...
 
     async def touch_client_key(self, digest: str, now: float) -> None:
@@ -122,6 +132,7 @@ class KeySlotStore(Protocol):
 class RequestStore(
     ConfigSource,
     KeyStore,
+    SpendSink,
     KeySlotStore,
     QuotaSink,
     PoolBatches,
@@ -175,20 +186,8 @@ class JobStore(ConfigSource, UsageSource, QuotaSink, Protocol):
         ...
 
 
-class AdminStore(ConfigSource, UsageSource, Protocol):
-    """What operators change through the CLI and the admin views."""
-
-    async def read_pool(self, request: SnapshotRequest) -> PoolSnapshot:
-        """The same one-round-trip read the request path makes (status views)."""
-        ...
-
-    async def delete_binding(self, key: BindingKey, deployment_id: str | None = None) -> None:
-        """Drop a binding (only if it still names ``deployment_id``, when given)."""
-        ...
-
-    async def bump_pool_generation(self, pool: str) -> int:
-        """Invalidate every binding of ``pool`` at once; returns the new generation."""
-        ...
+class ConfigStore(ConfigSource, Protocol):
+    """The configuration document, read and conditionally replaced (the operators' edits)."""
 
     async def save_config(
         self, document: str, expected_version: int, audit: AuditEntry | None = None
@@ -200,6 +199,18 @@ class AdminStore(ConfigSource, UsageSource, Protocol):
         same atomic write, with the new version.
         """
         ...
+
+
+class BindingResets(BindingDrops, Protocol):
+    """An operator's binding resets: one binding (``delete_binding``), or a pool's at once."""
+
+    async def bump_pool_generation(self, pool: str) -> int:
+        """Invalidate every binding of ``pool`` at once; returns the new generation."""
+        ...
+
+
+class AuditLog(Protocol):
+    """The audit log, and the operator's circuit change written atomically with its entry."""
 
     async def read_circuit(self, deployment_id: str) -> Circuit:
         """One deployment's circuit as stored (version 0 if never written)."""
@@ -224,16 +235,24 @@ class AdminStore(ConfigSource, UsageSource, Protocol):
         """Up to ``limit`` entries newest first, older than cursor ``before``; the next cursor."""
         ...
 
+
+class KeyFinder(Protocol):
+    """A client key by its public id (the operators' lookups before a change)."""
+
+    async def find_client_key(self, key_id: str) -> ClientKey | None:
+        """The key with public id ``key_id``, or None."""
+        ...
+
+
+class KeyRegistry(KeyFinder, Protocol):
+    """The operators' client-key calls: create, list, revoke, and a key's usage."""
+
     async def put_client_key(self, key: ClientKey) -> bool:
         """Create ``key``; False (nothing written) if a key with its digest exists."""
         ...
 
     async def list_client_keys(self) -> list[ClientKey]:
         """Every client key, revoked ones included, oldest first."""
-        ...
-
-    async def find_client_key(self, key_id: str) -> ClientKey | None:
-        """The key with public id ``key_id``, or None."""
         ...
 
     async def revoke_client_key(self, key_id: str) -> ClientKey | None:
@@ -243,6 +262,13 @@ class AdminStore(ConfigSource, UsageSource, Protocol):
     async def read_key_usage(self, key_id: str, minute: int) -> KeyUsage:
         """The key's tokens in bucket ``minute`` and its spend so far."""
         ...
+
+
+class AdminStore(
+    ConfigStore, UsageSource, PoolSource, BindingResets, AuditLog, KeyRegistry, Protocol
+):
+    """What operators change through the CLI and the admin views (``read_pool``: the same
+    one-round-trip read the request path makes, for the status views)."""
 
 
 class KeyReserveStore(Protocol):
@@ -261,12 +287,8 @@ class KeyReserveStore(Protocol):
         ...
 
 
-class KeyLifecycleStore(Protocol):
+class KeyLifecycleStore(KeyFinder, Protocol):
     """A client key's conditional updates and rotations (``state/dynamo_key_lifecycle.py``)."""
-
-    async def find_client_key(self, key_id: str) -> ClientKey | None:
-        """The key with public id ``key_id``, or None."""
-        ...
 
     async def update_client_key(self, key: ClientKey, expected_version: int) -> bool:
         """Store ``key``'s settings if it is still at ``expected_version``; False if not."""

@@ -1,7 +1,7 @@
 """The explainer against the router, over generated pool states (hypothesis).
 
 ``route explain`` reports the reasons of the core's first step
-(``service/explain``: ``next_step`` on the pool read the router reads); the
+(``service/explainer.py``: ``next_step`` on the pool read the router reads); the
 router tries the step's pick first. For generated pools (tiers, weights,
 statuses, incompatible operations and modalities, reserved roles, rpm
 limits, throttled failure domains, circuits closed, open, due for a probe or

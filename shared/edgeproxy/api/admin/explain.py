@@ -3,7 +3,7 @@
 The body names the request (its JSON body and its path or operation) and
 the caller (a client key's id, or an affinity identity as stored). The
 request body is parsed by its surface's codec, as the proxy would parse it,
-then explained by ``service.explain.explainer``: the router's read and core,
+then explained by ``service.explainer``: the router's read and core,
 with no upstream call and no state written. ``seed`` makes a random
 strategy's draw repeatable.
 """
@@ -27,7 +27,7 @@ from edgeproxy.errors import RequestError
 from edgeproxy.service.admin.bindings import looks_like_caller_id, resolve_caller
 from edgeproxy.service.admin.config_edit import checked
 from edgeproxy.service.admin.redaction import redact_caller
-from edgeproxy.service.explain.explainer import explain, new_run, subject
+from edgeproxy.service.explainer import explain, new_run, subject
 from edgeproxy.service.request import ProxyRequest
 
 # By operation name and by path, as the proxy's routes name them (api/app.py).

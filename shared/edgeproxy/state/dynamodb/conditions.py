@@ -23,7 +23,7 @@ SLOT_HELD_BY = "#holder = :holder"
 # A delete after a failure must not drop a binding another instance already re-pointed.
 BINDING_NAMES = "#deployment = :deployment"
 
-# -- the operator plane (``dynamo_admin``, ``dynamo_audit``) -----------------------------
+# -- the operator plane (``dynamo_config``, ``dynamo_jobs``, ``dynamo_audit``) --------------
 
 # Two first loads of a configuration must not both succeed: the second must read the first.
 CONFIG_ABSENT = "attribute_not_exists(#version)"

@@ -5,11 +5,14 @@ BatchGetItem per 100 keys, sent in parallel). Conditional writes name their
 condition below, with the race it prevents; a failed condition is an expected
 outcome, answered with the stored item DynamoDB returns alongside it
 (``ReturnValuesOnConditionCheckFailure=ALL_OLD``), never with a second read.
-The client is ``state.client.DynamoClient`` (any client with botocore's
+The client is ``aws.dynamodb.DynamoClient`` (any client with botocore's
 low-level call shape works). Every other botocore error becomes a ``StoreError`` in ``table.translated_errors``.
 
-Reads are in ``DynamoReads``: ``read_pool`` is eventually consistent, every other
-read strongly; its docstring says why a stale read cannot break a transition.
+The store is one class per protocol it implements, composed here (the
+table in ``DynamoStore``'s docstring); the request path's counters and
+standing writes are in this module. Reads are in ``DynamoReads``:
+``dynamo_reads``' docstring says which are eventually consistent and why a
+stale read cannot break a transition.
 
     >>> client = await DynamoClient.open(aioboto3.Session(), "eu-west-1")
     >>> schema = TableSchema.from_env_value("pk,sk,expires_at")
@@ -24,7 +27,7 @@ import random
 from typing import Any
 
 from edgeproxy.errors import StoreError
-from edgeproxy.routing.shards import allowance
+from edgeproxy.routing import allowance
 from edgeproxy.routing.snapshot import (
     Binding,
     BindingKey,
@@ -33,7 +36,9 @@ from edgeproxy.routing.snapshot import (
 from edgeproxy.state import items, keys
 from edgeproxy.state.counter_shards import ShardCounts
 from edgeproxy.state.dynamodb import conditions as cond
-from edgeproxy.state.dynamodb.dynamo_admin import DynamoAdmin
+from edgeproxy.state.dynamodb.dynamo_audit import DynamoAudit
+from edgeproxy.state.dynamodb.dynamo_config import DynamoConfig
+from edgeproxy.state.dynamodb.dynamo_jobs import DynamoJobs
 from edgeproxy.state.dynamodb.dynamo_key_lifecycle import DynamoKeyLifecycle
 from edgeproxy.state.dynamodb.dynamo_key_reserve import DynamoKeyReserve
 from edgeproxy.state.dynamodb.dynamo_keys import DynamoKeys
@@ -47,24 +52,13 @@ from edgeproxy.state.store import UsageDelta
 CAPACITY_RETENTION_S = 3600  # a throttle item is deleted by TTL this long after it ended
 
 
-class DynamoStore(
-    DynamoReads, DynamoAdmin, DynamoKeys, DynamoKeyReserve, DynamoKeyLifecycle, DynamoSlots
-):
-    """The ``Store`` protocol on one table; the client is injected, never built here.
+class DynamoCounters:
+    """``CounterStore`` (``record``, ``record_key_usage``: commutative ADDs) and ``Admitter``
+    (``admit``: the same ADD, conditional on the bucket's limits), mixed into ``DynamoStore``."""
 
-    The request path's writes are here, its reads in ``DynamoReads``; the
-    jobs' and the admin plane's calls are in ``DynamoAdmin``, the client keys'
-    in ``DynamoKeys``.
-    """
-
-    def __init__(
-        self, client: Any, table_name: str, schema: TableSchema, rng: random.Random | None = None
-    ) -> None:
-        self._table = Table(client, table_name, schema)
-        self._schema = schema
-        self._shards = ShardCounts(rng)
-
-    # -- counters --------------------------------------------------------------
+    _table: Table
+    _schema: TableSchema
+    _shards: ShardCounts
 
     async def _add(
         self, key: keys.Key, counters: dict[str, float], expires_at: float, **condition: Any
@@ -164,7 +158,34 @@ class DynamoStore(
             key = keys.usage_shard_key(delta.deployment_id, delta.minute, shard)
             await self._add(key, counters, expires_at)
 
-    # -- conditional writes ----------------------------------------------------
+    async def record_key_usage(
+        self, key_id: str, minute: int | None, tokens: int, spend_usd: float, expires_at: float
+    ) -> None:
+        """ADD ``tokens`` to the key's bucket ``minute`` (None: no bucket) and to its spend."""
+        if tokens and minute is not None:
+            await self._table.call(
+                "update_item",
+                Key=self._table.key(keys.key_usage_key(key_id, minute)),
+                UpdateExpression="ADD #tokens :tokens SET #ttl = :ttl",
+                ExpressionAttributeNames={"#tokens": "tokens", "#ttl": self._schema.ttl},
+                ExpressionAttributeValues={":tokens": number(tokens), ":ttl": number(expires_at)},
+            )
+        if tokens or spend_usd:
+            await self._table.call(
+                "update_item",
+                Key=self._table.key(keys.key_spend_key(key_id)),
+                UpdateExpression="ADD #spend :spend, #tokens :tokens",
+                ExpressionAttributeNames={"#spend": "spend_usd", "#tokens": "tokens"},
+                ExpressionAttributeValues={":spend": number(spend_usd), ":tokens": number(tokens)},
+            )
+
+
+class DynamoStandingWrites:
+    """``StandingWrites`` (an outcome's writes to what routing reads next) and
+    ``BindingResets`` (an operator's), mixed into ``DynamoStore``."""
+
+    _table: Table
+    _schema: TableSchema
 
     async def write_circuit(self, new: Circuit, expected_version: int) -> Circuit | None:
         """Store ``new`` if the stored version is ``expected_version``; else return the winner."""
@@ -267,3 +288,74 @@ class DynamoStore(
         await self._table.write_if(
             "delete_item", Key=self._table.key(keys.binding_key(key)), **condition
         )
+
+    async def count_rejection(self, deployment_id: str) -> None:
+        """One more consecutive upstream credential rejection (401/403) of a deployment."""
+        await self._table.call(
+            "update_item",
+            Key=self._table.key(keys.health_key(deployment_id)),
+            UpdateExpression="ADD #rejections :one",
+            ExpressionAttributeNames={"#rejections": "credential_rejections"},
+            ExpressionAttributeValues={":one": number(1)},
+        )
+
+    async def clear_rejections(self, deployment_id: str) -> None:
+        """A success: the deployment's credentials work again."""
+        await self._table.call(
+            "update_item",
+            Key=self._table.key(keys.health_key(deployment_id)),
+            UpdateExpression="SET #rejections = :zero",
+            ExpressionAttributeNames={"#rejections": "credential_rejections"},
+            ExpressionAttributeValues={":zero": number(0)},
+        )
+
+    async def bump_pool_generation(self, pool: str) -> int:
+        """Invalidate every binding of ``pool``; returns the new generation."""
+        response = await self._table.call(
+            "update_item",
+            Key=self._table.key(keys.pool_key(pool)),
+            UpdateExpression="ADD #generation :one",
+            ExpressionAttributeNames={"#generation": "generation"},
+            ExpressionAttributeValues={":one": number(1)},
+            ReturnValues="UPDATED_NEW",
+        )
+        return items.get_int(response["Attributes"], "generation")
+
+
+class DynamoStore(
+    DynamoReads,
+    DynamoConfig,
+    DynamoCounters,
+    DynamoStandingWrites,
+    DynamoSlots,
+    DynamoKeys,
+    DynamoKeyReserve,
+    DynamoKeyLifecycle,
+    DynamoJobs,
+    DynamoAudit,
+):
+    """The ``Store`` protocol on one table; the client is injected, never built here.
+
+    Each protocol's calls are in one piece (the protocols each piece implements,
+    its module; ``tests/unit/state/test_store_pieces.py`` keeps this table true):
+
+        DynamoReads           PoolSource, PoolBatches                     dynamo_reads
+        DynamoConfig          ConfigSource, ConfigStore                   dynamo_config
+        DynamoCounters        CounterSink, SpendSink, Admitter            dynamo
+        DynamoStandingWrites  StandingWrites, BindingDrops, BindingResets dynamo
+        DynamoSlots           Slots, KeySlotStore                         dynamo_slots
+        DynamoKeys            KeyStore, KeyFinder, KeyRegistry            dynamo_keys
+        DynamoKeyReserve      KeyReserveStore                             dynamo_key_reserve
+        DynamoKeyLifecycle    KeyLifecycleStore                           dynamo_key_lifecycle
+        DynamoJobs            JobStore, QuotaSink, UsageSource            dynamo_jobs
+        DynamoAudit           AuditLog                                    dynamo_audit
+
+    So ``CounterStore`` (``CounterSink`` and ``SpendSink``) is ``DynamoCounters``.
+    """
+
+    def __init__(
+        self, client: Any, table_name: str, schema: TableSchema, rng: random.Random | None = None
+    ) -> None:
+        self._table = Table(client, table_name, schema)
+        self._schema = schema
+        self._shards = ShardCounts(rng)

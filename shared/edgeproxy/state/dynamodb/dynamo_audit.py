@@ -20,23 +20,25 @@ from edgeproxy.state.dynamodb.table import Table
 from edgeproxy.state.items import number, text
 
 
+def audit_put(table: Table, schema: TableSchema, entry: AuditEntry) -> dict[str, Any]:
+    """The conditional put of one audit entry, alone or in another write's transaction."""
+    # A random id in the sort key: two entries of one millisecond never collide.
+    return {
+        "Item": {**table.key(keys.audit_key(entry.at, entry.id)), **audit_item(entry)},
+        "ConditionExpression": cond.AUDIT_ABSENT,
+        "ExpressionAttributeNames": {"#pk": schema.pk},
+    }
+
+
 class DynamoAudit:
-    """Audit entries and audited circuit writes (``AdminStore``)."""
+    """``AuditLog``: audit entries and audited circuit writes (mixed into ``DynamoStore``)."""
 
     _table: Table
     _schema: TableSchema
 
     async def record_audit(self, entry: AuditEntry) -> None:
         """Store one audit entry (for changes that are not a single conditional write)."""
-        await self._table.call("put_item", **self._audit_put(entry))
-
-    def _audit_put(self, entry: AuditEntry) -> dict[str, Any]:
-        # A random id in the sort key: two entries of one millisecond never collide.
-        return {
-            "Item": {**self._table.key(keys.audit_key(entry.at, entry.id)), **audit_item(entry)},
-            "ConditionExpression": cond.AUDIT_ABSENT,
-            "ExpressionAttributeNames": {"#pk": self._schema.pk},
-        }
+        await self._table.call("put_item", **audit_put(self._table, self._schema, entry))
 
     async def read_audit(
         self, limit: int, before: str | None = None
@@ -94,4 +96,6 @@ class DynamoAudit:
             put["ExpressionAttributeNames"] = {"#version": "version"}
             put["ExpressionAttributeValues"] = {":expected": number(expected_version)}
         entry = dataclasses.replace(audit, version=new.version)
-        return await self._table.transact_if([("Put", put), ("Put", self._audit_put(entry))])
+        return await self._table.transact_if(
+            [("Put", put), ("Put", audit_put(self._table, self._schema, entry))]
+        )

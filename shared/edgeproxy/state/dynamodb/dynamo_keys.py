@@ -28,7 +28,8 @@ KEY_EXISTS = "attribute_exists(#pk)"
 
 
 class DynamoKeys:
-    """The client-key part of ``DynamoStore`` (``KeyStore`` and its ``AdminStore`` calls)."""
+    """``KeyStore``'s own calls (look a key up, admit it, touch it) and ``KeyRegistry``'s
+    (the operators': create, list, find, revoke, a key's usage), mixed into ``DynamoStore``."""
 
     _table: Table
     _schema: TableSchema
@@ -73,27 +74,6 @@ class DynamoKeys:
             },
         )
         return won
-
-    async def record_key_usage(
-        self, key_id: str, minute: int | None, tokens: int, spend_usd: float, expires_at: float
-    ) -> None:
-        """ADD ``tokens`` to the key's bucket ``minute`` (None: no bucket) and to its spend."""
-        if tokens and minute is not None:
-            await self._table.call(
-                "update_item",
-                Key=self._table.key(keys.key_usage_key(key_id, minute)),
-                UpdateExpression="ADD #tokens :tokens SET #ttl = :ttl",
-                ExpressionAttributeNames={"#tokens": "tokens", "#ttl": self._schema.ttl},
-                ExpressionAttributeValues={":tokens": number(tokens), ":ttl": number(expires_at)},
-            )
-        if tokens or spend_usd:
-            await self._table.call(
-                "update_item",
-                Key=self._table.key(keys.key_spend_key(key_id)),
-                UpdateExpression="ADD #spend :spend, #tokens :tokens",
-                ExpressionAttributeNames={"#spend": "spend_usd", "#tokens": "tokens"},
-                ExpressionAttributeValues={":spend": number(spend_usd), ":tokens": number(tokens)},
-            )
 
     async def touch_client_key(self, digest: str, now: float) -> None:
         """Set the key's last-used time (only if the key still exists)."""

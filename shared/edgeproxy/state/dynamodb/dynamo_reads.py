@@ -1,4 +1,4 @@
-"""The reads of ``DynamoStore``: one routing decision's items, and the configuration.
+"""The pool reads of ``DynamoStore``: one routing decision's items, alone or batched.
 
 Consistency: ``read_pool`` is the one read on every request. A read that
 carries a sticky binding is *strongly consistent*: the binding a success
@@ -34,16 +34,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from edgeproxy.routing.snapshot import PoolSnapshot
-from edgeproxy.state import items, keys
 from edgeproxy.state.counter_shards import ShardCounts
 from edgeproxy.state.dynamodb import pool_read
 from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy.state.dynamodb.table import Table
-from edgeproxy.state.store import SnapshotRequest, StoredConfig
+from edgeproxy.state.store import SnapshotRequest
 
 
 class DynamoReads:
-    """``read_pool(s)`` and ``load_config`` (mixed into ``DynamoStore``)."""
+    """``PoolSource`` and ``PoolBatches``: ``read_pool(s)`` (mixed into ``DynamoStore``)."""
 
     _table: Table
     _schema: TableSchema
@@ -68,15 +67,3 @@ class DynamoReads:
             consistent=any(r.binding is not None for r in requests),
         )
         return [pool_read.snapshot(r, found, self._schema) for r in requests]
-
-    async def load_config(self) -> StoredConfig | None:
-        """The stored configuration document, or None if none was saved."""
-        response = await self._table.call(
-            "get_item", Key=self._table.key(keys.config_key()), ConsistentRead=True
-        )
-        item = response.get("Item")
-        if not item:
-            return None
-        return StoredConfig(
-            document=items.get_text(item, "document") or "", version=items.get_int(item, "version")
-        )

@@ -1,17 +1,18 @@
 """``AwsSecrets``: the SSM parameters and Secrets Manager secrets behind credential references.
 
-It lives in ``state/`` because that is where the project's AWS clients are:
-every botocore error enters the exception tree in this room, DynamoDB's in
-``table.py`` and these here (``translated_errors``), as ``CredentialError``
-with a fixed text that names the reference and never a value.
+It lives in ``aws/`` beside the clients it reads with: botocore's errors
+enter the exception tree where their client is used, DynamoDB's in
+``state/dynamodb/table.py`` and these here (``translated_errors``), as
+``CredentialError`` with a fixed text that names the reference and never a
+value.
 
-The clients are ``aws_json.JsonClient``s (``lean_opener``): AWS's JSON
-protocol on its own connections (``state/wire.py``), so resolving an ``ssm:``
+The clients are ``aws.client.JsonClient``s (``lean_opener``): AWS's JSON
+protocol on its own connections (``aws/wire.py``), so resolving an ``ssm:``
 admin key on a cold start's first request imports no aioboto3, aiobotocore or
 botocore session (about 0.3 s of CPU and 80 ms for the client, measured with
 aiobotocore). They raise
 botocore's exceptions as its clients do, so ``translated_errors`` is the same
-for both. Where botocore would pick the endpoint by settings ``aws_json``
+for both. Where botocore would pick the endpoint by settings ``aws/endpoints.py``
 does not read (``endpoint_url``), the opener falls back to botocore's client.
 Credentials are the session's: the environment's keys through
 ``DeferredSession``, else botocore's chain (a container endpoint, as under
@@ -27,8 +28,9 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from edgeproxy.aws.client import JsonClient, Protocol
+from edgeproxy.aws.endpoints import endpoint_url
 from edgeproxy.errors import CredentialError
-from edgeproxy.state.aws_json import JsonClient, Protocol, endpoint_url
 
 # Opens a client for a service name (``session.client`` with its region bound, or ``lean_opener``).
 ClientOpener = Callable[[str], AbstractAsyncContextManager[Any]]

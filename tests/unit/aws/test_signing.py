@@ -10,7 +10,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from edgeproxy.state.signing import SignatureV4, host_of
+from edgeproxy.aws.signing import SignatureV4, host_of
 
 HEADERS = {
     "Content-Type": "application/x-amz-json-1.0",

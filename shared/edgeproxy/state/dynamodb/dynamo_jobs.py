@@ -1,25 +1,19 @@
-"""The DynamoDB calls of the scheduled jobs and the admin plane.
+"""The DynamoDB calls of the scheduled jobs: usage history in, health and quota out.
 
-Usage history (the health job, the binding-share report), health scores
-and the credential-rejection counter next to them, pool generations
-(invalidate every binding of a pool at once) and the configuration document
-(a conditional write on its version, with its audit entry). None of these is on the request path, so they live
-apart from it; ``DynamoStore`` inherits them and supplies the table.
+Usage history (the health job, the binding-share report, the router after a
+failure), health scores, and each credential's quota readings and failed
+refreshes. ``DynamoStore`` inherits them and supplies the table.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
 from edgeproxy.routing.snapshot import Health, Quota, QuotaStatus, Usage
 from edgeproxy.state import items, keys
-from edgeproxy.state.audit import AuditEntry
 from edgeproxy.state.counter_shards import summed
-from edgeproxy.state.dynamodb import conditions as cond
-from edgeproxy.state.dynamodb.dynamo_audit import DynamoAudit
 from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy.state.dynamodb.table import Table
 from edgeproxy.state.items import Item, number, text
@@ -32,8 +26,9 @@ OLDER_MINUTE = "attribute_not_exists(#minute) OR #minute < :minute"
 NEWER_READING = "attribute_not_exists(#fetched) OR #fetched < :fetched"
 
 
-class DynamoAdmin(DynamoAudit):
-    """The jobs' and operators' part of ``DynamoStore`` (``JobStore``, ``AdminStore``)."""
+class DynamoJobs:
+    """``JobStore``'s own calls (health, quota failures and readings), ``QuotaSink`` and
+    ``UsageSource`` (usage history), mixed into ``DynamoStore``."""
 
     _table: Table
     _schema: TableSchema
@@ -79,45 +74,6 @@ class DynamoAdmin(DynamoAudit):
                 return found
             query["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
-    async def bump_pool_generation(self, pool: str) -> int:
-        """Invalidate every binding of ``pool``; returns the new generation."""
-        response = await self._table.call(
-            "update_item",
-            Key=self._table.key(keys.pool_key(pool)),
-            UpdateExpression="ADD #generation :one",
-            ExpressionAttributeNames={"#generation": "generation"},
-            ExpressionAttributeValues={":one": number(1)},
-            ReturnValues="UPDATED_NEW",
-        )
-        return items.get_int(response["Attributes"], "generation")
-
-    async def save_config(
-        self, document: str, expected_version: int, audit: AuditEntry | None = None
-    ) -> int | None:
-        """Store ``document`` if the stored version is still ``expected_version`` (0: none).
-
-        Returns the new version (``expected_version + 1``), or None when another
-        writer changed the document first (nothing written). With ``audit``, the
-        entry is written in the same transaction: no change without its entry.
-        """
-        version = expected_version + 1
-        update: dict[str, Any] = {
-            "Key": self._table.key(keys.config_key()),
-            "UpdateExpression": "SET #document = :document, #version = :version",
-            "ExpressionAttributeNames": {"#document": "document", "#version": "version"},
-            "ExpressionAttributeValues": {":document": text(document), ":version": number(version)},
-        }
-        # Two admins editing from the same version must not both commit: check and write are one.
-        if expected_version == 0:
-            update["ConditionExpression"] = cond.CONFIG_ABSENT
-        else:
-            update["ConditionExpression"] = cond.CONFIG_UNCHANGED
-            update["ExpressionAttributeValues"][":expected"] = number(expected_version)
-        writes: list[tuple[str, dict[str, Any]]] = [("Update", update)]
-        if audit is not None:
-            writes.append(("Put", self._audit_put(dataclasses.replace(audit, version=version))))
-        return version if await self._table.transact_if(writes) else None
-
     async def put_health(self, health: Health, expires_at: float) -> bool:
         """Store the health job's result for one deployment, unless a run for a later minute did.
 
@@ -142,26 +98,6 @@ class DynamoAdmin(DynamoAudit):
             ExpressionAttributeValues={**values, ":minute": number(health.minute)},
         )
         return won
-
-    async def count_rejection(self, deployment_id: str) -> None:
-        """One more consecutive upstream credential rejection (401/403) of a deployment."""
-        await self._table.call(
-            "update_item",
-            Key=self._table.key(keys.health_key(deployment_id)),
-            UpdateExpression="ADD #rejections :one",
-            ExpressionAttributeNames={"#rejections": "credential_rejections"},
-            ExpressionAttributeValues={":one": number(1)},
-        )
-
-    async def clear_rejections(self, deployment_id: str) -> None:
-        """A success: the deployment's credentials work again."""
-        await self._table.call(
-            "update_item",
-            Key=self._table.key(keys.health_key(deployment_id)),
-            UpdateExpression="SET #rejections = :zero",
-            ExpressionAttributeNames={"#rejections": "credential_rejections"},
-            ExpressionAttributeValues={":zero": number(0)},
-        )
 
     async def put_quota(self, quota: Quota) -> bool:
         """Store one unit's reading of a credential's quota; False if a newer one is stored."""

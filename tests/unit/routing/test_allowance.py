@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from edgeproxy.routing.shards.allowance import allowance, probe_order, tpm_fragmentation_bound
+from edgeproxy.routing.allowance import allowance, probe_order, tpm_fragmentation_bound
 
 
 @given(st.integers(0, 100_000), st.integers(1, 32))

@@ -10,7 +10,7 @@ import sys
 import botocore.session
 import pytest
 
-from edgeproxy.aws_session import DeferredSession, StaticCredentials, environment_credentials
+from edgeproxy.aws.session import DeferredSession, StaticCredentials, environment_credentials
 
 KEYS = {"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "secret/example"}
 

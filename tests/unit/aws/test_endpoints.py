@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from edgeproxy.state.aws_json import endpoint_url
-from edgeproxy.state.dynamodb.client import DYNAMODB
-from edgeproxy.state.secrets import SECRETS_MANAGER, SSM
+from edgeproxy.aws.dynamodb import DYNAMODB
+from edgeproxy.aws.endpoints import endpoint_url
+from edgeproxy.aws.secrets import SECRETS_MANAGER, SSM
 
 NO_CONFIG = {"AWS_CONFIG_FILE": "/nonexistent/aws-config"}
 LOCAL = "http://127.0.0.1:5000"

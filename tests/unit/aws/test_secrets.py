@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
+from edgeproxy.aws.secrets import AwsSecrets
 from edgeproxy.errors import CredentialError
-from edgeproxy.state.secrets import AwsSecrets
 
 LEAKY = "AccessDenied for key sk-leaky at https://internal.example"
 

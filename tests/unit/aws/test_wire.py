@@ -14,7 +14,7 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
-from edgeproxy.state.wire import MAX_OPEN, Wire
+from edgeproxy.aws.wire import MAX_OPEN, Wire
 
 JSON_OK = (
     b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{"ok":true}'

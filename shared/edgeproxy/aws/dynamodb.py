@@ -1,4 +1,4 @@
-"""``DynamoClient``: the store's DynamoDB client, AWS's JSON protocol (``state/aws_json.py``).
+"""``DynamoClient``: the store's DynamoDB client, AWS's JSON protocol (``aws/client.py``).
 
 The store's one client, request path and cold paths alike. It answers the
 low-level calls ``Table`` makes (``client.batch_get_item(**request)``, ...)
@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from edgeproxy.state.aws_json import JsonClient, Protocol, default_endpoint
+from edgeproxy.aws.client import JsonClient, Protocol
+from edgeproxy.aws.endpoints import default_endpoint
 
 TARGET_PREFIX = "DynamoDB_20120810."
 CONTENT_TYPE = "application/x-amz-json-1.0"

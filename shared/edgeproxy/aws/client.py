@@ -1,8 +1,8 @@
-"""``JsonClient``: AWS's JSON protocol over ``state/wire.py``'s connections, signed with SigV4, for any JSON service.
+"""``JsonClient``: AWS's JSON protocol over ``aws/wire.py``'s connections, signed with SigV4, for any JSON service.
 
 The services the gateway calls all speak it: DynamoDB (the store,
-``state/dynamodb/client.py``), SSM and Secrets Manager (credential references,
-``state/secrets.py``). A call is ``POST /`` with the operation in
+``aws/dynamodb.py``), SSM and Secrets Manager (credential references,
+``aws/secrets.py``). A call is ``POST /`` with the operation in
 ``X-Amz-Target`` (the service's target prefix and the operation's name), the
 request as JSON in the service's content type, and a SigV4 signature scoped to
 the service's signing name (``Protocol``). The client answers
@@ -15,20 +15,15 @@ generic stack: parameter validation, serialization and parsing through the
 service model, the event hooks, endpoint resolution; and, for the first call
 of a cold start, importing aioboto3, aiobotocore and botocore's session.
 
-Signing is ``state/signing.py``'s SigV4 with the session's credentials: an
-``aws_session.DeferredSession`` answers with the environment's keys (Lambda's,
+Signing is ``aws/signing.py``'s SigV4 with the session's credentials: an
+``aws.session.DeferredSession`` answers with the environment's keys (Lambda's,
 session token included) when botocore's chain would stop there, and otherwise
 falls back to botocore's chain (a container credentials endpoint as SnapStart
 uses, a profile), importing aioboto3 then. Retries: like botocore's standard
 mode with ``max_attempts``, a throttle, a 5xx or a dropped connection is tried
 again after a short jittered backoff.
 
-Endpoints (``endpoint_url``) follow botocore's order for the settings this
-module reads: ``AWS_ENDPOINT_URL_<SERVICE>``, then ``AWS_ENDPOINT_URL``, then
-``https://<signing name>.<region>.amazonaws.com`` (``.com.cn`` in China).
-Where botocore would consult more (the shared config file's endpoint settings,
-FIPS or dual-stack endpoints, the isolated partitions) it answers None and the
-caller uses botocore's own client instead.
+Where a client sends its calls is ``aws/endpoints.py``'s (the caller passes the URL).
 
     >>> client = await JsonClient.open_for(SSM, session, "eu-west-1", url)  # doctest: +SKIP
     >>> await client.get_parameter(Name="/edgeproxy/admin-key", WithDecryption=True)  # doctest: +SKIP
@@ -38,10 +33,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
-from collections.abc import Awaitable, Callable, Mapping
-from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple, TypeVar
 
 from botocore.exceptions import (
@@ -52,24 +45,10 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
-from edgeproxy.state.signing import SignatureV4
-from edgeproxy.state.wire import Wire
+from edgeproxy.aws.signing import SignatureV4
+from edgeproxy.aws.wire import Wire
 
 RETRY_BASE_S = 0.025  # first retry after up to 25 ms, then doubling (jittered)
-# Settings that make botocore choose an endpoint by rules this module does not model.
-UNMODELLED_SETTINGS = (
-    "AWS_USE_FIPS_ENDPOINT",
-    "AWS_USE_DUALSTACK_ENDPOINT",
-    "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS",
-)
-CONFIG_ENDPOINT_KEYS = (
-    "endpoint_url",
-    "use_fips_endpoint",
-    "use_dualstack_endpoint",
-    "ignore_configured_endpoint_urls",
-)
-ISOLATED_REGIONS = ("us-iso", "eu-iso")  # partitions with their own DNS suffixes
-
 # Sees each answer's operation and parsed body (errors too) before the caller does:
 # how tests observe and count calls.
 CallHook = Callable[[str, dict[str, Any]], None]
@@ -89,43 +68,6 @@ class Protocol(NamedTuple):
 def operation_name(method: str) -> str:
     """``batch_get_item`` -> ``BatchGetItem`` (botocore's method names, the services' targets)."""
     return "".join(part.capitalize() for part in method.split("_"))
-
-
-def default_endpoint(protocol: Protocol, region: str) -> str:
-    """The service's public endpoint in ``region`` (AWS, AWS GovCloud and AWS China)."""
-    suffix = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
-    return f"https://{protocol.signing_name}.{region}.{suffix}"
-
-
-def endpoint_url(protocol: Protocol, region: str, environ: Mapping[str, str]) -> str | None:
-    """Where botocore would send ``protocol``'s calls, or None where it would read more than
-    the environment's endpoint variables (then use botocore's client).
-
-    >>> from edgeproxy.state.secrets import SSM
-    >>> endpoint_url(SSM, "eu-west-1", {"AWS_CONFIG_FILE": "/nonexistent"})
-    'https://ssm.eu-west-1.amazonaws.com'
-    >>> endpoint_url(SSM, "eu-west-1", {"AWS_ENDPOINT_URL": "http://127.0.0.1:5000"})
-    'http://127.0.0.1:5000'
-    """
-    if any(environ.get(name, "").strip() for name in UNMODELLED_SETTINGS):
-        return None
-    own = environ.get(f"AWS_ENDPOINT_URL_{protocol.endpoint_variable}", "").strip()
-    if own:
-        return own
-    if _config_sets_endpoints(environ) or region.startswith(ISOLATED_REGIONS):
-        return None
-    return environ.get("AWS_ENDPOINT_URL", "").strip() or default_endpoint(protocol, region)
-
-
-def _config_sets_endpoints(environ: Mapping[str, str]) -> bool:
-    """Whether the shared config file (botocore's ``AWS_CONFIG_FILE``) may set an endpoint."""
-    # os.path's expanduser: where no home is known (a Lambda sandbox's user) it leaves "~".
-    path = os.path.expanduser(environ.get("AWS_CONFIG_FILE") or "~/.aws/config")
-    try:
-        text = Path(path).read_text(errors="replace").lower()
-    except OSError:  # none (as on Lambda), or unreadable: botocore reads nothing either
-        return False
-    return any(key in text for key in CONFIG_ENDPOINT_KEYS)
 
 
 class JsonClient:

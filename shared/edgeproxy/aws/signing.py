@@ -1,9 +1,9 @@
-"""``SignatureV4``: AWS Signature Version 4 for the JSON protocol's POSTs (``aws_json``).
+"""``SignatureV4``: AWS Signature Version 4 for the JSON protocol's POSTs (``aws/client.py``).
 
 One signer per service and region: the store's DynamoDB client, and the SSM
 and Secrets Manager clients behind credential references. The same signature
 botocore's ``SigV4Auth`` computes for these requests
-(``tests/unit/state/test_signing.py`` checks them against it), at a fraction of its
+(``tests/unit/aws/test_signing.py`` checks them against it), at a fraction of its
 CPU: every request is a ``POST /`` with no query and the same three headers,
 so the canonical request is one format string, and the derived signing key is
 kept for the day (AWS scopes it to date, region and service).

@@ -1,6 +1,6 @@
 """``Wire``: kept-alive HTTP/1.1 connections to one AWS endpoint, for ``POST /`` and its answer.
 
-The JSON services (``state/aws_json.py``) need one exchange: a small signed
+The JSON services (``aws/client.py``) need one exchange: a small signed
 POST, then a status and a JSON body. A general HTTP client's request path
 (URL objects, cookie jars, header multidicts, tracing signals, payload
 writers) costs about 0.14 ms of CPU per call over the exchange itself, and a
@@ -36,7 +36,7 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
-from edgeproxy.state.signing import host_of
+from edgeproxy.aws.signing import host_of
 from edgeproxy.tls import verified_context
 
 MAX_OPEN = 100  # connections open at once per endpoint (aiohttp's default); more calls wait
