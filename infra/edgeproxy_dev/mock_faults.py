@@ -14,6 +14,8 @@ rejected (a typo in a test must not silently mean "no fault"):
     {"stall_after_chunks": 2}                          go silent after 2 SSE events
     {"malformed_after_chunks": 1}                      an unparseable event after 1 (JSON: bad body)
     {"no_done": true}                                  omit [DONE] / message_stop
+    {"ignore_stream_options": true}                    no usage chunk even when asked (a server
+                                                       that ignores stream_options)
     {"finish_reason": null}                            no finish reason anywhere
     {"content": ""}                                    an empty answer
     {"obey_max_tokens": true}                          cut the answer at the request's
@@ -62,6 +64,7 @@ class MockFault:
     malformed_after_chunks: int | None = None
     keepalive_ms: int | None = None
     no_done: bool = False
+    ignore_stream_options: bool = False
     content: str | None = None
     obey_max_tokens: bool = False
     finish_reason: str | None = "stop"

@@ -265,7 +265,9 @@ class MockServer:
             payload = build(*args) if fault.body is None else fault.body
             await http.write_json(writer, fault.status, payload, headers, raw=malformed)
             return True
-        frames = answers.sse_frames(anthropic, args, body, text=route.operation == "completions")
+        asked = {k: v for k, v in body.items() if k != "stream_options"}
+        sent = asked if fault.ignore_stream_options else body
+        frames = answers.sse_frames(anthropic, args, sent, text=route.operation == "completions")
         if fault.nan:
             frames = hostile.nan_frames(frames)
         if not fault.no_done:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import httpx
 from playwright.async_api import expect
 
 from edgeproxy_dev.mock_upstream import MockUpstream
@@ -21,7 +22,7 @@ from tests.browser.conftest import ARTIFACTS, Watched
 from tests.fixtures.clock import FleetClock
 from tests.fixtures.configs import config, deployment
 from tests.fixtures.secrets import remember
-from tests.integration.admin.helpers import ADMIN_ACTOR, admin, chat, keys, ok
+from tests.integration.admin.helpers import ADMIN_ACTOR, CLIENT_KEY, admin, chat, keys, ok
 
 SECRET = "sk-upstream-body-0123456789abcdef"
 remember(SECRET)
@@ -236,4 +237,65 @@ async def test_hostile_names_and_reasons_are_shown_as_text(
     await page.click('[data-deployment="x:2"] details.more > summary')  # the details draw too
     await expect(card(page, "x:2").locator("dl.facts")).to_be_visible()
     assert await page.locator("#board img, #board script").count() == 0
+    assert watched.problems() == []
+
+
+def _stream(base_url: str, model: str) -> int:
+    """One streamed chat with the client key, read to its end; its status."""
+    answer = httpx.post(
+        base_url + "/v1/chat/completions",
+        json={"model": model, "messages": [{"role": "user", "content": "hi"}], "stream": True},
+        headers={"authorization": f"Bearer {CLIENT_KEY}"},
+        timeout=30,
+    )
+    return answer.status_code
+
+
+async def test_streams_ended_without_a_finish_reason_show_on_the_card_of_a_hostile_pool(
+    start_gateway,
+    clock: FleetClock,
+    upstream_a: MockUpstream,
+    upstream_b: MockUpstream,
+    watched: Watched,
+) -> None:
+    gw = await asyncio.to_thread(
+        start_gateway,
+        config(
+            deployment("x:1", upstream_a, model=HOSTILE, priority=1),
+            deployment("x:2", upstream_b, model=HOSTILE),
+            gateway=keys(),
+            router={"sticky": {"enabled": False}},
+        ),
+    )
+    page = watched.page
+    await open_signed_in(page, gw.base_url)
+    hostile = card(page, "x:1")
+    await expect(hostile.locator(".err-rate")).to_have_text("no attempts in 5 min")
+    await expect(hostile.locator(".unfinished")).to_have_count(0)  # none in the hour: not shown
+
+    # x:1 ends two streams with [DONE] and no finish chunk.
+    upstream_a.set_faults([{"finish_reason": None}, {"finish_reason": None}])
+    for _ in range(3):
+        assert await asyncio.to_thread(_stream, gw.base_url, HOSTILE) == 200
+    minute = int(clock.now() // 60) * 60
+    hhmm = await page.evaluate("at => new Date(at * 1000).toISOString().slice(11, 16)", minute)
+    await expect(hostile.locator(".unfinished-count")).to_have_text(
+        f"2 in 60 min, last at {hhmm} UTC"
+    )
+    await expect(hostile.locator(".unfinished")).to_contain_text(
+        "streams ended without a finish reason"
+    )
+    await expect(hostile.locator(".err-rate")).to_have_text("0 % of 3 attempts (0 failed)")
+    await expect(card(page, "x:2").locator(".unfinished")).to_have_count(0)
+
+    # The page's window counts them: ten minutes on, the 5-minute window holds none.
+    clock.advance(10 * 60)
+    await page.select_option("#window", "5")
+    await expect(hostile.locator(".unfinished-count")).to_have_text(
+        f"0 in 5 min, last at {hhmm} UTC"
+    )
+    await expect(hostile.locator(".unfinished-count")).not_to_have_class("unfinished-count hot")
+    await expect(page.locator("#pools [data-pool] h2")).to_have_text(HOSTILE)
+    assert await page.locator("#board img, #board script").count() == 0
+    assert await page.evaluate("window.pwned === undefined")
     assert watched.problems() == []

@@ -223,6 +223,20 @@
       el("span", { class: "muted", text: " · last error " }),
       el("span", { class: "last-error", text: last ? `${last.class} at ${fmtClock(last.at)}` : "none in the last hour" }),
       el("span", { class: "muted", text: ` · health ${dep.health_score.toFixed(2)}` }),
+      unfinished(dep.unfinished_streams),
+    );
+  }
+
+  // Streams that ended without a finish reason (000's anomaly): answers the server may
+  // have cut, counted over the page's window; shown only once one happened in the hour.
+  function unfinished(u) {
+    if (!u || u.last_at === null) return null;
+    const text = `${fmtInt(u.count)} in ${u.minutes} min, last at ${fmtClock(u.last_at)}`;
+    return el(
+      "span",
+      { class: "unfinished" },
+      el("span", { class: "muted", text: " · streams ended without a finish reason " }),
+      el("span", { class: "unfinished-count" + (u.count > 0 ? " hot" : ""), text }),
     );
   }
 
@@ -345,8 +359,8 @@
   // -- loading -------------------------------------------------------------------------
 
   async function refresh(mine) {
-    const report = await api("GET", "status");
     const minutes = $("window").value;
+    const report = await api("GET", `status?minutes=${enc(minutes)}`);
     const pools = await Promise.all(
       report.pools.map(async (pool) => {
         // The hour's sparklines are read only for a pool with a card unfolded.

@@ -13,8 +13,11 @@ back as sparklines; the median of a minute is estimated from the buckets.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from edgeproxy.routing.faults import FailureClass
 from edgeproxy.routing.snapshot import Usage
+from edgeproxy.routing.stream.completeness import MISSING_FINISH_REASON
 
 # Upper bounds (ms) of the latency buckets; past the last, ``latency_over_30000``.
 LATENCY_BOUNDS_MS = (100, 250, 500, 1000, 2500, 5000, 10000, 30000)
@@ -41,6 +44,15 @@ def failure_counter(cls: FailureClass) -> dict[str, int]:
     """The class counter a failure adds to (none for the gateway's own or incompatible)."""
     name = FAILURE_COUNTERS.get(cls)
     return {name: 1} if name is not None else {}
+
+
+def anomaly_counter(anomalies: Collection[str]) -> dict[str, int]:
+    """What a complete stream's anomalies add: one unfinished stream when it stated no reason.
+
+    >>> anomaly_counter(("missing_finish_reason", "empty"))
+    {'unfinished_streams': 1}
+    """
+    return {"unfinished_streams": 1} if MISSING_FINISH_REASON in anomalies else {}
 
 
 def median_ms(usage: Usage) -> float | None:

@@ -15,7 +15,7 @@ re-applies ``circuit`` to the stored winner.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
 from edgeproxy.config.router import CircuitSettings
@@ -89,8 +89,13 @@ def on_success(
     completion_tokens: int,
     latency_s: float,
     now: float,
+    anomalies: Collection[str] = (),
 ) -> Effects:
-    """A success: count it, close a probed circuit, renew the binding, clear rejections."""
+    """A success: count it, close a probed circuit, renew the binding, clear rejections.
+
+    ``anomalies``: a complete stream's irregularities (``routing.stream.completeness``),
+    counted per minute for the status page.
+    """
     rated = completion_tokens > 0 and latency_s > 0
     used = prompt_tokens + completion_tokens
     per_s = completion_tokens / latency_s if rated else 0.0
@@ -104,6 +109,7 @@ def on_success(
         "throughput_samples": int(rated),
         "sticky_hits": 1 if attempt.sticky else 0,
         **counters.latency_counter(latency_s * 1000),
+        **counters.anomaly_counter(anomalies),
     }
 
     def close(c: Circuit) -> Circuit | None:

@@ -133,6 +133,7 @@ class Usage:
     configuration_failures: int = 0
     throttles: int = 0
     request_errors: int = 0
+    unfinished_streams: int = 0  # complete streams with no finish reason (000's anomaly)
     latency_le_100: int = 0
     latency_le_250: int = 0
     latency_le_500: int = 0

@@ -48,8 +48,7 @@ class Outcomes:
         *,
         counters: CounterStore | None = None,
     ) -> None:
-        """``counters``: where counters and key spend go, when not to ``store``
-        (a long-lived process's coalescing buffer)."""
+        """``counters``: where counters and key spend go if not ``store`` (a coalescing buffer)."""
         self._store = store
         self._counters: CounterStore = store if counters is None else counters
         self._clock = clock
@@ -78,6 +77,7 @@ class Outcomes:
         completion_tokens: int,
         latency_s: float,
         rate_limits: RateLimitInfo | None = None,
+        anomalies: tuple[str, ...] = (),
     ) -> Success:
         """Start a success's writes: its counters, a probed circuit's close, the binding, the
         key's spend. Returns them under way (``Success``); none waits for another.
@@ -85,8 +85,8 @@ class Outcomes:
         The binding write (the one this success earns, or a failover's move to
         this deployment) starts at once: the caller releases the answer after
         ``Success.bound()``, so the caller's next turn, on any process, reads it.
-        ``rate_limits``: the answer's rate-limit headers; recorded as the
-        credential's quota when they say something new (``routing.quota``).
+        ``rate_limits``: the answer's rate-limit headers (the credential's quota when they
+        say something new, ``routing.quota``); ``anomalies``: a stream's, counted per minute.
         """
         effects = effects_of.on_success(
             _facts(attempt),
@@ -95,6 +95,7 @@ class Outcomes:
             completion_tokens=completion_tokens,
             latency_s=latency_s,
             now=self._clock(),
+            anomalies=anomalies,
         )
         binding = self._binding_writes(ctx, attempt.deployment, effects)
         rest = self._counted(ctx, attempt, effects, (prompt_tokens, completion_tokens), rate_limits)

@@ -72,6 +72,8 @@ class RequestRecord:
     ``anomalies``: ``<deployment>:<anomaly>`` for every irregularity of a
     complete stream (000's anomalies: ``missing_finish_reason``, ``missing_done``,
     ``empty``, ``malformed_event``), in attempt order.
+    ``usage_estimated``: the tokens are the gateway's estimate (a stream whose
+    upstream reported no usage), not the upstream's count.
     ``prompt``/``answer``: only for pools an operator opted in, redacted and
     cut at the configured size.
     """
@@ -94,6 +96,7 @@ class RequestRecord:
     continued: bool = False
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    usage_estimated: bool = False
     cost_usd: float = 0.0
     latency_ms: int = 0
     upstream_ms: int = 0

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
+
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.clock import FleetClock
 from tests.fixtures.configs import config, deployment
 from tests.fixtures.secrets import remember
 from tests.fixtures.table import wait_for
-from tests.integration.admin.helpers import ADMIN_ACTOR, admin, chat, keys, ok
+from tests.integration.admin.helpers import ADMIN_ACTOR, CLIENT_KEY, admin, chat, keys, ok
 
 SECRET = "sk-upstream-leaked-0123456789abcdef"
 remember(SECRET)
@@ -208,3 +210,61 @@ def test_pools_in_trouble_come_first(
     assert report["pools"][0]["answer"]["code"] == "model_overloaded"
     assert report["pools"][0]["answer"]["retry_after_s"] > 500
     assert report["summary"]["pools"] == {"total": 4, "down": 1, "degraded": 1}
+
+
+def _stream(base_url: str) -> httpx.Response:
+    """One streamed chat with the client key, read to its end."""
+    return httpx.post(
+        base_url + "/v1/chat/completions",
+        json={
+            "model": "fast-chat",
+            "messages": [{"role": "user", "content": "hi"}],
+            "stream": True,
+        },
+        headers={"authorization": f"Bearer {CLIENT_KEY}"},
+        timeout=30,
+    )
+
+
+def test_streams_ended_without_a_finish_reason_are_counted_per_deployment_over_the_window(
+    start_gateway, clock: FleetClock, upstream_a: MockUpstream, upstream_b: MockUpstream
+) -> None:
+    gw = start_gateway(
+        config(
+            deployment("a", upstream_a, priority=1, counter_shards=4),
+            deployment("b", upstream_b),
+            gateway=keys(),
+            router=NO_CIRCUIT,
+        )
+    )
+    # a ends two streams with [DONE] and no finish chunk (a server cutting running streams).
+    upstream_a.set_faults([{"finish_reason": None}, {"finish_reason": None}])
+    for _ in range(3):
+        answer = _stream(gw.base_url)
+        assert answer.status_code == 200
+        assert "data: [DONE]" in answer.text
+    minute = int(clock.now() // 60)
+
+    report = wait_for(
+        lambda: _status(gw.base_url),
+        lambda r: _rows(r)["a"]["unfinished_streams"]["count"] == 2,
+        "a's two unfinished streams counted",
+    )
+    a, b = _rows(report)["a"], _rows(report)["b"]
+    assert a["unfinished_streams"] == {"minutes": 60, "count": 2, "last_at": minute * 60}
+    assert b["unfinished_streams"] == {"minutes": 60, "count": 0, "last_at": None}
+    assert (a["errors_5m"]["requests"], a["errors_5m"]["errors"]) == (3, 0)  # answers, not errors
+
+    # Ten minutes on, a five-minute window no longer holds them; the last one stays.
+    clock.advance(10 * 60)
+    narrow = ok(admin(gw.base_url, "GET", "/admin/status?minutes=5"))
+    assert _rows(narrow)["a"]["unfinished_streams"] == {
+        "minutes": 5,
+        "count": 0,
+        "last_at": minute * 60,
+    }
+    assert _rows(_status(gw.base_url))["a"]["unfinished_streams"]["count"] == 2
+    for bad in ("0", "61", "x", "²"):
+        refused = admin(gw.base_url, "GET", f"/admin/status?minutes={bad}")
+        assert refused.status_code == 400, (bad, refused.text)
+        assert refused.json()["error"]["param"] == "minutes"

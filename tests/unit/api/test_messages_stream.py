@@ -237,7 +237,12 @@ def test_message_start_reports_the_upstreams_input_tokens_else_the_estimate() ->
     start = translate_with(reported + TEXT_STREAM[1:], estimate=9)[0][1]
     assert start["message"]["usage"] == {"input_tokens": 21, "output_tokens": 0}
     start = translate_with(TEXT_STREAM, estimate=9)[0][1]
-    assert start["message"]["usage"] == {"input_tokens": 9, "output_tokens": 0}
+    # The estimate says it is one; the upstream's own count above carries no mark.
+    assert start["message"]["usage"] == {
+        "input_tokens": 9,
+        "output_tokens": 0,
+        "edgeproxy_estimated": True,
+    }
     assert translate(TEXT_STREAM)[0][1]["message"]["usage"]["input_tokens"] == 0  # neither
     # The end reports what the upstream counted, whatever message_start said.
     end = next(data for name, data in translate_with(TEXT_STREAM, 9) if name == "message_delta")

@@ -147,3 +147,26 @@ def test_completions_need_a_prompt() -> None:
     assert COMPLETIONS.parse({"model": "m", "prompt": ["a", "b"], "stream": True}).stream
     with pytest.raises(RequestError):
         COMPLETIONS.parse({"model": "m", "messages": [{"role": "user", "content": "x"}]})
+
+
+def _usage_chunks(frames: list[bytes]) -> list[dict[str, Any]]:
+    found = [json.loads(f[len(b"data: ") :]) for f in frames if f != b"data: [DONE]\n\n"]
+    return [c for c in found if "usage" in c]
+
+
+def test_an_owed_usage_chunk_is_the_counted_usage_and_says_when_it_is_an_estimate() -> None:
+    last = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    estimate = Closing(counted=Usage(7, 5), estimated=True)
+    [chunk] = _usage_chunks(closing_frames(estimate, last, usage=True))
+    assert chunk["choices"] == []
+    assert chunk["id"] == "c1"
+    assert chunk["usage"] == {
+        "prompt_tokens": 7,
+        "completion_tokens": 5,
+        "total_tokens": 12,
+        "edgeproxy_estimated": True,
+    }
+    reported = Closing(usage=Usage(7, 5), counted=Usage(7, 5))
+    [chunk] = _usage_chunks(closing_frames(reported, last, usage=True))
+    assert "edgeproxy_estimated" not in chunk["usage"]
+    assert _usage_chunks(closing_frames(estimate, last)) == []  # not asked for, or already sent

@@ -54,3 +54,19 @@ def test_the_median_is_interpolated_inside_its_bucket() -> None:
         == 250.0
     )
     assert counters.median_ms(Usage("d", 0, latency_le_1000=1, latency_over_30000=3)) == 30_000.0
+
+
+@pytest.mark.parametrize(
+    ("anomalies", "added"),
+    [
+        ((), {}),
+        (("missing_done",), {}),
+        (("missing_finish_reason",), {"unfinished_streams": 1}),
+        (("missing_finish_reason", "empty", "malformed_event"), {"unfinished_streams": 1}),
+    ],
+)
+def test_a_stream_that_stated_no_finish_reason_counts_once_as_unfinished(
+    anomalies: tuple[str, ...], added: dict[str, int]
+) -> None:
+    assert counters.anomaly_counter(anomalies) == added
+    assert set(added) <= set(Usage.__dataclass_fields__)

@@ -50,6 +50,24 @@ def test_a_success_counts_its_tokens_and_gives_back_the_unused_reservation() -> 
     assert silent.counters["throughput_samples"] == 0
 
 
+def test_a_stream_that_ended_without_a_finish_reason_counts_as_unfinished() -> None:
+    cut = on_success(
+        ATTEMPT,
+        _pool(),
+        prompt_tokens=1,
+        completion_tokens=1,
+        latency_s=1.0,
+        now=NOW,
+        anomalies=("missing_finish_reason",),
+    )
+    assert cut.counters["unfinished_streams"] == 1
+    assert cut.counters["successes"] == 1  # still an answer: counted, not a failure
+    whole = on_success(
+        ATTEMPT, _pool(), prompt_tokens=1, completion_tokens=1, latency_s=1.0, now=NOW
+    )
+    assert "unfinished_streams" not in whole.counters
+
+
 def test_a_healthy_success_writes_no_circuit_and_no_rejections() -> None:
     effects = on_success(
         ATTEMPT, _pool(), prompt_tokens=1, completion_tokens=1, latency_s=1.0, now=NOW

@@ -126,3 +126,23 @@ def test_pool_states_order_and_the_summary() -> None:
     assert summary["deployments"]["total"] == 3
     assert summary["deployments"]["cooldown"] == 1
     assert summary["errors_5m"] == {"minutes": 5, "requests": 30, "errors": 1, "rate": 0.0333}
+
+
+def test_unfinished_streams_count_the_window_and_the_last_is_looked_for_in_every_bucket() -> None:
+    buckets = [
+        Usage("d", MINUTE - 40, requests=9, unfinished_streams=7),
+        Usage("d", MINUTE - 15, requests=3, unfinished_streams=2),  # just out of 15 min
+        Usage("d", MINUTE - 14, requests=5, unfinished_streams=1),
+        Usage("d", MINUTE, requests=4),
+    ]
+    assert standing.unfinished_streams(buckets, MINUTE, 15) == {
+        "minutes": 15,
+        "count": 1,
+        "last_at": (MINUTE - 14) * 60,
+    }
+    assert standing.unfinished_streams(buckets, MINUTE, 60)["count"] == 10
+    assert standing.unfinished_streams(buckets[3:], MINUTE, 60) == {
+        "minutes": 60,
+        "count": 0,
+        "last_at": None,
+    }

@@ -55,6 +55,7 @@ def test_usage_counters_keep_their_stored_attribute_names() -> None:
         "configuration_failures",
         "throttles",
         "request_errors",
+        "unfinished_streams",
         "latency_le_100",
         "latency_le_250",
         "latency_le_500",

@@ -15,11 +15,23 @@ from edgeproxy.errors import RequestError
 from edgeproxy.service.admin import status_view
 
 
+def _minutes(call: AdminCall, top: int, default: int) -> int:
+    """The ``minutes`` query parameter: an integer from 1 to ``top``."""
+    minutes = call.request.query_params.get("minutes", str(default))
+    # isascii: "²".isdigit() holds, and int() would raise on it (a 500, not a 400).
+    if not (minutes.isascii() and minutes.isdigit()) or not 0 < int(minutes) <= top:
+        raise RequestError(f"`minutes` must be an integer from 1 to {top}.", param="minutes")
+    return int(minutes)
+
+
 async def status(call: AdminCall) -> Response:
-    """Every pool's deployments: state, retry-after, cause, health, EWMAs, use, quota, weight."""
+    """Every pool's deployments: state, retry-after, cause, health, EWMAs, use, quota, weight,
+    and streams that ended without a finish reason over the last ``minutes``."""
+    top = status_view.STATUS_MAX_MINUTES
+    minutes = _minutes(call, top, top)
     current = await editor(call).current()
     report = await status_view.status_report(
-        call.gateway.store, current.config, current.version, call.gateway.now()
+        call.gateway.store, current.config, current.version, call.gateway.now(), minutes
     )
     return JSONResponse(report)
 
@@ -30,20 +42,24 @@ async def history(call: AdminCall) -> Response:
     pool = params.get("pool") or ""
     if not pool:
         raise RequestError("Name the pool: `?pool=<model>`.", param="pool")
-    minutes = params.get("minutes", "60")
-    top = status_view.HISTORY_MAX_MINUTES
-    if not minutes.isdigit() or not 0 < int(minutes) <= top:
-        raise RequestError(f"`minutes` must be an integer from 1 to {top}.", param="minutes")
+    minutes = _minutes(call, status_view.HISTORY_MAX_MINUTES, 60)
     current = await editor(call).current()
     report = await status_view.history(
-        call.gateway.store, current.config, pool, minutes=int(minutes), now=call.gateway.now()
+        call.gateway.store, current.config, pool, minutes=minutes, now=call.gateway.now()
     )
     return JSONResponse(report)
 
 
 TAG = "status"
 ROUTES = [
-    AdminRoute("GET", "/admin/status", status, "Every pool's standing (the status page)", TAG),
+    AdminRoute(
+        "GET",
+        "/admin/status",
+        status,
+        "Every pool's standing (the status page)",
+        TAG,
+        query=(("minutes", "integer", "window of unfinished_streams, default and at most 60"),),
+    ),
     AdminRoute(
         "GET",
         "/admin/history",

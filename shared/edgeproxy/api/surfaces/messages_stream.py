@@ -3,8 +3,10 @@
 first Chunk                 -> message_start (input tokens: the upstream's own count
                                when it reported one by then, an Anthropic upstream's
                                message_start; otherwise the gateway's estimate,
-                               ``messages_tokens.estimate``; message_delta carries
-                               the count reported at the end)
+                               ``messages_tokens.estimate``, marked
+                               ``edgeproxy_estimated``; message_delta carries what
+                               the request log counts: the upstream's count, else
+                               the gateway's estimate, marked so)
 delta.content               -> content_block_start (text) + content_block_delta text_delta
 delta.tool_calls[i]         -> content_block_start (tool_use) + input_json_delta
 finish_reason               -> remembered for message_delta
@@ -23,7 +25,7 @@ from typing import Any
 from edgeproxy.api.stream import UNFINISHED, Renderer, drive
 from edgeproxy.api.surfaces.messages_answer import error_body, error_json, stop_reason
 from edgeproxy.errors import EdgeproxyError
-from edgeproxy.service.stream.events import Chunk, Closing, Failed, StreamItem
+from edgeproxy.service.stream.events import ESTIMATED, Chunk, Closing, Failed, StreamItem
 
 
 def event(kind: str, payload: Mapping[str, Any]) -> bytes:
@@ -84,15 +86,15 @@ class MessageEvents(Renderer):
             "content": [],
             "stop_reason": None,
             "stop_sequence": None,
-            "usage": {"input_tokens": self._input_tokens(), "output_tokens": 0},
+            "usage": self._start_usage(),
         }
         return [event("message_start", {"type": "message_start", "message": message})]
 
-    def _input_tokens(self) -> int:
-        """What message_start reports: the upstream's count, else the estimate, else 0."""
+    def _start_usage(self) -> dict[str, Any]:
+        """What message_start reports: the upstream's count, else the (marked) estimate."""
         if self._reported is not None:
-            return self._reported
-        return self._estimate or 0
+            return {"input_tokens": self._reported, "output_tokens": 0}
+        return {"input_tokens": self._estimate or 0, "output_tokens": 0, ESTIMATED: True}
 
     def _delta(self, delta: Mapping[str, Any]) -> list[bytes]:
         out: list[bytes] = []
@@ -151,10 +153,12 @@ class MessageEvents(Renderer):
         delta: dict[str, Any] = {
             "type": "message_delta",
             "delta": {"stop_reason": stop_reason(finish), "stop_sequence": None},
-            "usage": {
-                "input_tokens": usage.prompt_tokens if usage else 0,
-                "output_tokens": usage.completion_tokens if usage else 0,
-            },
+            "usage": closing.marked(
+                {
+                    "input_tokens": usage.prompt_tokens if usage else 0,
+                    "output_tokens": usage.completion_tokens if usage else 0,
+                }
+            ),
         }
         if closing.routing is not None:
             delta["unified_routing"] = closing.routing

@@ -7,7 +7,10 @@ OpenAI SSE the SDKs read:
     Chunk      -> data: {chunk}
     Keepalive  -> : keepalive
     Closing    -> a chunk with the finish reasons the upstream left out (if any),
-                  a chunk with ``unified_routing`` (if asked), data: [DONE]
+                  the usage chunk the client asked for (``stream_options.include_usage``)
+                  when the upstream sent none: the counted estimate, marked
+                  ``edgeproxy_estimated``; a chunk with ``unified_routing`` (if asked),
+                  data: [DONE]
     Failed     -> data: {"error": {...}} (the error's public OpenAI body, with
                   ``unified_routing`` beside it if asked)
     (neither)  -> data: {"error": {"type": "server_error", ...}}: it ended unfinished
@@ -78,7 +81,10 @@ class OpenAISurface:
 
     def stream(self, events: AsyncIterator[StreamItem], parsed: Parsed) -> AsyncIterator[bytes]:
         """OpenAI SSE for the relay's events."""
-        return openai_sse(events, text=self.operation is Operation.COMPLETIONS)
+        text = self.operation is Operation.COMPLETIONS
+        options = parsed.body.get("stream_options")
+        asked = isinstance(options, dict) and options.get("include_usage") is True
+        return openai_sse(events, text=text, usage=asked)
 
     def error(self, exc: EdgeproxyError, request: Request) -> Response:
         """OpenAI's error JSON (the surface's one handler, ``errors.error_response``)."""
@@ -88,17 +94,20 @@ class OpenAISurface:
 class OpenAIEvents(Renderer):
     """OpenAI SSE for one stream; ``text``: the chunks are legacy ``text_completion`` ones."""
 
-    def __init__(self, *, text: bool = False) -> None:
+    def __init__(self, *, text: bool = False, usage: bool = False) -> None:
         super().__init__()
         self._text = text
+        self._owed_usage = usage  # the client asked for a usage chunk and has none yet
         self._last: dict[str, Any] | None = None  # the last chunk the client got
 
     def chunk(self, data: dict[str, Any]) -> list[bytes]:
         self._last = data
+        if data.get("usage") is not None:
+            self._owed_usage = False
         return [sse(data)]
 
     def closing(self, item: Closing) -> list[bytes]:
-        return closing_frames(item, self._last, text=self._text)
+        return closing_frames(item, self._last, text=self._text, usage=self._owed_usage)
 
     def failed(self, item: Failed) -> list[bytes]:
         body = item.error.body()
@@ -111,18 +120,24 @@ class OpenAIEvents(Renderer):
         return [sse({"error": error})]
 
 
-def openai_sse(events: AsyncIterator[StreamItem], *, text: bool = False) -> AsyncIterator[bytes]:
+def openai_sse(
+    events: AsyncIterator[StreamItem], *, text: bool = False, usage: bool = False
+) -> AsyncIterator[bytes]:
     """Render ``events`` as they arrive (``api/stream.py``); closes them when done or abandoned.
 
-    ``text``: the chunks are legacy ``text_completion`` ones (choices carry ``text``).
+    ``text``: the chunks are legacy ``text_completion`` ones (choices carry ``text``);
+    ``usage``: the client asked for the final usage chunk.
     """
-    return drive(events, OpenAIEvents(text=text))
+    return drive(events, OpenAIEvents(text=text, usage=usage))
 
 
 def closing_frames(
-    closing: Closing, last: dict[str, Any] | None, *, text: bool = False
+    closing: Closing, last: dict[str, Any] | None, *, text: bool = False, usage: bool = False
 ) -> list[bytes]:
-    """The end of a complete stream; ``last`` is the last chunk the client got."""
+    """The end of a complete stream; ``last`` is the last chunk the client got.
+
+    ``usage``: a usage chunk is owed (asked for, and the upstream sent none).
+    """
     base = {k: last[k] for k in _IDENTITY if last and k in last}
     out: list[bytes] = []
     if closing.finish_reasons:
@@ -133,6 +148,14 @@ def closing_frames(
             for i, reason in sorted(closing.finish_reasons.items())
         ]
         out.append(sse({**base, "choices": choices}))
+    shown = closing.shown_usage
+    if usage and shown is not None:
+        counted = {
+            "prompt_tokens": shown.prompt_tokens,
+            "completion_tokens": shown.completion_tokens,
+            "total_tokens": shown.total_tokens,
+        }
+        out.append(sse({**base, "choices": [], "usage": closing.marked(counted)}))
     if closing.routing is not None:
         out.append(sse({**base, "choices": [], "unified_routing": closing.routing}))
     out.append(DONE)

@@ -173,7 +173,7 @@ class ResponseEvents(Renderer):
             item["status"] = "completed" if status == "completed" else "incomplete"
             out += self._item_done(index, item)
         extra: dict[str, Any] = {
-            "usage": usage_object(closing.shown_usage),  # the upstream's, else the estimate
+            "usage": _usage(closing),
             "incomplete": incomplete,
         }
         response = self._response(status, **extra)
@@ -245,3 +245,9 @@ def _sse(kind: str, payload: Mapping[str, Any]) -> bytes:
 def response_stream(source: AsyncIterator[StreamItem]) -> AsyncIterator[bytes]:
     """Render ``source`` (the relay's events) as a Responses API stream (``api/stream.py``)."""
     return drive(source, ResponseEvents())
+
+
+def _usage(closing: Closing) -> dict[str, Any] | None:
+    """``response.completed``'s usage: the upstream's, else the (marked) counted estimate."""
+    shown = usage_object(closing.shown_usage)
+    return None if shown is None else closing.marked(shown)

@@ -91,6 +91,22 @@ def last_error(buckets: Iterable[Usage]) -> dict[str, Any] | None:
     return None
 
 
+def unfinished_streams(buckets: Iterable[Usage], last_minute: int, minutes: int) -> dict[str, Any]:
+    """Complete streams that ended without a finish reason: over the last ``minutes``
+    minutes, and the minute (epoch seconds of its start) of the latest in the buckets.
+
+    >>> unfinished_streams([Usage("d", 3, unfinished_streams=2), Usage("d", 9)], 10, 5)
+    {'minutes': 5, 'count': 0, 'last_at': 180}
+    """
+    held = sorted((u for u in buckets if u.unfinished_streams), key=lambda u: u.minute)
+    count = sum(u.unfinished_streams for u in held if last_minute - minutes < u.minute)
+    return {
+        "minutes": minutes,
+        "count": count,
+        "last_at": held[-1].minute * 60 if held else None,
+    }
+
+
 def _operation(deployments: Sequence[Deployment]) -> Operation:
     """The operation to judge the pool by: chat if any deployment serves it."""
     served = {op for d in deployments for op in d.operations}

@@ -7,7 +7,8 @@ health job's EWMAs, the credential's quota snapshot and its age, the
 circuit's end and version. Availability is judged exactly as the router and
 ``/v1/models/{model}/deployments`` judge it (the configured quota age).
 Beside that, what makes trouble visible at a glance (``service/admin/standing.py``):
-each deployment's error rate and last error, whether it is drained
+each deployment's error rate and last error, its streams that ended without a finish
+reason (000's anomaly, over the page's window, and the last one), whether it is drained
 (``enabled: false``, with who drained it and when from the audit log), each pool's state and what it answers when
 it cannot serve, the summary counts; pools come in trouble first.
 
@@ -31,6 +32,7 @@ from edgeproxy.service.admin import standing
 from edgeproxy.service.admin.deep_health import deployment_row
 from edgeproxy.state.store import AdminStore, SnapshotRequest
 
+STATUS_MAX_MINUTES = standing.LAST_ERROR_MINUTES  # the buckets the status view reads
 HISTORY_MAX_MINUTES = 180  # usage buckets are kept about an hour; a little more is harmless
 
 
@@ -59,7 +61,12 @@ def _quota(dep: Deployment, snapshot: PoolSnapshot, now: float) -> dict[str, Any
 
 
 def _row(
-    dep: Deployment, snapshot: PoolSnapshot, status: Eligibility, buckets: list[Usage], now: float
+    dep: Deployment,
+    snapshot: PoolSnapshot,
+    status: Eligibility,
+    buckets: list[Usage],
+    now: float,
+    minutes: int,
 ) -> dict[str, Any]:
     row = deployment_row(dep, status, snapshot, now)
     c = snapshot.circuit(dep.id)
@@ -79,20 +86,25 @@ def _row(
         drain=None,
         errors_5m=standing.error_rate(buckets, int(now // 60)),
         last_error=standing.last_error(buckets),
+        unfinished_streams=standing.unfinished_streams(buckets, int(now // 60), minutes),
     )
     return row
 
 
-async def _pool(store: AdminStore, config: GatewayConfig, pool: str, now: float) -> dict[str, Any]:
+async def _pool(
+    store: AdminStore, config: GatewayConfig, pool: str, now: float, minutes: int
+) -> dict[str, Any]:
     deployments = config.pool(pool)
     snapshot = await store.read_pool(SnapshotRequest.of(pool, deployments, now))
     statuses = pool_status(deployments, snapshot, now, config.quota_max_age_seconds)
     last = int(now // 60)
     first = last - standing.LAST_ERROR_MINUTES + 1
-    usage = await asyncio.gather(*(store.read_usage(d.id, first, last) for d in deployments))
+    usage = await asyncio.gather(
+        *(store.read_usage(d.id, first, last, d.counter_shards) for d in deployments)
+    )
     sticky = config.sticky_for(pool)
     rows = [
-        _row(dep, snapshot, status, buckets, now)
+        _row(dep, snapshot, status, buckets, now, minutes)
         for dep, status, buckets in zip(deployments, statuses, usage, strict=True)
     ]
     answer = standing.answer(config, pool, snapshot, now)
@@ -118,10 +130,19 @@ async def _with_drains(store: AdminStore, pools: list[dict[str, Any]]) -> None:
 
 
 async def status_report(
-    store: AdminStore, config: GatewayConfig, config_version: int, now: float
+    store: AdminStore,
+    config: GatewayConfig,
+    config_version: int,
+    now: float,
+    minutes: int = STATUS_MAX_MINUTES,
 ) -> dict[str, Any]:
-    """Every pool's deployments, as the status page shows them: pools in trouble first."""
-    found = await asyncio.gather(*(_pool(store, config, p, now) for p in config.public_models()))
+    """Every pool's deployments, as the status page shows them: pools in trouble first.
+
+    ``minutes``: the page's window, over which unfinished streams are counted.
+    """
+    found = await asyncio.gather(
+        *(_pool(store, config, p, now, minutes) for p in config.public_models())
+    )
     pools = standing.trouble_first(found)
     await _with_drains(store, pools)
     return {

@@ -22,6 +22,10 @@ from edgeproxy.upstream.call import (
     Usage as Usage,  # a Closing's usage: the surfaces read the type here
 )
 
+# The field a usage object carries when its figures are the gateway's estimate (the
+# upstream reported none); absent from the upstream's own counts. README: "Usage".
+ESTIMATED = "edgeproxy_estimated"
+
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
@@ -54,14 +58,18 @@ class Closing:
     usage: Usage | None = None
     routing: dict[str, Any] | None = None
     # What the request log, spend and tpm count: ``usage``, or the gateway's estimate
-    # when the upstream reported none (``estimated``).
+    # when the upstream reported none (``estimated``: the last attempt reported none).
     counted: Usage | None = None
     estimated: bool = False
 
     @property
     def shown_usage(self) -> Usage | None:
-        """The usage a surface reports: the upstream's, else the counted estimate."""
-        return self.usage if self.usage is not None else self.counted
+        """The usage a surface reports: what was counted (the upstream's, else the estimate)."""
+        return self.counted if self.counted is not None else self.usage
+
+    def marked(self, usage: dict[str, Any]) -> dict[str, Any]:
+        """A surface's usage object, with ``ESTIMATED: true`` when it is the gateway's estimate."""
+        return {**usage, ESTIMATED: True} if self.estimated else usage
 
 
 @dataclass(frozen=True, slots=True)

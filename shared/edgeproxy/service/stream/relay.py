@@ -239,6 +239,7 @@ class Relay:
             completion_tokens=completion,
             latency_s=(finished_at or self._clock()) - served.attempt.started_at,
             rate_limits=stream.rate_limits,
+            anomalies=outcome.anomalies if isinstance(outcome, Complete) else (),
         )
         after.set(success)
         return closing, success

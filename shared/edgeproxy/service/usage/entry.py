@@ -67,8 +67,10 @@ class Entry:
         *,
         answer: Any = None,
         cut: EdgeproxyError | None = None,
+        estimated: bool = False,
     ) -> RequestRecord:
-        """The record of an answer served by ``deployment_id`` (``cut``: a stream cut for good)."""
+        """The record of an answer served by ``deployment_id`` (``cut``: a stream cut for good;
+        ``estimated``: the tokens are the gateway's estimate, the upstream reported none)."""
         run = self.run
         dep = run.config.deployment(deployment_id)
         cost = cost_usd(dep, prompt_tokens, completion_tokens) if dep and cut is None else 0.0
@@ -82,6 +84,7 @@ class Entry:
             failure_class=failure or (cut.code or cut.type if cut is not None else None),
             prompt_tokens=prompt_tokens if cut is None else 0,
             completion_tokens=completion_tokens if cut is None else 0,
+            usage_estimated=estimated and cut is None,
             cost_usd=cost,
             answer=kept(self.settings, run.req.model, answer),
         )

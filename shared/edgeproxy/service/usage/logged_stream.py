@@ -81,7 +81,10 @@ class LoggedStream:
             # What the key's spend counted: the reported usage, else the stream's estimate.
             usage = (attempt.counted or attempt.usage if attempt is not None else None) or {}
             return entry.served(
-                served_by, usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)
+                served_by,
+                usage.get("prompt_tokens", 0),
+                usage.get("completion_tokens", 0),
+                estimated=end.estimated,
             )
         if isinstance(end, Failed):
             if served_by is None:
