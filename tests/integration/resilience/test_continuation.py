@@ -312,9 +312,11 @@ def test_a_cut_anthropic_stream_at_max_tokens_ends_with_max_tokens_and_the_estim
     assert kinds[-1] == "message_stop"
     [delta] = [data for kind, data in events if kind == "message_delta"]
     assert delta["delta"]["stop_reason"] == "max_tokens"
-    # a reported its input (and 1 output token) at message_start; the output is the estimate.
+    # a reported its input (and 1 output token) at message_start; the output is the
+    # estimate, and the usage says so.
     assert delta["usage"] == {
         "input_tokens": prompt_tokens(a.requests()[0]["body"]),
         "output_tokens": 4,
+        "edgeproxy_estimated": True,
     }
     assert model_requests(b) == []
