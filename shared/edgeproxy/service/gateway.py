@@ -18,14 +18,16 @@ from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import ModelNotFound
 from edgeproxy.routing.deadlines import Budget
 from edgeproxy.routing.eligibility import pool_status
+from edgeproxy.routing.judge.ruling import judge
 from edgeproxy.routing.refusal import final_error
 from edgeproxy.service.attempts import JsonCaller, StreamCaller
 from edgeproxy.service.config_cache import ConfigCache
 from edgeproxy.service.credentials import CredentialResolver
 from edgeproxy.service.keys import KeyRing
 from edgeproxy.service.limits.calibrations import Calibrations
+from edgeproxy.service.limits.enforcement import Reservation, enforce
 from edgeproxy.service.limits.parallel import KeyParallel
-from edgeproxy.service.limits.reserve import Reservation, priced_pool, released, reserve
+from edgeproxy.service.limits.reserve import key_snapshot, released
 from edgeproxy.service.limits.slots import KeySlots
 from edgeproxy.service.metrics import Metrics
 from edgeproxy.service.outcomes import Outcomes
@@ -152,10 +154,11 @@ class Gateway:
             owner=f"{req.request_id}:{uuid.uuid4().hex[:8]}",
         )
 
-    async def _reserve(self, req: ProxyRequest, config: GatewayConfig) -> Reservation | None:
-        pool = priced_pool(config, req.model)
-        ratio = self.calibrations.ratio(pool)
-        return await reserve(self._store, req, pool, self._clock(), ratio)
+    async def _admit(self, req: ProxyRequest, config: GatewayConfig) -> Reservation | None:
+        """The key's verdict (``routing.judge``): its rpm, tpm and budget, at one moment."""
+        now = self._clock()
+        verdict = judge(key_snapshot(req, config, self.calibrations), now)
+        return await enforce(self._store, verdict, req.key, now)
 
     async def complete(self, req: ProxyRequest, config: GatewayConfig) -> JsonAnswer:
         """A JSON request: the serving upstream's answer, or an ``EdgeproxyError``."""
@@ -165,7 +168,7 @@ class Gateway:
         held: Reservation | None = None
         span = opened(self._tracer, req, config, run.budget.started_at)
         try:
-            held = await self._reserve(req, config)
+            held = await self._admit(req, config)
             result = await self._router.route(run, self._json)
             self._log(run)
             if entry is not None:
@@ -239,7 +242,7 @@ class Gateway:
         after = Deferred()
         held: Reservation | None = None
         try:
-            held = await self._reserve(req, config)
+            held = await self._admit(req, config)
             stream = await self._relay.open(run, route(), hold, after)
         except BaseException as exc:
             finish_json(self._tracer, span, run.trace, self._clock(), error=exc)
