@@ -11,6 +11,15 @@
     parallel            429     rate_limit_exceeded  1 s (``max_parallel_requests``)
     rpm / tpm           429     rate_limit_exceeded  to the next minute
     budget              429     insufficient_quota   - (its period's end is in the message)
+    pool_slots          429     rate_limit_exceeded  1 s (every capacity slot of the pool held)
+    pool_rpm            429     rate_limit_exceeded  to the next minute (lost an rpm race)
+    pool_limits         429     rate_limit_exceeded  until a deployment's limit lifts
+    reserved            429     rate_limit_exceeded  - (capacity only for higher roles)
+    overloaded          503     model_overloaded     until a circuit closes
+    disabled            503     model_unavailable    - (every deployment drained)
+    incompatible        503     model_unavailable    - (none serves this kind of request)
+    misconfigured       503     model_unavailable    -
+    deadline            504     timeout              - (nothing was tried in time)
 
 ``Refusal.error`` is the one error each reason becomes; every surface renders
 it with its own codec (OpenAI's JSON, Anthropic's, the Responses API's).
@@ -25,8 +34,11 @@ from enum import StrEnum
 
 from edgeproxy.errors import (
     AuthenticationError,
+    DeadlineExceeded,
     EdgeproxyError,
     ModelNotFound,
+    ModelOverloaded,
+    ModelUnavailable,
     QuotaExceeded,
     RateLimited,
 )
@@ -56,6 +68,16 @@ class Reason(StrEnum):
     RPM = "rpm"
     TPM = "tpm"
     BUDGET = "budget"
+    # The pool's own (``routing.judge.pool``): what blocked every deployment of the model.
+    POOL_SLOTS = "pool_slots"
+    POOL_RPM = "pool_rpm"
+    POOL_LIMITS = "pool_limits"
+    OVERLOADED = "overloaded"
+    RESERVED = "reserved"
+    DISABLED = "disabled"
+    INCOMPATIBLE = "incompatible"
+    MISCONFIGURED = "misconfigured"
+    DEADLINE = "deadline"
 
 
 class Write(StrEnum):
@@ -78,6 +100,18 @@ _UNAUTHENTICATED = {
 }
 
 
+_ERRORS: dict[Reason, type[EdgeproxyError]] = {
+    **dict.fromkeys(_UNAUTHENTICATED, AuthenticationError),
+    Reason.MODEL_NOT_ALLOWED: ModelNotFound,
+    Reason.BUDGET: QuotaExceeded,
+    Reason.OVERLOADED: ModelOverloaded,
+    Reason.DISABLED: ModelUnavailable,
+    Reason.INCOMPATIBLE: ModelUnavailable,
+    Reason.MISCONFIGURED: ModelUnavailable,
+    Reason.DEADLINE: DeadlineExceeded,
+}  # every other reason is a 429 rate_limit_exceeded
+
+
 @dataclass(frozen=True, slots=True)
 class Refusal:
     """One reason a request is refused, the message it says and the wait it names."""
@@ -89,13 +123,9 @@ class Refusal:
 
     def error(self) -> EdgeproxyError:
         """The one error this refusal is, on every surface."""
-        if self.reason in _UNAUTHENTICATED:
-            return AuthenticationError(self.message)
-        if self.reason is Reason.MODEL_NOT_ALLOWED:
-            return ModelNotFound(self.message, param="model")
-        if self.reason is Reason.BUDGET:
-            return QuotaExceeded(self.message)
-        return RateLimited(self.message, retry_after=self.retry_after)
+        kind = _ERRORS.get(self.reason, RateLimited)
+        param = "model" if self.reason is Reason.MODEL_NOT_ALLOWED else None
+        return kind(self.message, param=param, retry_after=self.retry_after)
 
 
 def unauthenticated(reason: Reason) -> Refusal:
