@@ -18,16 +18,15 @@ from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import ModelNotFound
 from edgeproxy.routing.deadlines import Budget
 from edgeproxy.routing.eligibility import pool_status
-from edgeproxy.routing.judge.ruling import judge
 from edgeproxy.routing.refusal import final_error
 from edgeproxy.service.attempts import JsonCaller, StreamCaller
 from edgeproxy.service.config_cache import ConfigCache
 from edgeproxy.service.credentials import CredentialResolver
 from edgeproxy.service.keys import KeyRing
 from edgeproxy.service.limits.calibrations import Calibrations
-from edgeproxy.service.limits.enforcement import Reservation, enforce
+from edgeproxy.service.limits.enforcement import Reservation, reserve_usage
 from edgeproxy.service.limits.parallel import KeyParallel
-from edgeproxy.service.limits.reserve import key_snapshot, released
+from edgeproxy.service.limits.reserve import counted, released
 from edgeproxy.service.limits.slots import KeySlots
 from edgeproxy.service.metrics import Metrics
 from edgeproxy.service.outcomes import Outcomes
@@ -154,21 +153,16 @@ class Gateway:
             owner=f"{req.request_id}:{uuid.uuid4().hex[:8]}",
         )
 
-    async def _admit(self, req: ProxyRequest, config: GatewayConfig) -> Reservation | None:
-        """The key's verdict (``routing.judge``): its rpm, tpm and budget, at one moment."""
-        now = self._clock()
-        verdict = judge(key_snapshot(req, config, self.calibrations), now)
-        return await enforce(self._store, verdict, req.key, now)
-
     async def complete(self, req: ProxyRequest, config: GatewayConfig) -> JsonAnswer:
         """A JSON request: the serving upstream's answer, or an ``EdgeproxyError``."""
-        run = self._run(req, config)
+        run, now = self._run(req, config), self._clock()
+        plan = await counted(self._store, req, config, self.calibrations, now)  # refused: no record
         self._telemetry.count("Requests")
         entry = self.usage_log.begin(run)
         held: Reservation | None = None
         span = opened(self._tracer, req, config, run.budget.started_at)
         try:
-            held = await self._admit(req, config)
+            held = await reserve_usage(self._store, plan, req.key, now)
             result = await self._router.route(run, self._json)
             self._log(run)
             if entry is not None:
@@ -224,7 +218,8 @@ class Gateway:
         The answer's body is typed events (``service/stream/events.py``) for the
         surface to serialise.
         """
-        run = self._run(req, config)
+        run, now = self._run(req, config), self._clock()
+        plan = await counted(self._store, req, config, self.calibrations, now)  # refused: no record
         self._telemetry.count("Requests")
         hold = run.config.router.stream_header_hold_ms / 1000.0
         entry = self.usage_log.begin(run)
@@ -242,7 +237,7 @@ class Gateway:
         after = Deferred()
         held: Reservation | None = None
         try:
-            held = await self._admit(req, config)
+            held = await reserve_usage(self._store, plan, req.key, now)
             stream = await self._relay.open(run, route(), hold, after)
         except BaseException as exc:
             finish_json(self._tracer, span, run.trace, self._clock(), error=exc)

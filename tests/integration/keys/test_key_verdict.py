@@ -1,7 +1,7 @@
 """A key's verdict, its writes made on the real (moto) table: rpm, tpm and budget at one moment.
 
 ``routing.judge`` names the writes; ``service.limits.enforcement`` makes them
-in order, and the first whose condition fails is refused with the judge's
+in order (as the gateway does), and the first whose condition fails is refused with the judge's
 reason. What the earlier writes counted stays as it was when each had its
 own moment: an rpm count stands, a token reservation is undone when the
 spend is refused, and nothing after a refused write is counted.
@@ -18,7 +18,12 @@ from edgeproxy.config.roles import Role
 from edgeproxy.errors import QuotaExceeded, RateLimited
 from edgeproxy.routing.access import ClientKey
 from edgeproxy.routing.judge.ruling import Estimate, KeySnapshot, judge
-from edgeproxy.service.limits.enforcement import Reservation, enforce
+from edgeproxy.service.limits.enforcement import (
+    Reservation,
+    count_request,
+    planned,
+    reserve_usage,
+)
 from edgeproxy.state.dynamodb.dynamo import DynamoStore
 from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy_dev.clock import Clock
@@ -33,8 +38,10 @@ def store(dynamo_client: Any, table_name: str, table_schema: TableSchema) -> Dyn
 
 
 async def _admit(store: DynamoStore, key: ClientKey, now: float) -> Reservation | None:
-    verdict = judge(KeySnapshot(key, "fast-chat", ("fast-chat",), ESTIMATE), now)
-    return await enforce(store, verdict, key, now)
+    """The gateway's order: the verdict, its rpm count, then its reservations."""
+    plan = planned(judge(KeySnapshot(key, "fast-chat", ("fast-chat",), ESTIMATE), now))
+    await count_request(store, plan, key, now)
+    return await reserve_usage(store, plan, key, now)
 
 
 async def test_over_its_rpm_the_request_reserves_no_tokens(

@@ -1,11 +1,11 @@
 """The writes a key's verdict names (``routing.judge``), made in its order.
 
-``enforce`` raises the verdict's refusal, or makes its plan's conditional
-writes: one request counted under the key's rpm limit, then (a routed
-request of a key with a tpm limit or a budget) its token estimate under the
-tpm limit and its cost estimate on the key's spend, under its budget. A
-write whose condition fails stops the rest; its refusal is the judge's
-(``routing.judge.refused``). What the counts already made stay counted, as
+``planned`` raises the verdict's refusal or gives its plan; ``count_request``
+makes the plan's first write, one request counted under the key's rpm limit,
+and ``reserve_usage`` the rest (a routed request of a key with a tpm limit
+or a budget): its token estimate under the tpm limit, then its cost estimate
+on the key's spend, under its budget. A write whose condition fails stops
+the rest; its refusal is the judge's (``routing.judge.reasons.refused``). What the counts already made stay counted, as
 each did when it was made at its own moment: an rpm count stands (the
 request was made), a token reservation is taken back at once when the spend
 is refused (nothing else was counted for it).
@@ -38,10 +38,6 @@ class RequestCounter(Protocol):
     async def admit_key(self, key_id: str, minute: int, rpm_limit: int, expires_at: float) -> bool:
         """Count one request in bucket ``minute`` only while it is under ``rpm_limit``."""
         ...
-
-
-class KeyLimitStore(RequestCounter, KeyReserveStore, Protocol):
-    """Every write a key's plan may name."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,12 +96,3 @@ async def reserve_usage(
             )
         raise refused(Write.SPEND, now, key).error()
     return Reservation(plan.account, bucket, plan.tokens, plan.spend_usd, plan.expires)
-
-
-async def enforce(
-    store: KeyLimitStore, verdict: Verdict, key: ClientKey | None, now: float
-) -> Reservation | None:
-    """Raise ``verdict``'s refusal, or make its plan's writes in order; what was reserved."""
-    plan = planned(verdict)
-    await count_request(store, plan, key, now)
-    return await reserve_usage(store, plan, key, now)

@@ -30,9 +30,14 @@ from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.routing.access import TOKENS_PER_PRICE_UNIT
 from edgeproxy.routing.estimates.tokens import key_estimate
-from edgeproxy.routing.judge.ruling import Estimate, KeySnapshot
+from edgeproxy.routing.judge.ruling import Estimate, KeyPlan, KeySnapshot, judge
 from edgeproxy.service.limits.calibrations import Calibrations
-from edgeproxy.service.limits.enforcement import Reservation
+from edgeproxy.service.limits.enforcement import (
+    RequestCounter,
+    Reservation,
+    count_request,
+    planned,
+)
 from edgeproxy.service.outcomes import Outcomes
 from edgeproxy.service.request import ProxyRequest
 
@@ -60,6 +65,22 @@ def key_snapshot(
     pool = priced_pool(config, req.model)
     usage = estimate(req, pool, calibrations.ratio(pool))
     return KeySnapshot(req.key, req.model, config.names_of(req.model), usage)
+
+
+async def counted(
+    store: RequestCounter,
+    req: ProxyRequest,
+    config: GatewayConfig,
+    calibrations: Calibrations,
+    now: float,
+) -> KeyPlan | None:
+    """The key's verdict on ``req`` at ``now`` (``routing.judge``: its status, its models, its
+    rpm, tpm and budget together) and its first write, the rpm count, made; the plan's
+    reservations follow (``enforcement.reserve_usage``) once the request's record is open, so
+    an rpm refusal, as before routing starts, leaves no record, and a tpm or budget one does."""
+    plan = planned(judge(key_snapshot(req, config, calibrations), now))
+    await count_request(store, plan, req.key, now)
+    return plan
 
 
 def priced_pool(config: GatewayConfig, model: str) -> list[Deployment]:
