@@ -99,6 +99,36 @@ def test_a_key_allowed_either_name_may_call_both(start_gateway: Any, two: dict[s
     assert "gpt-4-legacy" not in {m.id for m in other_only.models.list()}
 
 
+def test_the_explainer_judges_a_key_s_models_by_every_name_as_the_edge_does(
+    start_gateway: Any, two: dict[str, Any]
+) -> None:
+    gateway = start_gateway(two, env=ENV)
+    for allowed, expected in [(["gpt-4-legacy"], True), (["other-chat"], False)]:
+        created = create_key(gateway.base_url, models=allowed)
+        order = {
+            "path": "/v1/chat/completions",
+            "body": {"model": "fast-chat", "messages": HELLO},
+            "key_id": created["id"],
+        }
+        report = httpx.post(
+            gateway.base_url + "/admin/route/explain",
+            json=order,
+            headers=bearer(ADMIN_KEY),
+            timeout=30,
+        )
+        assert report.status_code == 200, report.text
+        answer = httpx.post(
+            gateway.base_url + "/v1/chat/completions",
+            json={"model": "fast-chat", "messages": HELLO},
+            headers=bearer(created["key"]),
+            timeout=30,
+        )
+        assert (report.json()["key_allows_model"], answer.status_code) == (
+            expected,
+            200 if expected else 404,
+        )
+
+
 def test_an_alias_and_its_model_share_the_sticky_binding_across_processes(
     spawn_gateway: Any, two: dict[str, Any], table: TableView
 ) -> None:

@@ -21,17 +21,13 @@ from starlette.requests import Request
 
 from edgeproxy.config.models import ApiKey, GatewayConfig
 from edgeproxy.config.roles import Role
-from edgeproxy.errors import AuthenticationError, ModelNotFound
-from edgeproxy.routing.access import ClientKey, KeyRefusal, refusal
+from edgeproxy.routing.access import ClientKey
 from edgeproxy.routing.affinity import caller_id, key_digest
+from edgeproxy.routing.judge.reasons import Reason, unauthenticated
+from edgeproxy.routing.judge.ruling import key_refusal, model_refusal
 from edgeproxy.service.keys import KeyRing
 
 MAX_KEY_CHARS = 256  # longer is malformed: refused without a lookup
-_REFUSALS = {
-    KeyRefusal.REVOKED: "This API key has been revoked.",
-    KeyRefusal.EXPIRED: "This API key has expired.",
-    KeyRefusal.ROTATED: "This API key has been rotated; use its new secret.",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,9 +102,9 @@ async def identify(
     if key is None:
         if ring.auth_off:
             return Identity(caller=caller_id(None, grant, ip), admin=False, anonymous=True)
-        raise AuthenticationError("You didn't provide an API key.")
+        raise unauthenticated(Reason.NO_KEY).error()
     if len(key) > MAX_KEY_CHARS or not key.isprintable():
-        raise AuthenticationError("Malformed API key.")
+        raise unauthenticated(Reason.MALFORMED_KEY).error()
     digest = key_digest(key)
     caller = caller_id(digest, grant, ip)
     if await ring.is_bootstrap_admin(digest):
@@ -124,10 +120,10 @@ async def identify(
     if stored is None:
         if ring.auth_off:  # no authentication: an unknown key only names the caller
             return Identity(caller, admin=False, anonymous=True)
-        raise AuthenticationError("Incorrect API key provided.")
-    refused = refusal(stored, ring.now())
+        raise unauthenticated(Reason.UNKNOWN_KEY).error()
+    refused = key_refusal(stored, ring.now())
     if refused is not None:
-        raise AuthenticationError(_REFUSALS[refused])
+        raise refused.error()
     ring.touch(stored)
     # A table key's affinity identity is its item's digest (its first secret's): the same
     # before and after a rotation, so its sticky bindings stay with it.
@@ -145,20 +141,17 @@ async def identify(
 def may_use(who: Identity, model: str, names: Sequence[str] = ()) -> bool:
     """Whether the caller's key lets it ask for ``model``, or for any of its other ``names``
     (its aliases: a key allowed a model may call its aliases, and the other way round)."""
-    key = who.key
-    return key is None or key.allows(model) or any(key.allows(n) for n in names)
+    return model_refusal(who.key, model, names) is None
 
 
 def check_access(who: Identity, model: str, names: Sequence[str] = ()) -> None:
     """404 (as if absent) when the caller's key may not use ``model`` by any of its names."""
-    if not may_use(who, model, names):
-        raise ModelNotFound(
-            f"The model `{model}` does not exist or you do not have access to it.", param="model"
-        )
+    refused = model_refusal(who.key, model, names)
+    if refused is not None:
+        raise refused.error()
 
 
 async def admit(who: Identity, model: str, ring: KeyRing, names: Sequence[str] = ()) -> None:
-    """The key's per-request checks: its models (404, as if absent), then its rpm limit (429)."""
-    check_access(who, model, names)
-    if who.key is not None:
-        await ring.admit(who.key)
+    """The key's verdict on a request that is not routed (``routing.judge``): its models
+    (404, as if absent), then its rpm limit (429)."""
+    await ring.admit(who.key, model, names)

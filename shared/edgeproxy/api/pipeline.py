@@ -1,7 +1,8 @@
 """The one request pipeline at the edge, whatever the surface.
 
     identify -> read body -> codec.parse -> key's models -> key's fleet slot
-             -> key's rpm -> ProxyRequest -> gateway -> codec.answer / codec.stream
+             -> ProxyRequest -> gateway (the key's rpm, tpm and budget, together)
+             -> codec.answer / codec.stream
 
 The configuration is read once here and handed to the service, so the key
 check, the body limit and routing see the same version; the client key is
@@ -211,8 +212,6 @@ async def _served(
     )
     # The fleet slot first: a request over the key's cap is refused with nothing counted.
     held.fleet = await gateway.key_parallel.hold(req, config)
-    if who.key is not None:
-        await gateway.keys.admit(who.key)  # its rpm count
     headers = {**codec.headers(req.request_id), **notice(config, parsed.model)}
     gone = Response(status_code=CLIENT_CLOSED, headers=headers)  # nobody is listening
     if req.stream:

@@ -167,6 +167,16 @@ def period_end(period: BudgetPeriod, now: float) -> float | None:
     return None if days is None else float(days[1] * DAY_S)
 
 
+def utc_moment(days: int) -> str:
+    """The UTC midnight starting day ``days`` since the epoch, as ISO 8601 (``...T00:00:00Z``).
+
+    >>> utc_moment(0)
+    '1970-01-01T00:00:00Z'
+    """
+    year, month, day = _civil(days)
+    return f"{year:04d}-{month:02d}-{day:02d}T00:00:00Z"
+
+
 ACCOUNT_SEP = "@"
 
 

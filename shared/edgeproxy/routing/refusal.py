@@ -23,14 +23,10 @@ from edgeproxy.errors import (
     DeadlineExceeded,
     EdgeproxyError,
     GatewayFailure,
-    ModelOverloaded,
-    ModelUnavailable,
-    RateLimited,
     UpstreamError,
 )
-from edgeproxy.routing.eligibility import PARALLEL_RETRY_AFTER_S
 from edgeproxy.routing.faults import FailureClass, Fault, FaultKind
-from edgeproxy.routing.selection import BlockReason
+from edgeproxy.routing.judge.pool import pool_refusal
 from edgeproxy.routing.step import PoolFailure
 
 
@@ -126,45 +122,7 @@ def final_error(failure: RouteFailure, *, now: float) -> EdgeproxyError:
     """
     if failure.last_fault is not None:
         return _throttled(fault_error(failure.last_fault, failure.last_deployment), failure, now)
-    blocked = failure.primary.blocked
-    if failure.primary.at_capacity and (blocked is None or blocked.reason is BlockReason.EXHAUSTED):
-        # Every slot was taken between the read and the write (another instance got there).
-        return RateLimited(
-            "Every deployment of this model is serving as many requests as it can; "
-            "retry after the indicated time.",
-            retry_after=PARALLEL_RETRY_AFTER_S,
-        )
-    if failure.primary.rate_limited and (
-        blocked is None or blocked.reason is BlockReason.EXHAUSTED
-    ):
-        return RateLimited(
-            "Rate limit reached for this model; retry after the indicated time.",
-            retry_after=60.0 - now % 60.0,
-        )
-    if blocked is None:
-        return DeadlineExceeded("The request's deadline passed before any upstream answered.")
-    if blocked.reason is BlockReason.OVERLOADED:
-        return ModelOverloaded(
-            "Every deployment of this model is cooling down; retry after the indicated time.",
-            retry_after=blocked.retry_after,
-        )
-    if blocked.reason is BlockReason.RATE_LIMITED:
-        return RateLimited(
-            "Rate limit reached for this model; retry after the indicated time.",
-            retry_after=blocked.retry_after,
-        )
-    if blocked.reason is BlockReason.RESERVED:
-        # The capacity exists only for higher roles: this caller sees a pool with none.
-        return RateLimited("No capacity of this model is available to this API key right now.")
-    if blocked.reason is BlockReason.DISABLED:
-        return ModelUnavailable(
-            "Every deployment of this model is disabled (drained) by its operator."
-        )
-    if blocked.reason is BlockReason.INCOMPATIBLE:
-        return ModelUnavailable(
-            "No deployment of this model accepts this kind of request.", code="model_unavailable"
-        )
-    return ModelUnavailable("This model is unavailable because of its configuration.")
+    return pool_refusal(failure.primary, now).error()
 
 
 def _throttled(error: EdgeproxyError, failure: RouteFailure, now: float) -> EdgeproxyError:

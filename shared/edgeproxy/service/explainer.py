@@ -26,6 +26,7 @@ from edgeproxy.routing.access import ClientKey, key_id_of
 from edgeproxy.routing.affinity import binding_valid, caller_id
 from edgeproxy.routing.deadlines import Budget
 from edgeproxy.routing.explain.reasons import Reason
+from edgeproxy.routing.judge.ruling import model_refusal
 from edgeproxy.routing.ordering.registry import REGISTRY
 from edgeproxy.routing.selection import Blocked
 from edgeproxy.routing.step import AttemptLog, Stop, Try, next_step
@@ -97,7 +98,7 @@ async def explain(
         "operation": req.operation.value,
         "caller": req.caller,
         "role": req.role.value,
-        "key_allows_model": req.key is None or req.key.allows(req.model),
+        "key_allows_model": key_allows(req, config),
         "at": now,
         "chosen": chosen.deployment.id if chosen else None,
         "strategy": chosen.strategy.value if chosen and chosen.strategy else None,
@@ -108,6 +109,13 @@ async def explain(
         "fallbacks": [] if chosen else config.fallback_chain(req.model, FallbackReason.GENERAL),
         "candidates": [_candidate(r, config, req.model) for r in reasons],
     }
+
+
+def key_allows(req: ProxyRequest, config: GatewayConfig) -> bool:
+    """Whether the request's key may ask for its model, by the judge's own rule (the edge
+    refuses by the same ``routing.judge.model_refusal``: any name of the model counts)."""
+    names = config.names_of(config.canonical(req.model))
+    return model_refusal(req.key, req.model, names) is None
 
 
 def new_run(req: ProxyRequest, config: GatewayConfig, now: float) -> Run:

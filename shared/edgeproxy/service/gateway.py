@@ -24,8 +24,9 @@ from edgeproxy.service.config_cache import ConfigCache
 from edgeproxy.service.credentials import CredentialResolver
 from edgeproxy.service.keys import KeyRing
 from edgeproxy.service.limits.calibrations import Calibrations
+from edgeproxy.service.limits.enforcement import Reservation, reserve_usage
 from edgeproxy.service.limits.parallel import KeyParallel
-from edgeproxy.service.limits.reserve import Reservation, priced_pool, released, reserve
+from edgeproxy.service.limits.reserve import counted, released
 from edgeproxy.service.limits.slots import KeySlots
 from edgeproxy.service.metrics import Metrics
 from edgeproxy.service.outcomes import Outcomes
@@ -153,20 +154,16 @@ class Gateway:
             calibrated=self.calibrations.view(),
         )
 
-    async def _reserve(self, req: ProxyRequest, config: GatewayConfig) -> Reservation | None:
-        pool = priced_pool(config, req.model)
-        ratio = self.calibrations.ratio(pool)
-        return await reserve(self._store, req, pool, self._clock(), ratio)
-
     async def complete(self, req: ProxyRequest, config: GatewayConfig) -> JsonAnswer:
         """A JSON request: the serving upstream's answer, or an ``EdgeproxyError``."""
-        run = self._run(req, config)
+        run, now = self._run(req, config), self._clock()
+        plan = await counted(self._store, req, config, self.calibrations, now)  # refused: no record
         self._telemetry.count("Requests")
         entry = self.usage_log.begin(run)
         held: Reservation | None = None
         span = opened(self._tracer, req, config, run.budget.started_at)
         try:
-            held = await self._reserve(req, config)
+            held = await reserve_usage(self._store, plan, req.key, now)
             result = await self._router.route(run, self._json)
             self._log(run)
             if entry is not None:
@@ -222,7 +219,8 @@ class Gateway:
         The answer's body is typed events (``service/stream/events.py``) for the
         surface to serialise.
         """
-        run = self._run(req, config)
+        run, now = self._run(req, config), self._clock()
+        plan = await counted(self._store, req, config, self.calibrations, now)  # refused: no record
         self._telemetry.count("Requests")
         hold = run.config.router.stream_header_hold_ms / 1000.0
         entry = self.usage_log.begin(run)
@@ -240,7 +238,7 @@ class Gateway:
         after = Deferred()
         held: Reservation | None = None
         try:
-            held = await self._reserve(req, config)
+            held = await reserve_usage(self._store, plan, req.key, now)
             stream = await self._relay.open(run, route(), hold, after)
         except BaseException as exc:
             finish_json(self._tracer, span, run.trace, self._clock(), error=exc)

@@ -17,22 +17,17 @@ import hmac
 import logging
 import secrets
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from edgeproxy.config.models import ApiKey
 from edgeproxy.config.roles import Role
-from edgeproxy.errors import CredentialError, RateLimited, StoreError
-from edgeproxy.routing.access import (
-    KEY_PREFIX,
-    BudgetPeriod,
-    ClientKey,
-    display_prefix,
-    seconds_to_next_minute,
-)
+from edgeproxy.errors import CredentialError, StoreError
+from edgeproxy.routing.access import KEY_PREFIX, BudgetPeriod, ClientKey, display_prefix
 from edgeproxy.routing.affinity import key_digest
+from edgeproxy.routing.judge.ruling import KeySnapshot, judge
 from edgeproxy.service.credentials import CredentialResolver
-from edgeproxy.service.limits.usage import KEY_USAGE_RETENTION_S
+from edgeproxy.service.limits.enforcement import count_request, planned
 from edgeproxy.state.store import KeyStore
 
 logger = logging.getLogger(__name__)
@@ -164,18 +159,12 @@ class KeyRing:
                 self._admin_digest = key_digest(secret.get_secret_value().strip())
         return self._admin_digest
 
-    async def admit(self, key: ClientKey) -> None:
-        """Count one request against the key's rpm limit (a conditional ADD); 429 when over."""
-        if key.rpm_limit is None:
-            return  # nothing to enforce: no write on the request path
+    async def admit(self, key: ClientKey | None, model: str, names: Sequence[str] = ()) -> None:
+        """The key's verdict on a request that is not routed (a token count) for ``model`` by
+        its ``names``: its status, its models (404, as if absent), its rpm count (429)."""
         now = self._clock()
-        minute = int(now // 60)
-        expires = minute * 60.0 + KEY_USAGE_RETENTION_S
-        if not await self._store.admit_key(key.id, minute, key.rpm_limit, expires):
-            raise RateLimited(
-                "Rate limit reached for this API key (requests per minute).",
-                retry_after=seconds_to_next_minute(now),
-            )
+        plan = planned(judge(KeySnapshot(key, model, names), now))
+        await count_request(self._store, plan, key, now)
 
     def touch(self, key: ClientKey) -> None:
         """Record that ``key`` was used: in the background, at most once a minute."""

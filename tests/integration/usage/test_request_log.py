@@ -132,6 +132,31 @@ def test_a_refused_request_is_logged_with_its_reason(
     assert (newest["attempts"], newest["tried"], newest["deployment"]) == (0, [], None)
 
 
+def test_a_key_s_rpm_refusal_leaves_no_record_and_its_tpm_refusal_does(
+    start_gateway, clock: FleetClock, upstream_a: MockUpstream
+) -> None:
+    # The key's verdict is one, but its rpm count is made before the request's record opens
+    # (refused before routing starts, as the README's log section says), its reservations after.
+    gw = start_gateway(gateway_config(priced("a", upstream_a)), env=ENV)
+    by_rpm, by_tpm = new_key(gw.base_url, rpm_limit=1), new_key(gw.base_url, tpm_limit=1)
+    assert chat(gw.base_url, by_rpm["key"]).status_code == 200
+    over_rpm = chat(gw.base_url, by_rpm["key"])
+    assert over_rpm.status_code == 429
+    assert "requests per minute" in over_rpm.json()["error"]["message"]
+    assert chat(gw.base_url, by_tpm["key"]).status_code == 200  # into an empty minute
+    over_tpm = chat(gw.base_url, by_tpm["key"])
+    assert over_tpm.status_code == 429
+    assert "tokens per minute" in over_tpm.json()["error"]["message"]
+    last = over_tpm.headers["x-request-id"]  # the rpm refusal's record would not come later
+
+    def logged() -> list[dict[str, Any]]:
+        return records(gw.base_url, clock.now(), 3)
+
+    found = wait_for(logged, lambda rs: last in [r["request_id"] for r in rs], "its record")
+    assert over_rpm.headers["x-request-id"] not in [r["request_id"] for r in found]
+    assert [r["outcome"] for r in found].count("refused") == 1
+
+
 @pytest.mark.parametrize("coalesce_ms", ["25", "0"], ids=["buffered", "direct"])
 def test_a_stream_records_its_time_to_first_token_and_usage(
     start_gateway, clock: FleetClock, upstream_a: MockUpstream, coalesce_ms: str

@@ -19,16 +19,16 @@ import random
 from collections.abc import Callable
 
 from edgeproxy.config.models import GatewayConfig
-from edgeproxy.errors import RateLimited, StoreError
+from edgeproxy.errors import StoreError
 from edgeproxy.routing.access import ClientKey
 from edgeproxy.routing.deadlines import Budget
+from edgeproxy.routing.judge.reasons import Write, slots_full
 from edgeproxy.routing.slots import slot_order
 from edgeproxy.service.request import ProxyRequest
 from edgeproxy.state.store import KeySlotStore
 
 logger = logging.getLogger(__name__)
 
-RETRY_AFTER_S = 1.0
 # The slot outlives the request's own deadline by this much: the request's run starts
 # after the slot is taken, and its last bytes are sent after its deadline is checked.
 GRACE_S = 5.0
@@ -94,9 +94,5 @@ class KeyParallel:
         holder = f"{request_id}:{self._rng.getrandbits(64):016x}"
         index = await self._store.take_key_slot(key.id, order, holder, now + total_s + GRACE_S, now)
         if index is None:
-            raise RateLimited(
-                f"Too many requests in flight for this API key (max_parallel_requests: {cap}); "
-                "retry when one has finished.",
-                retry_after=RETRY_AFTER_S,
-            )
+            raise slots_full(Write.PARALLEL, cap).error()
         return KeySlot(self._store, key.id, index, holder)

@@ -1,12 +1,13 @@
-"""Exact client-key ``tpm_limit`` and ``budget_usd``: reserve an estimate before the call.
+"""Exact client-key ``tpm_limit`` and ``budget_usd``: the estimate reserved before the call.
 
 As the pool's tpm admission does (``routing/estimates/tokens.py``): before the
-request is routed, its token estimate is ADDed to the key's minute bucket
-and its cost estimate (the estimate at the highest price in the pool) to
-the key's spend, each conditionally (``state/dynamo_key_reserve.py``);
-when the answer has been counted, the estimate is taken back through the
-same counter path as the actual usage, so the actual never lands after the
-release. A refused reservation is the same 429 the read check gives.
+request is routed, the key's verdict (``routing.judge``, given ``estimate``)
+names its token estimate, ADDed to the key's minute bucket, and its cost
+estimate (the estimate at the highest price in the pool), ADDed to the key's
+spend, each conditionally (``service.limits.enforcement``, with the rpm count
+at the same moment); when the answer has been counted, the estimate is taken
+back through the same counter path as the actual usage, so the actual never
+lands after the release.
 
 The estimate is ``routing.estimates.tokens.key_estimate``: the prompt's conservative
 bound scaled by the pool's calibration (the highest ratio of reported to
@@ -23,52 +24,22 @@ keeps it (an overcount, never an overshoot).
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.models import GatewayConfig
-from edgeproxy.errors import QuotaExceeded, RateLimited, StoreError
-from edgeproxy.routing.access import (
-    TOKENS_PER_PRICE_UNIT,
-    ClientKey,
-    period_end,
-    seconds_to_next_minute,
-    spend_account,
-)
+from edgeproxy.routing.access import TOKENS_PER_PRICE_UNIT
 from edgeproxy.routing.estimates.tokens import key_estimate
-from edgeproxy.service.limits.usage import KEY_USAGE_RETENTION_S
+from edgeproxy.routing.judge.ruling import Estimate, KeyPlan, KeySnapshot, judge
+from edgeproxy.service.limits.calibrations import Calibrations
+from edgeproxy.service.limits.enforcement import (
+    RequestCounter,
+    Reservation,
+    count_request,
+    planned,
+)
 from edgeproxy.service.outcomes import Outcomes
 from edgeproxy.service.request import ProxyRequest
-from edgeproxy.state.store import KeyReserveStore
-
-logger = logging.getLogger(__name__)
-
-# Counts a key's usage the way answers are counted (``Outcomes.key_usage``; negative: a release).
-Counter = Callable[[str, int | None, int, float, float], Awaitable[None]]
-
-
-@dataclass(frozen=True, slots=True)
-class Reservation:
-    """What one request reserved; ``release`` takes it back (once)."""
-
-    key_id: str  # the key's spend account (``spend_account``: its id, or id@period)
-    minute: int | None  # the bucket reserved in (None: no tpm limit)
-    tokens: int
-    spend_usd: float
-    expires_at: float
-
-    async def release(self, count: Counter) -> None:
-        """Take the estimate back (after the actual usage was counted)."""
-        try:
-            await asyncio.shield(
-                count(self.key_id, self.minute, -self.tokens, -self.spend_usd, self.expires_at)
-            )
-        except StoreError as exc:  # an overcount until the minute ends; never an overshoot
-            logger.warning("could not release a key reservation: %s", type(exc).__name__)
 
 
 def price_bound(pool: Sequence[Deployment]) -> float:
@@ -77,47 +48,39 @@ def price_bound(pool: Sequence[Deployment]) -> float:
     return max(prices, default=0.0) / TOKENS_PER_PRICE_UNIT
 
 
-async def reserve(
-    store: KeyReserveStore,
-    req: ProxyRequest,
-    pool: Sequence[Deployment],
-    now: float,
-    ratio: float = 1.0,
-) -> Reservation | None:
-    """Reserve ``req``'s estimate against its key's limits; 429 when it does not fit.
-
-    ``ratio``: the pool's prompt calibration (``service.limits.calibrations``).
-    """
-    key: ClientKey | None = req.key
-    if key is None or not key.tracks_usage:
+def estimate(req: ProxyRequest, pool: Sequence[Deployment], ratio: float = 1.0) -> Estimate | None:
+    """What ``req`` is expected to use, for its key's tpm limit and budget (None: its key
+    has neither). ``ratio``: the pool's prompt calibration (``service.limits.calibrations``)."""
+    if req.key is None or not req.key.tracks_usage:
         return None
     tokens = key_estimate(req.body, req.operation, ratio)
-    minute = int(now // 60)
-    expires = minute * 60.0 + KEY_USAGE_RETENTION_S
-    spend = tokens * price_bound(pool)
-    if key.tpm_limit is not None and not await store.reserve_key_tokens(
-        key.id, minute, tokens, key.tpm_limit, expires
-    ):
-        raise RateLimited(
-            "Rate limit reached for this API key (tokens per minute).",
-            retry_after=seconds_to_next_minute(now),
-        )
-    bucket = minute if key.tpm_limit is not None else None
-    account = spend_account(key, now)  # this budget period's spend (the key's id: total)
-    if not await store.reserve_key_spend(account, tokens, spend, key.budget_usd):
-        if bucket is not None:  # undo the tokens part, at once (nothing else was counted)
-            await store.reserve_key_tokens(key.id, minute, -tokens, 2**62, expires)
-        raise QuotaExceeded(budget_message(key, now))
-    return Reservation(account, bucket, tokens, spend, expires)
+    return Estimate(tokens, tokens * price_bound(pool))
 
 
-def budget_message(key: ClientKey, now: float) -> str:
-    """The refusal of a spent budget: when it resets, for a periodic one."""
-    end = period_end(key.budget_period, now)
-    if end is None:
-        return "This API key has used its whole budget."
-    moment = datetime.fromtimestamp(end, UTC).isoformat().replace("+00:00", "Z")
-    return f"This API key has used its {key.budget_period.value} budget; it resets at {moment}."
+def key_snapshot(
+    req: ProxyRequest, config: GatewayConfig, calibrations: Calibrations
+) -> KeySnapshot:
+    """What the judge decides ``req``'s key on: the key, the model by its names, and the
+    estimate against the pool that may serve it (its calibration's ratio applied)."""
+    pool = priced_pool(config, req.model)
+    usage = estimate(req, pool, calibrations.ratio(pool))
+    return KeySnapshot(req.key, req.model, config.names_of(req.model), usage)
+
+
+async def counted(
+    store: RequestCounter,
+    req: ProxyRequest,
+    config: GatewayConfig,
+    calibrations: Calibrations,
+    now: float,
+) -> KeyPlan | None:
+    """The key's verdict on ``req`` at ``now`` (``routing.judge``: its status, its models, its
+    rpm, tpm and budget together) and its first write, the rpm count, made; the plan's
+    reservations follow (``enforcement.reserve_usage``) once the request's record is open, so
+    an rpm refusal, as before routing starts, leaves no record, and a tpm or budget one does."""
+    plan = planned(judge(key_snapshot(req, config, calibrations), now))
+    await count_request(store, plan, req.key, now)
+    return plan
 
 
 def priced_pool(config: GatewayConfig, model: str) -> list[Deployment]:

@@ -19,11 +19,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from edgeproxy.errors import RateLimited
+from edgeproxy.routing.judge.reasons import Write, slots_full
 
 # A quarter of the local server's 512 request slots: four keys at their share fill the process.
 MAX_KEY_REQUESTS = 128
-RETRY_AFTER_S = 1.0
 
 
 @dataclass(slots=True)
@@ -53,11 +52,7 @@ class KeySlots:
             return Slot(None, "")
         held = self._held.get(owner, 0)
         if held >= self.limit:
-            raise RateLimited(
-                f"Too many requests in progress for this API key (at most {self.limit} at once "
-                "per gateway process); retry when one has finished.",
-                retry_after=RETRY_AFTER_S,
-            )
+            raise slots_full(Write.SHARE, self.limit).error()
         self._held[owner] = held + 1
         return Slot(self, owner)
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.routing.access import ClientKey, cost_usd, spend_account
+from edgeproxy.routing.judge.ruling import KEY_USAGE_RETENTION_S
 from edgeproxy.state.store import SpendSink
 
-KEY_USAGE_RETENTION_S = 3600
+__all__ = ["KEY_USAGE_RETENTION_S", "record_key_usage"]
 
 
 async def record_key_usage(

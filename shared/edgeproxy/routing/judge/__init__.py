@@ -1,0 +1,1 @@
+"""Why a request is refused before any upstream call: the rules and the reasons."""

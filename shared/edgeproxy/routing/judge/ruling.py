@@ -1,0 +1,146 @@
+"""The refusal judge: whether a caller's key stops its request before any upstream call.
+
+One pure function of what was read (``KeySnapshot``: the key as looked up,
+the model asked for and its names, the request's estimate) and ``now``
+(``judge``) gives one ``Verdict``: ``Refuse`` with one ``Refusal``
+(``routing.judge.reasons``), or ``Admit`` with the ``KeyPlan`` of the
+conditional writes that enforce the key's limits together (its rpm count,
+its tokens this minute, its spend). The service performs the plan's writes
+in order (``service.limits.enforcement``); a write whose condition fails is
+refused by ``reasons.refused``, so every reason and message a key's refusal
+can have is decided here. The edge asks the same rules at their own moments
+(``key_refusal`` before a body is read, ``model_refusal`` before a slot is
+taken), and the explainer asks ``model_refusal`` as the edge does.
+
+A pool's own refusals (circuits, its limits, quotas, the context window)
+are the routing core's (``routing.step`` and ``routing.refusal.final_error``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from edgeproxy.routing.access import ClientKey, KeyRefusal, refusal, spend_account
+from edgeproxy.routing.judge.reasons import Reason, Refusal, Write, unauthenticated
+
+KEY_USAGE_RETENTION_S = 3600  # a key's minute buckets outlive their minute by this much
+
+_KEY_REFUSALS = {
+    KeyRefusal.REVOKED: Reason.REVOKED,
+    KeyRefusal.EXPIRED: Reason.EXPIRED,
+    KeyRefusal.ROTATED: Reason.ROTATED,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """What a routed request is expected to use: tokens, and their cost at the pool's top price."""
+
+    tokens: int
+    spend_usd: float
+
+
+@dataclass(frozen=True, slots=True)
+class KeySnapshot:
+    """What the judge decides on: the key as looked up (None: no table key), the model
+    asked for and the names it goes by, and the request's estimate (None: a request
+    that is not routed, e.g. a token count, is held to its key's rpm only)."""
+
+    key: ClientKey | None
+    model: str
+    names: Sequence[str] = ()
+    estimate: Estimate | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class KeyPlan:
+    """The conditional writes that hold a key to its limits, in the order they are made.
+
+    ``rpm``: the rpm limit to count one request under (None: none). ``tpm``: the
+    tpm limit the estimate's tokens are reserved under (None: none). ``spend``:
+    whether the cost estimate is reserved on the key's spend ``account`` (its
+    ``budget``: None, counted without a cap). Every count goes in ``minute``'s
+    bucket and expires at ``expires``.
+    """
+
+    key_id: str
+    minute: int
+    expires: float
+    rpm: int | None = None
+    tpm: int | None = None
+    tokens: int = 0
+    spend: bool = False
+    account: str = ""
+    spend_usd: float = 0.0
+    budget: float | None = None
+
+    @property
+    def writes(self) -> tuple[Write, ...]:
+        """The writes to make, in order (a failed one stops the rest)."""
+        return (
+            *((Write.RPM,) if self.rpm is not None else ()),
+            *((Write.TOKENS,) if self.tpm is not None else ()),
+            *((Write.SPEND,) if self.spend else ()),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Admit:
+    """The key lets the request through; ``plan``: the writes that hold it to its limits."""
+
+    plan: KeyPlan | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Refuse:
+    """The request is refused before any upstream call."""
+
+    refusal: Refusal
+
+
+Verdict = Admit | Refuse
+
+
+def key_refusal(key: ClientKey, now: float) -> Refusal | None:
+    """Why ``key`` (as looked up by the secret presented) cannot be used at ``now``, or None."""
+    refused = refusal(key, now)
+    return None if refused is None else unauthenticated(_KEY_REFUSALS[refused])
+
+
+def model_refusal(key: ClientKey | None, model: str, names: Sequence[str] = ()) -> Refusal | None:
+    """404 (as if absent) when ``key`` may not use ``model`` by any of its ``names``."""
+    if key is None or key.allows(model) or any(key.allows(n) for n in names):
+        return None
+    return Refusal(
+        Reason.MODEL_NOT_ALLOWED,
+        f"The model `{model}` does not exist or you do not have access to it.",
+        model=model,
+    )
+
+
+def judge(snapshot: KeySnapshot, now: float) -> Verdict:
+    """The key's verdict on one request at ``now``: its status, its models, then the plan of
+    the writes that enforce its rpm, tpm and budget together."""
+    key = snapshot.key
+    if key is None:
+        return Admit()
+    refused = key_refusal(key, now) or model_refusal(key, snapshot.model, snapshot.names)
+    if refused is not None:
+        return Refuse(refused)
+    minute = int(now // 60)
+    estimate = snapshot.estimate
+    usage = estimate is not None and key.tracks_usage
+    plan = KeyPlan(
+        key_id=key.id,
+        minute=minute,
+        expires=minute * 60.0 + KEY_USAGE_RETENTION_S,
+        rpm=key.rpm_limit,
+        tpm=key.tpm_limit if usage else None,
+        tokens=estimate.tokens if estimate is not None and usage else 0,
+        spend=usage,
+        account=spend_account(key, now) if usage else "",
+        spend_usd=estimate.spend_usd if estimate is not None and usage else 0.0,
+        budget=key.budget_usd,
+    )
+    return Admit(plan if plan.writes else None)
