@@ -1,6 +1,7 @@
 """Profile requests through the ASGI app in process (cProfile), without an HTTP server.
 
-Run as ``python -m bench.profiling STORE_URL TABLE REQUESTS OUT.json``. It
+Run as ``python -m bench.profiling STORE_URL TABLE REQUESTS OUT.json`` (the raw profile
+beside it, ``OUT.prof``). It
 builds the app as the runner does, warms it up, then profiles ``REQUESTS``
 non-stream chat requests one after another. Each call awaits the app to its
 end, so the after-response outcome writes (a starlette ``BackgroundTask``)
@@ -70,8 +71,15 @@ async def _one(app: Any, scope: dict[str, Any], body: bytes) -> int:
     return status
 
 
-async def profile(store_url: str, table: str, requests: int) -> dict[str, Any]:
-    """Warm up, then profile ``requests`` sequential chat requests; the top functions."""
+async def profile(
+    store_url: str, table: str, requests: int, dump: str | None = None
+) -> dict[str, Any]:
+    """Warm up, then profile ``requests`` sequential chat requests; the top functions.
+
+    The profiler's clock is the process's CPU time, not the wall clock: on a
+    shared machine a function's wall time is mostly other processes' turns.
+    ``dump``: also write the raw profile there (``pstats`` reads it).
+    """
     os.environ["EDGEPROXY_CRED_MOCK_KEY"] = MOCK_KEY
     settings = local_settings(store_url, table)
 
@@ -85,7 +93,7 @@ async def profile(store_url: str, table: str, requests: int) -> dict[str, Any]:
     for _ in range(WARMUP):
         if await _one(app, scope, body) != 200:
             raise RuntimeError("a warm-up request failed")
-    profiler = cProfile.Profile()
+    profiler = cProfile.Profile(time.process_time)
     started = time.perf_counter()
     cpu = time.process_time()
     profiler.enable()
@@ -96,6 +104,8 @@ async def profile(store_url: str, table: str, requests: int) -> dict[str, Any]:
     cpu = time.process_time() - cpu
     wall = time.perf_counter() - started
     await app.state.gateway.aclose()
+    if dump:
+        profiler.dump_stats(dump)
     return {"requests": requests, "wall_s": wall, "cpu_s": cpu, **_top(profiler, requests)}
 
 
@@ -163,6 +173,6 @@ def _short(filename: str) -> str:
 
 if __name__ == "__main__":
     url, table_name, count, out = sys.argv[1:5]
-    result = asyncio.run(profile(url, table_name, int(count)))
+    result = asyncio.run(profile(url, table_name, int(count), out.removesuffix(".json") + ".prof"))
     with open(out, "w") as handle:
         json.dump(result, handle, indent=1)

@@ -8,6 +8,8 @@ front end parses requests on one event loop and calls the WSGI app inline, so:
 - connections stay open (HTTP/1.1 keep-alive, as DynamoDB's endpoint does);
 - requests run one at a time, in arrival order, body included: the server is
   linearizable without a lock (each item write is atomic, as on DynamoDB);
+  a long BatchWriteItem runs in parts with other connections' calls between
+  them (``dynamo_batches``), as DynamoDB serves reads beside a batch;
 - there is no thread to contend with.
 
 It speaks the subset of HTTP/1.1 that SDK clients send: ``Content-Length``
@@ -25,6 +27,8 @@ import socket
 import sys
 from collections.abc import Callable, Iterable
 from typing import Any
+
+from edgeproxy_dev import dynamo_batches
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 MAX_HEAD = 64 * 1024
@@ -119,8 +123,17 @@ async def _connection(app: WSGIApp, reader: asyncio.StreamReader, writer: asynci
                 await writer.drain()
                 return
             body = await reader.readexactly(int(fields.get("content-length") or 0))
-            environ = _environ(method, target, version, headers, body, server)
-            status, out_headers, out = call_app(app, environ)  # inline: one request at a time
+            split = dynamo_batches.parts(fields.get("x-amz-target", ""), body)
+            if split is None:
+                environ = _environ(method, target, version, headers, body, server)
+                status, out_headers, out = call_app(app, environ)  # inline: one at a time
+            else:
+                answers = []
+                for index, part in enumerate(split):
+                    if index:  # a turn for the calls that arrived meanwhile
+                        await asyncio.sleep(dynamo_batches.TURN_S)
+                    answers.append(call_app(app, _environ(method, target, version, headers, part, server)))  # fmt: skip
+                status, out_headers, out = dynamo_batches.joined(answers)
             writer.write(_response(status, out_headers, out, keep))
             await writer.drain()
             if not keep:
