@@ -37,6 +37,10 @@ if TYPE_CHECKING:
     from edgeproxy.upstream.bedrock import BedrockClient
     from edgeproxy.upstream.stream import UpstreamStream
 
+# open_store and open_credentials live in clients.py (a job or a CLI command opens them
+# without importing the request path) and are still importable from here.
+__all__ = ["DeferredBedrock", "build_gateway", "open_credentials", "open_store", "warn_about_auth"]
+
 logger = logging.getLogger(__name__)
 
 
