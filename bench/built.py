@@ -165,26 +165,48 @@ def measure(
 
 
 def measure_pair(build_dir: Path, baseline: Path, repeats: int) -> dict[str, Any]:
-    """The proxy of ``build_dir`` against ``baseline``'s, one fresh process of each in turn.
+    """The proxy and the jobs of ``build_dir`` against ``baseline``'s, one fresh process
+    of each in turn.
 
     On a shared machine the speed moves by a third from one minute to the next:
     alternating process by process on one stack puts both builds in the same
-    minutes, so their ratios hold where the absolute figures drift.
+    minutes, so their ratios hold where the absolute figures drift. The jobs
+    (``built_jobs``) are alternated the same way and reported under ``jobs``.
     """
     table = f"bench-{uuid.uuid4().hex[:8]}"
     runs: dict[str, list[dict[str, Any]]] = {"after": [], "before": []}
+    job_runs: dict[str, dict[str, list[dict[str, Any]]]] = {
+        name: {"after": [], "before": []} for name in built_jobs.JOBS
+    }
+    builds = {"after": build_dir, "before": baseline}
     with Stack.start(table, stub=True) as stack:
         put_admin_key(stack.store_url)  # the ssm: admin key lambda_env names
-        for build_path in (build_dir, baseline):  # the store sees every read once
+        for build_path in builds.values():  # the store sees every read once
             fresh_runs(build_path, stack.store_url, table, 1)
+            built_jobs.measure(build_path, stack.store_url, table, 1)
         stack.arm_stub()
         for _ in range(repeats):
-            runs["after"] += fresh_runs(build_dir, stack.store_url, table, 1)
-            runs["before"] += fresh_runs(baseline, stack.store_url, table, 1)
+            for side, build_path in builds.items():
+                runs[side] += fresh_runs(build_path, stack.store_url, table, 1)
+                for name, sides in job_runs.items():
+                    sides[side] += built_jobs.fresh_runs(
+                        build_path, name, stack.store_url, table, 1
+                    )
     after, before = summary(runs["after"]), summary(runs["before"])
     keys = ("cold_start_s", "import_cpu_s", "first_event_cpu_s", "warm_cpu_s", "warm_wall_s")
-    ratios = {k: after[k] / before[k] for k in keys if before[k]}
-    return {"after": after, "before": before, "after_over_before": ratios}
+    jobs = {name: _job_pair(name, sides) for name, sides in job_runs.items()}
+    return {"after": after, "before": before, "after_over_before": _ratios(after, before, keys), "jobs": jobs}  # fmt: skip
+
+
+def _job_pair(name: str, sides: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    memory = built_jobs.JOBS[name][1]
+    after, before = (built_jobs.summary(sides[side], memory) for side in ("after", "before"))
+    keys = ("cold_start_s", "import_cpu_s", "first_invocation_cpu_s", "warm_invocation_cpu_s")
+    return {"after": after, "before": before, "after_over_before": _ratios(after, before, keys)}
+
+
+def _ratios(after: dict[str, Any], before: dict[str, Any], keys: tuple[str, ...]) -> dict[str, float]:  # fmt: skip
+    return {k: after[k] / before[k] for k in keys if before[k]}
 
 
 def main(argv: list[str] | None = None) -> int:

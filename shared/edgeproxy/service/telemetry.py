@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import sys
+import time
 from typing import Protocol
+
+EMF_MAX_METRICS = 100  # CloudWatch's limit of metrics in one EMF document
 
 
 class Telemetry(Protocol):
@@ -21,7 +26,7 @@ class NoTelemetry:
 
 
 class PowertoolsTelemetry:
-    """CloudWatch metrics in Embedded Metric Format, through aws-lambda-powertools.
+    """CloudWatch metrics in Embedded Metric Format, the documents aws-lambda-powertools writes.
 
     Counts are added up in memory and written by ``flush()`` (the Lambda
     handler calls it once per invocation, the streaming entry once per
@@ -29,6 +34,12 @@ class PowertoolsTelemetry:
     one set. Dimensions are low-cardinality by construction: the deployment
     id and public model come from the configuration, ``class`` and
     ``outcome`` from fixed enums; never a caller or a request id.
+
+    The documents are Powertools' ``EphemeralMetrics`` output (the ``service``
+    dimension last, each value a one-element list, compact JSON on one line),
+    written here: building a Powertools metric set per flush and validating it
+    was about a twentieth of a warm proxy event's CPU, for counts this class
+    already holds summed and named.
     """
 
     def __init__(self, namespace: str, service: str) -> None:
@@ -42,13 +53,43 @@ class PowertoolsTelemetry:
 
     def flush(self) -> None:
         """Write every pending count to stdout as EMF and start afresh."""
-        from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
-
         pending, self._pending = self._pending, {}
-        for dimensions, counts in pending.items():
-            metrics = EphemeralMetrics(namespace=self._namespace, service=self._service)
-            for key, value in dimensions:
-                metrics.add_dimension(name=key, value=value)
-            for name, total in counts.items():
-                metrics.add_metric(name=name, unit=MetricUnit.Count, value=total)
-            metrics.flush_metrics()
+        if not pending:
+            return
+        stamp = int(time.time() * 1000)
+        lines = [
+            emf_document(self._namespace, self._service, dict(dimensions), chunk, stamp)
+            for dimensions, counts in pending.items()
+            for chunk in _chunks(counts)
+        ]
+        sys.stdout.write("\n".join(lines) + "\n")
+        sys.stdout.flush()
+
+
+def emf_document(
+    namespace: str, service: str, dimensions: dict[str, str], counts: dict[str, float], stamp: int
+) -> str:
+    """One EMF document: ``counts`` (unit Count) under ``dimensions`` plus ``service``.
+
+    A dimension with an empty or blank name or value is left out, as Powertools leaves
+    it out (CloudWatch refuses it).
+    """
+    dimensions = {k: v for k, v in dimensions.items() if k.strip() and v.strip()}
+    dimensions["service"] = service
+    directive = {
+        "Namespace": namespace,
+        "Dimensions": [list(dimensions)],
+        "Metrics": [{"Name": name, "Unit": "Count"} for name in counts],
+    }
+    document: dict[str, object] = {
+        "_aws": {"Timestamp": stamp, "CloudWatchMetrics": [directive]},
+        **dimensions,
+        **{name: [total] for name, total in counts.items()},
+    }
+    return json.dumps(document, separators=(",", ":"))
+
+
+def _chunks(counts: dict[str, float]) -> list[dict[str, float]]:
+    """``counts`` in groups of at most 100 metrics, EMF's limit per document."""
+    items = list(counts.items())
+    return [dict(items[i : i + EMF_MAX_METRICS]) for i in range(0, len(items), EMF_MAX_METRICS)]
