@@ -50,9 +50,22 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "service": frozenset(
         {"config", "errors", "routing", "settings", "state", "strict_json", "upstream"}
     ),
+    # The store and the credential resolver a job or CLI command opens without the request path.
+    "clients": frozenset({"aws", "service", "settings", "state"}),
     # The composition root builds the clients the service is given.
     "runtime": frozenset(
-        {"aws", "config", "errors", "routing", "service", "settings", "state", "tls", "upstream"}
+        {
+            "aws",
+            "clients",
+            "config",
+            "errors",
+            "routing",
+            "service",
+            "settings",
+            "state",
+            "tls",
+            "upstream",
+        }
     ),
     # The surfaces see the service's types; the provider side stays behind the service.
     "api": frozenset(
@@ -73,6 +86,8 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     ),
     "jobs": frozenset(
         {
+            "aws",
+            "clients",
             "config",
             "entrypoint",
             "errors",

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from edgeproxy.service.explain.explainer import key_allows
+from edgeproxy.service.explainer import key_allows
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

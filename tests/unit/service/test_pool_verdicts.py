@@ -4,7 +4,7 @@ Over the pool states ``tests/unit/routing/test_explain_property.py`` generates
 (tiers, weights, drained, reserved and incompatible deployments, rpm limits,
 throttled domains, circuits in every state), the core's first step for a
 fresh request stops or tries. When it stops, the explainer's ``blocked``
-(``service/explain``: its reason and ``retry_after_ms``) and the router's
+(``service/explainer``: its reason and ``retry_after_ms``) and the router's
 final error for that stop (``routing.refusal.final_error``) say the same:
 the judge's reason for it (``routing.judge.pool``) names the explainer's
 block, and the error's status, code and Retry-After are the ones the
@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from edgeproxy.service.explain.explainer import _blocked
+from edgeproxy.service.explainer import _blocked
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
