@@ -19,7 +19,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from edgeproxy.service.explainer import key_allows
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -31,6 +30,7 @@ from edgeproxy.errors import ModelNotFound
 from edgeproxy.routing.access import ClientKey
 from edgeproxy.routing.judge.reasons import Reason, Write
 from edgeproxy.routing.judge.ruling import Admit, Refuse, judge, key_refusal
+from edgeproxy.service.explainer import key_allows
 from edgeproxy.service.limits.calibrations import Calibrations
 from edgeproxy.service.limits.reserve import key_snapshot
 from edgeproxy.service.request import ProxyRequest

@@ -16,7 +16,6 @@ from __future__ import annotations
 import random
 
 import pytest
-from edgeproxy.service.explainer import _blocked
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
@@ -30,6 +29,7 @@ from edgeproxy.routing.ordering.registry import REGISTRY
 from edgeproxy.routing.refusal import RouteFailure, final_error
 from edgeproxy.routing.selection import RouteRequest
 from edgeproxy.routing.step import AttemptLog, Stop, next_step
+from edgeproxy.service.explainer import _blocked
 from tests.unit.routing.test_explain_property import (
     CALLER,
     NOW,
