@@ -113,9 +113,7 @@ async def open_pool(store: PoolSource, run: Run, model: str, now: float) -> Pool
     counting = {
         s for t, s in tiers if reads_counters(s, config.params_for(model, t, s, op, protocol))
     }
-    snapshot = await store.read_pool(
-        SnapshotRequest.of(model, deployments, now, key, None, counting)
-    )
+    snapshot = await store.read_pool(SnapshotRequest.of(model, deployments, now, key, counting))
     # A key's tpm limit and budget were reserved against before routing (service/limits/reserve.py).
     limits = {d.id: config.policy_for(d, req.operation, req.stream) for d in deployments}
     return PoolContext(
