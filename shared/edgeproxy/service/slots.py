@@ -12,7 +12,7 @@ import asyncio
 import logging
 import random
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.errors import StoreError
@@ -20,14 +20,30 @@ from edgeproxy.routing.deadlines import Budget
 from edgeproxy.routing.slots import at_capacity, poll_delay, slot_order
 from edgeproxy.routing.snapshot import PoolSnapshot
 from edgeproxy.routing.step import PoolFailure, Try
+from edgeproxy.service.pool import PoolContext, Standing
 from edgeproxy.state.store import Slots
 
-if TYPE_CHECKING:  # both import admission.py, which imports Slot from here
-    from edgeproxy.service.outcomes import Outcomes
-    from edgeproxy.service.pool import PoolContext
-    from edgeproxy.service.run import Run
-
 logger = logging.getLogger(__name__)
+
+
+# Named by shape, not imported: ``service.run`` and ``service.outcomes`` import
+# ``service.admission``, which imports ``Slot`` from here.
+class Holder(Protocol):
+    """The run an attempt belongs to (``service.run.Run``)."""
+
+    @property
+    def owner(self) -> str: ...
+
+    @property
+    def budget(self) -> Budget: ...
+
+
+class ProbeLeases(Protocol):
+    """Who gives back an unused probe lease (``service.outcomes.Outcomes``)."""
+
+    async def release_probe(
+        self, ctx: PoolContext, attempt_owner: str, dep: Deployment
+    ) -> Standing: ...
 
 
 class Slot:
@@ -58,7 +74,7 @@ async def take_slot(
     store: Slots,
     dep: Deployment,
     snapshot: PoolSnapshot,
-    run: Run,
+    run: Holder,
     now: float,
     rng: random.Random,
 ) -> Slot | Literal[False] | None:
@@ -75,7 +91,7 @@ async def take_slot(
 
 
 async def given_back(
-    outcomes: Outcomes, ctx: PoolContext, run: Run, step: Try, slot: Slot | None = None
+    outcomes: ProbeLeases, ctx: PoolContext, run: Holder, step: Try, slot: Slot | None = None
 ) -> PoolContext:
     """Give back what a refused attempt took: its capacity slot and its probe lease
     (an unused lease would hold off every other prober until it expires)."""
