@@ -22,6 +22,7 @@ pytest_plugins = [
     "tests.fixtures.table",
     "tests.fixtures.upstream",
     "tests.fixtures.gateway",
+    "tests.fixtures.failover",
     "tests.fixtures.llama",
 ]
 

@@ -18,26 +18,17 @@ import socket
 import threading
 from types import TracebackType
 
-_POLL_S = 0.05
+from edgeproxy_dev.relay import POLL_S, LoopbackRelay
 
 
-class BlackHole:
+class BlackHole(LoopbackRelay):
     """Relays 127.0.0.1:<port> to a target port until told to swallow."""
 
     def __init__(self, target_port: int, target_host: str = "127.0.0.1") -> None:
-        self._target = (target_host, target_port)
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.port: int = self._listener.getsockname()[1]
+        super().__init__(target_port, target_host)
         self._swallowing = False
         self._generation = 0  # restore() ends every connection of an older generation
-        self._closed = False
         self._lock = threading.Lock()
-        self._threads: list[threading.Thread] = []
-
-    @property
-    def endpoint(self) -> str:
-        """The URL to give the client instead of the target's."""
-        return f"http://127.0.0.1:{self.port}"
 
     def swallow(self) -> None:
         """Black-hole: keep accepting and reading, forward and answer nothing."""
@@ -52,30 +43,14 @@ class BlackHole:
 
     def start(self) -> BlackHole:
         """Accept connections in a background thread."""
-        thread = threading.Thread(target=self._accept, name="blackhole", daemon=True)
-        thread.start()
-        self._threads.append(thread)
+        self._listen()
         return self
 
     def stop(self) -> None:
         """Stop accepting and end every connection."""
-        self._closed = True
-        self._listener.close()
+        self._close()
         for thread in self._threads:
             thread.join(5)
-
-    def _accept(self) -> None:
-        self._listener.settimeout(_POLL_S)
-        while not self._closed:
-            try:
-                client, _ = self._listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            thread = threading.Thread(target=self._serve, args=(client,), daemon=True)
-            thread.start()
-            self._threads.append(thread)
 
     def _current(self, generation: int) -> tuple[bool, bool]:
         with self._lock:
@@ -93,7 +68,7 @@ class BlackHole:
                 if upstream is None and not swallowing:
                     upstream = socket.create_connection(self._target, timeout=5)
                 peers = [client] if upstream is None else [client, upstream]
-                readable, _, _ = select.select(peers, [], [], _POLL_S)
+                readable, _, _ = select.select(peers, [], [], POLL_S)
                 for ready in readable:
                     data = ready.recv(65536)
                     if not data:

@@ -21,6 +21,7 @@ from tests.browser.board import card, confirm, force_open, open_signed_in, patch
 from tests.browser.conftest import ARTIFACTS, Watched
 from tests.fixtures.clock import FleetClock
 from tests.fixtures.configs import config, deployment
+from tests.fixtures.failover import failover_pair
 from tests.fixtures.secrets import remember
 from tests.integration.admin.helpers import ADMIN_ACTOR, CLIENT_KEY, admin, chat, keys, ok
 
@@ -90,8 +91,7 @@ async def test_error_rate_and_last_error_after_upstream_failures(
     gw = await asyncio.to_thread(
         start_gateway,
         config(
-            deployment("a", upstream_a, priority=1),
-            deployment("b", upstream_b),
+            *failover_pair(upstream_a, upstream_b),
             gateway=keys(),
             router={"circuit": {"allowed_fails": 100}, "sticky": {"enabled": False}},
         ),

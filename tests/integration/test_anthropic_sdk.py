@@ -299,14 +299,10 @@ def test_auth_uses_x_api_key(start_gateway, upstream_a: MockUpstream) -> None:
 
 
 def test_failover_when_the_first_upstream_is_503(
-    start_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream
+    failover_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream
 ) -> None:
     # Sticky off, so the second request asks ``a`` (the higher priority) first again.
-    gw = start_gateway(
-        config(
-            deployment("a", upstream_a, priority=1), deployment("b", upstream_b), router=router()
-        )
-    )
+    gw = failover_gateway(router=router())
     upstream_a.set_faults([{"status": 503}, {"status": 503}])
     with anthropic.Anthropic(base_url=gw.base_url, api_key=CLIENT_KEY, max_retries=0) as sdk:
         answer = sdk.messages.create(model="fast-chat", max_tokens=50, messages=HELLO)

@@ -39,13 +39,9 @@ def test_openai_upstream_headers_reach_the_openai_sdk(start_gateway, upstream_a)
 
 
 def test_a_stream_carries_the_committed_attempts_headers(
-    start_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream
+    failover_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream
 ) -> None:
-    gw = start_gateway(
-        config(
-            deployment("a", upstream_a, priority=1), deployment("b", upstream_b), router=router()
-        )
-    )
+    gw = failover_gateway(router=router())
     upstream_a.set_faults([{"status": 503, "headers": {"x-ratelimit-remaining-requests": "0"}}])
     upstream_b.set_faults([], persistent={"headers": {"x-ratelimit-remaining-requests": "42"}})
     with sdk(gw).chat.completions.with_streaming_response.create(

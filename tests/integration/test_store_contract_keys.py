@@ -10,7 +10,7 @@ from typing import Any
 
 from edgeproxy.config.roles import Role
 from edgeproxy.routing.access import ClientKey
-from edgeproxy.state.store import SnapshotRequest, Store
+from edgeproxy.state.store import Store
 from tests.integration.test_store_contract import MINUTE, NOW, any_store
 
 __all__ = ["any_store"]  # the parametrized fixture, shared with the main contract suite
@@ -84,7 +84,7 @@ async def test_key_admission_holds_its_limit_exactly_under_concurrency(any_store
     assert await any_store.admit_key("kid", MINUTE, 0, NOW + 3600) is False
 
 
-async def test_key_usage_and_spend_add_up_and_come_with_the_pool_read(any_store: Store) -> None:
+async def test_key_usage_and_spend_add_up(any_store: Store) -> None:
     await asyncio.gather(
         any_store.record_key_usage("kid", MINUTE, 100, 0.25, NOW + 3600),
         any_store.record_key_usage("kid", MINUTE, 50, 0.5, NOW + 3600),
@@ -92,13 +92,5 @@ async def test_key_usage_and_spend_add_up_and_come_with_the_pool_read(any_store:
     )
     usage = await any_store.read_key_usage("kid", MINUTE)
     assert (usage.minute, usage.tokens, usage.spend_usd) == (MINUTE, 150, 1.0)
-    snapshot = await any_store.read_pool(
-        SnapshotRequest(pool="p", deployment_ids=["d1"], domains=[], minute=MINUTE, key_id="kid")
-    )
-    assert snapshot.key_usage == usage
-    without = await any_store.read_pool(
-        SnapshotRequest(pool="p", deployment_ids=["d1"], domains=[], minute=MINUTE)
-    )
-    assert without.key_usage is None
     fresh = await any_store.read_key_usage("other", MINUTE)
     assert (fresh.tokens, fresh.spend_usd) == (0, 0.0)

@@ -22,6 +22,7 @@ from edgeproxy_dev.dynamo_server import DUMMY_CREDENTIALS
 from edgeproxy_dev.mock_upstream import MockUpstream
 from edgeproxy_dev.runner import MOCK_KEY, local_settings
 from tests.fixtures.configs import config, deployment
+from tests.fixtures.failover import failover_pair
 from tests.fixtures.gateway import TEST_ENV, store
 from tests.fixtures.otlp import CollectedSpan, Collector
 from tests.integration.resilience.helpers import CLIENT_KEY, keys, post_chat, router
@@ -113,8 +114,7 @@ def test_a_failover_is_two_attempt_spans_the_first_with_its_failure_class(
 ) -> None:
     gw = spawn_gateway(
         config(
-            deployment("a", upstream_a, priority=1),
-            deployment("b", upstream_b),
+            *failover_pair(upstream_a, upstream_b),
             router=router(),
             gateway=keys(),
         ),

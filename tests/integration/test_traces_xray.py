@@ -20,7 +20,8 @@ import pytest
 
 from edgeproxy_dev.mock_upstream import MockUpstream
 from edgeproxy_dev.runner import MOCK_KEY
-from tests.fixtures.configs import config, deployment
+from tests.fixtures.configs import config
+from tests.fixtures.failover import failover_pair
 from tests.fixtures.gateway import TEST_ENV, store
 from tests.integration.resilience.helpers import CLIENT_KEY, keys, router
 
@@ -89,8 +90,7 @@ def test_a_failover_is_a_request_subsegment_with_two_remote_attempt_subsegments(
         dynamo_endpoint,
         gateway_table,
         config(
-            deployment("a", upstream_a, priority=1),
-            deployment("b", upstream_b),
+            *failover_pair(upstream_a, upstream_b),
             router=router(),
             gateway=keys(),
         ),

@@ -65,12 +65,15 @@ class Codec(Protocol):
         """The response headers naming the request, as this surface's SDKs read them."""
         ...
 
-    def answer(self, body: dict[str, Any]) -> dict[str, Any]:
-        """The client's JSON answer for the gateway's (OpenAI-format) one."""
+    def answer(self, body: dict[str, Any], now: float) -> dict[str, Any]:
+        """The client's JSON answer for the gateway's (OpenAI-format) one, sent at ``now``."""
         ...
 
-    def stream(self, events: AsyncIterator[StreamItem], parsed: Parsed) -> AsyncIterator[bytes]:
-        """The client's SSE body for a relayed stream of ``parsed``; closes ``events`` when done."""
+    def stream(
+        self, events: AsyncIterator[StreamItem], parsed: Parsed, now: float
+    ) -> AsyncIterator[bytes]:
+        """The client's SSE body for a relayed stream of ``parsed`` opened at ``now``; closes
+        ``events`` when done."""
         ...
 
     def error(self, exc: EdgeproxyError, request: Request) -> Response:

@@ -220,7 +220,7 @@ async def _served(
             return gone
         return RelayedResponse(
             answer.body,
-            codec.stream(answer.body, parsed),
+            codec.stream(answer.body, parsed, gateway.now()),
             held,
             media_type="text/event-stream",
             headers={
@@ -236,7 +236,7 @@ async def _served(
     passed = for_surface(result.headers, codec.rate_names, gateway.now())
     try:
         return JSONResponse(
-            codec.answer(result.body),
+            codec.answer(result.body, gateway.now()),
             headers={**headers, **passed},
             background=BackgroundTask(result.after) if result.after else None,
         )

@@ -81,7 +81,9 @@ class JsonClient:
         protocol: Protocol,
         *,
         max_attempts: int = 2,
+        jitter: Callable[[], float] = random.random,
     ) -> None:
+        """``jitter``: a draw in [0, 1) that spreads the retries (load spreading, not security)."""
         self._http = http
         self._endpoint = endpoint
         self._signer = signer
@@ -89,6 +91,7 @@ class JsonClient:
         self._target_prefix = protocol.target_prefix
         self._retry_codes = protocol.retry_codes
         self._attempts = max(1, max_attempts)
+        self._jitter = jitter
         self._methods: dict[str, Callable[..., Awaitable[dict[str, Any]]]] = {}
         self.hooks: list[CallHook] = []
 
@@ -150,7 +153,7 @@ class JsonClient:
                     raise
             else:
                 return answer
-            await asyncio.sleep(random.random() * RETRY_BASE_S * 2**attempt)
+            await asyncio.sleep(self._jitter() * RETRY_BASE_S * 2**attempt)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def _send(self, operation: str, body: bytes) -> dict[str, Any]:

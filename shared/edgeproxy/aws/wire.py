@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import cast
 from urllib.parse import urlsplit
 
@@ -195,7 +196,9 @@ class Wire:
         read_timeout_s: float,
         *,
         keepalive_s: float = 30.0,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``monotonic``: the clock an idle connection's age is read on (a test moves it)."""
         parts = urlsplit(url)
         self._url = url
         self._secure = parts.scheme == "https"
@@ -206,6 +209,7 @@ class Wire:
         self._connect_s = connect_timeout_s
         self._read_s = read_timeout_s
         self._keepalive_s = keepalive_s
+        self._monotonic = monotonic
         self._idle: list[Connection] = []
         self._slots = asyncio.Semaphore(MAX_OPEN)
 
@@ -230,14 +234,14 @@ class Wire:
             connection.close()
             raise
         if answer.keep_alive and connection.open and len(self._idle) < MAX_IDLE:
-            connection.idle_since = time.monotonic()
+            connection.idle_since = self._monotonic()
             self._idle.append(connection)
         else:
             connection.close()
         return answer.status, answer.body()
 
     def _reuse(self) -> Connection | None:
-        stale_before = time.monotonic() - self._keepalive_s
+        stale_before = self._monotonic() - self._keepalive_s
         while self._idle:
             connection = self._idle.pop()
             if connection.open and connection.idle_since > stale_before:

@@ -25,7 +25,6 @@ from edgeproxy.errors import UsageError
 from edgeproxy.runtime import open_store
 
 COMMANDS = frozenset({"status", "settings", "audit", "drain", "undrain"})
-KEY_ENV = "EDGEPROXY_ADMIN_KEY"
 
 STATUS_EXAMPLE = """example:
   EDGEPROXY_ADMIN_KEY=ep-... edgeproxy status --url http://127.0.0.1:8080

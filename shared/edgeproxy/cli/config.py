@@ -30,7 +30,6 @@ from edgeproxy.errors import ConfigError
 from edgeproxy.runtime import open_store
 from edgeproxy.service.admin.config_roundtrip import base_version, export_text
 
-ACTIONS = frozenset({"export", "diff", "load"})
 EXAMPLE = __doc__.split("\n\n")[1] if __doc__ else ""
 
 

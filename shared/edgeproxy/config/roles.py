@@ -8,7 +8,7 @@ parameters, the process environment, the state table itself, as with
 ``edgeproxy config load --table``) and the bootstrap admin key
 (``EDGEPROXY_ADMIN_KEY_REF``). A table key with the ``admin`` role is
 revocable and works inside the boundary the owner set, so a document it
-writes may not change the owner's sections (``owner_sections``):
+writes may not change the owner's sections (``service.admin.owner_guard.owner_sections``):
 
 - ``gateway.egress``: the hosts and ranges upstreams may reach, and the
   Bedrock endpoints SigV4 may be computed for;
@@ -23,10 +23,6 @@ matching the template's IAM grants: no document can change them.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # models imports this module
-    from edgeproxy.config.models import ApiKey, GatewayConfig
 
 EGRESS = "gateway.egress"
 ADMIN_KEYS = "gateway.api_keys"
@@ -49,27 +45,3 @@ class Role(StrEnum):
 
 
 _ORDER = (Role.FREE, Role.PRO, Role.INTERNAL, Role.ADMIN)
-
-
-def admin_entries(config: GatewayConfig) -> list[ApiKey]:
-    """The ``gateway.api_keys`` entries that would grant the admin role."""
-    return [key for key in config.gateway.api_keys if key.effective_role is Role.ADMIN]
-
-
-def owner_sections(
-    before: GatewayConfig, after: GatewayConfig, imported: frozenset[str] = frozenset()
-) -> list[str]:
-    """The owner's sections that ``after`` changes against ``before`` (the stored one).
-
-    ``imported``: digests that already are admin keys of the table. An admin
-    entry is a change unless it is one of those or already in ``before``, so
-    re-sending the file that seeded the gateway is not one (its entries grant
-    nothing that is not listed and revocable already).
-    """
-    out: list[str] = []
-    if before.gateway.egress != after.gateway.egress:
-        out.append(EGRESS)
-    known = imported | {key.sha256 for key in admin_entries(before)}
-    if any(key.sha256 not in known for key in admin_entries(after)):
-        out.append(ADMIN_KEYS)
-    return out

@@ -6,7 +6,6 @@ characters (it names the key in the admin API without being usable as one).
 
     >>> refusal(key, now)             # None, or why a key cannot be used at all
     >>> key.allows("gpt-4o")          # may it ask for this public model
-    >>> usage_block(key, usage, now)  # over its tpm limit or spend budget?
 """
 
 from __future__ import annotations
@@ -202,30 +201,11 @@ def account_key_id(account: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class KeyUsage:
-    """A key's counters as read with the pool: tokens this minute, spend so far."""
+    """A key's counters as the admin views read them: tokens this minute, spend so far."""
 
     minute: int
     tokens: int = 0
     spend_usd: float = 0.0
-
-
-class UsageBlock(StrEnum):
-    TPM = "tpm"  # 429 rate_limit_exceeded until the next minute
-    BUDGET = "budget"  # 429 insufficient_quota, until an admin raises the budget
-
-
-def usage_block(key: ClientKey, usage: KeyUsage, now: float) -> tuple[UsageBlock, float] | None:
-    """Whether ``key`` is over its tpm limit or budget; with the seconds until it lifts.
-
-    A ``total`` budget never lifts by itself (its wait is 0: no Retry-After);
-    a periodic one lifts when its period ends (``usage`` is this period's).
-    """
-    if key.budget_usd is not None and usage.spend_usd >= key.budget_usd:
-        end = period_end(key.budget_period, now)
-        return UsageBlock.BUDGET, 0.0 if end is None else end - now
-    if key.tpm_limit is not None and usage.tokens >= key.tpm_limit:
-        return UsageBlock.TPM, seconds_to_next_minute(now)
-    return None
 
 
 def seconds_to_next_minute(now: float) -> float:

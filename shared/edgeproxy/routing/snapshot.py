@@ -13,8 +13,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from edgeproxy.routing.access import KeyUsage
-
 
 class CircuitState(StrEnum):
     CLOSED = "closed"
@@ -248,7 +246,6 @@ class PoolSnapshot:
     binding: Binding | None = None
     pool_generation: int = 0
     quotas: dict[str, QuotaStatus] = field(default_factory=dict)  # by credential key
-    key_usage: KeyUsage | None = None  # the caller's key counters, when it has tpm/budget
     # Capacity slots held, by deployment: slot index -> until when (``max_parallel_requests``).
     slots: dict[str, dict[int, float]] = field(default_factory=dict)
 

@@ -79,7 +79,6 @@ class Gateway:
         self._router = router
         self._outcomes = outcomes
         self._clock = clock
-        self._rng = rng
         self._telemetry = telemetry
         self._tracer = tracer or NoTracer()
         self._json = JsonCaller(upstream)

@@ -11,9 +11,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from edgeproxy.config.deployment import Deployment
+from edgeproxy.config.models import GatewayConfig
 from edgeproxy.config.policies import Deadline
 from edgeproxy.config.router import CircuitSettings, StickySettings
 from edgeproxy.config.strategies import PrefillParams
@@ -26,10 +27,22 @@ from edgeproxy.routing.prefill.hints import Hint
 from edgeproxy.routing.selection import RouteRequest
 from edgeproxy.routing.snapshot import BindingKey, Capacity, Circuit, PoolSnapshot
 from edgeproxy.service.attempts import features_of, untranslatable
+from edgeproxy.service.request import ProxyRequest
 from edgeproxy.state.store import PoolSource, SnapshotRequest, UsageSource
 
-if TYPE_CHECKING:  # a Run carries PoolContexts (service.run imports this module)
-    from edgeproxy.service.run import Run
+
+class RunView(Protocol):
+    """What a pool takes from the request's run (``service.run.Run``, which carries
+    PoolContexts: named by shape here so that this module does not import it)."""
+
+    @property
+    def req(self) -> ProxyRequest: ...
+
+    @property
+    def config(self) -> GatewayConfig: ...
+
+    @property
+    def resume(self) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +96,7 @@ class PoolContext:
         return replace(self, snapshot=snapshot)
 
 
-async def open_pool(store: PoolSource, run: Run, model: str, now: float) -> PoolContext:
+async def open_pool(store: PoolSource, run: RunView, model: str, now: float) -> PoolContext:
     """The pool's state for one hop of ``run``, read once (one BatchGetItem)."""
     req, config = run.req, run.config
     deployments = config.pool(model)
@@ -113,9 +126,7 @@ async def open_pool(store: PoolSource, run: Run, model: str, now: float) -> Pool
     counting = {
         s for t, s in tiers if reads_counters(s, config.params_for(model, t, s, op, protocol))
     }
-    snapshot = await store.read_pool(
-        SnapshotRequest.of(model, deployments, now, key, None, counting)
-    )
+    snapshot = await store.read_pool(SnapshotRequest.of(model, deployments, now, key, counting))
     # A key's tpm limit and budget were reserved against before routing (service/limits/reserve.py).
     limits = {d.id: config.policy_for(d, req.operation, req.stream) for d in deployments}
     return PoolContext(
@@ -135,7 +146,7 @@ async def with_usage(
     return replace(snapshot, usage={**snapshot.usage, dep.id: found})
 
 
-def prefill_rule(run: Run, ctx: PoolContext, dep: Deployment) -> PrefillParams | None:
+def prefill_rule(run: RunView, ctx: PoolContext, dep: Deployment) -> PrefillParams | None:
     """001's prefill rule as ``dep``'s tier runs it for ``run`` (None: off there)."""
     req, config = run.req, run.config
     strategy = config.strategy_for(ctx.model, dep.priority, req.operation, req.protocol)
@@ -144,7 +155,7 @@ def prefill_rule(run: Run, ctx: PoolContext, dep: Deployment) -> PrefillParams |
 
 
 def route_request(
-    run: Run, ctx: PoolContext, hints: Mapping[str, Hint] | None = None
+    run: RunView, ctx: PoolContext, hints: Mapping[str, Hint] | None = None
 ) -> RouteRequest:
     """What the core routes ``run`` in ``ctx``'s pool by (the router and the explainer alike).
 

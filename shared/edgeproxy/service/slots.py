@@ -4,6 +4,9 @@ The rules are ``routing.slots``'; the store's conditional slot writes make
 the cap exact. An attempt takes its slot before its start count and frees
 it when its outcome is written (``Attempt.ended``); a wait for a slot polls
 the pool again with a growing delay, at most ``capacity_wait_seconds``.
+
+``SlotTaker`` takes a slot in any partition of slot items: a deployment's
+here, a client key's in ``service.limits.parallel``.
 """
 
 from __future__ import annotations
@@ -11,8 +14,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Literal, Protocol
 
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.errors import StoreError
@@ -20,27 +23,51 @@ from edgeproxy.routing.deadlines import Budget
 from edgeproxy.routing.slots import at_capacity, poll_delay, slot_order
 from edgeproxy.routing.snapshot import PoolSnapshot
 from edgeproxy.routing.step import PoolFailure, Try
+from edgeproxy.service.pool import PoolContext, Standing
 from edgeproxy.state.store import Slots
-
-if TYPE_CHECKING:  # both import admission.py, which imports Slot from here
-    from edgeproxy.service.outcomes import Outcomes
-    from edgeproxy.service.pool import PoolContext
-    from edgeproxy.service.run import Run
 
 logger = logging.getLogger(__name__)
 
 
+# Named by shape, not imported: ``service.run`` and ``service.outcomes`` import
+# ``service.admission``, which imports ``Slot`` from here.
+class Holder(Protocol):
+    """The run an attempt belongs to (``service.run.Run``)."""
+
+    @property
+    def owner(self) -> str: ...
+
+    @property
+    def budget(self) -> Budget: ...
+
+
+class ProbeLeases(Protocol):
+    """Who gives back an unused probe lease (``service.outcomes.Outcomes``)."""
+
+    async def release_probe(
+        self, ctx: PoolContext, attempt_owner: str, dep: Deployment
+    ) -> Standing: ...
+
+
+# The store's conditional slot writes of one partition (a deployment's, a key's).
+TakeSlot = Callable[[str, Sequence[int], str, float, float], Awaitable[int | None]]
+ReleaseSlot = Callable[[str, int, str], Awaitable[None]]
+
+
 class Slot:
-    """One capacity slot an attempt holds; ``release`` frees it once (then does nothing).
+    """One slot a holder holds in a partition; ``release`` frees it once (then does nothing).
 
     A release that fails is logged: the slot lapses at its ``until`` anyway.
     """
 
-    def __init__(self, store: Slots, deployment_id: str, index: int, holder: str) -> None:
+    def __init__(
+        self, release: ReleaseSlot, partition: str, index: int, holder: str, what: str
+    ) -> None:
         self.index = index
-        self._store = store
-        self._deployment_id = deployment_id
+        self._release = release
+        self._partition = partition
         self._holder = holder
+        self._what = what
         self._held = True
 
     async def release(self) -> None:
@@ -49,16 +76,42 @@ class Slot:
             return
         self._held = False
         try:
-            await self._store.release_slot(self._deployment_id, self.index, self._holder)
+            await self._release(self._partition, self.index, self._holder)
         except StoreError:
-            logger.warning("could not release a capacity slot of %s", self._deployment_id)
+            logger.warning("could not release %s %s", self._what, self._partition)
+
+
+class SlotTaker:
+    """Takes slots in the partitions of one kind of slot item (``what`` names it in logs)."""
+
+    def __init__(self, take: TakeSlot, release: ReleaseSlot, what: str) -> None:
+        self._take = take
+        self._release = release
+        self._what = what
+
+    async def take(
+        self,
+        partition: str,
+        free: Sequence[int],
+        cap: int,
+        owner: str,
+        until: float,
+        now: float,
+        rng: random.Random,
+    ) -> Slot | None:
+        """One of ``partition``'s ``cap`` slots, tried free ones first (``slot_order``), held
+        for ``owner`` until ``until``; None when every one is held."""
+        order = slot_order(list(free), cap, rng)
+        holder = f"{owner}:{rng.getrandbits(64):016x}"
+        index = await self._take(partition, order, holder, until, now)
+        return None if index is None else Slot(self._release, partition, index, holder, self._what)
 
 
 async def take_slot(
     store: Slots,
     dep: Deployment,
     snapshot: PoolSnapshot,
-    run: Run,
+    run: Holder,
     now: float,
     rng: random.Random,
 ) -> Slot | Literal[False] | None:
@@ -68,14 +121,14 @@ async def take_slot(
     cap = dep.max_parallel_requests
     if cap is None:
         return None
-    order = slot_order(snapshot.free_slots(dep.id, cap, now), cap, rng)
-    holder = f"{run.owner}:{rng.getrandbits(64):016x}"
-    index = await store.take_slot(dep.id, order, holder, run.budget.deadline_at, now)
-    return False if index is None else Slot(store, dep.id, index, holder)
+    taker = SlotTaker(store.take_slot, store.release_slot, "a capacity slot of")
+    free = snapshot.free_slots(dep.id, cap, now)
+    slot = await taker.take(dep.id, free, cap, run.owner, run.budget.deadline_at, now, rng)
+    return False if slot is None else slot
 
 
 async def given_back(
-    outcomes: Outcomes, ctx: PoolContext, run: Run, step: Try, slot: Slot | None = None
+    outcomes: ProbeLeases, ctx: PoolContext, run: Holder, step: Try, slot: Slot | None = None
 ) -> PoolContext:
     """Give back what a refused attempt took: its capacity slot and its probe lease
     (an unused lease would hold off every other prober until it expires)."""

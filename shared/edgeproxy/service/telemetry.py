@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 EMF_MAX_METRICS = 100  # CloudWatch's limit of metrics in one EMF document
@@ -42,9 +43,12 @@ class PowertoolsTelemetry:
     already holds summed and named.
     """
 
-    def __init__(self, namespace: str, service: str) -> None:
+    def __init__(
+        self, namespace: str, service: str, *, clock: Callable[[], float] = time.time
+    ) -> None:
         self._namespace = namespace
         self._service = service
+        self._clock = clock  # the documents' timestamp
         self._pending: dict[tuple[tuple[str, str], ...], dict[str, float]] = {}
 
     def count(self, name: str, value: float = 1, /, **dimensions: str) -> None:
@@ -56,7 +60,7 @@ class PowertoolsTelemetry:
         pending, self._pending = self._pending, {}
         if not pending:
             return
-        stamp = int(time.time() * 1000)
+        stamp = int(self._clock() * 1000)
         lines = [
             emf_document(self._namespace, self._service, dict(dimensions), chunk, stamp)
             for dimensions, counts in pending.items()

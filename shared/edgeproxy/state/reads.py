@@ -29,7 +29,6 @@ class SnapshotRequest:
     minute: int
     binding: BindingKey | None = None
     credentials: Sequence[str] = ()  # credential keys whose quota routing checks
-    key_id: str | None = None  # also read this client key's usage (tpm limit, budget)
     usage_ids: Sequence[str] | None = None
     previous_minute: bool = True
     shards: tuple[tuple[str, int], ...] = ()  # (deployment, counter_shards) where more than 1
@@ -46,7 +45,6 @@ class SnapshotRequest:
         deployments: Sequence[Deployment],
         now: float,
         binding: BindingKey | None = None,
-        key_id: str | None = None,
         counting: Collection[Strategy] | None = None,
     ) -> SnapshotRequest:
         """The read for routing ``deployments`` of ``pool`` at ``now`` (its minute bucket).
@@ -66,7 +64,6 @@ class SnapshotRequest:
             minute=int(now // 60),
             binding=binding,
             credentials=sorted({credential_key(d.credential) for d in deployments if d.credential}),
-            key_id=key_id,
             usage_ids=None if counted else limited,
             previous_minute=counted,
             shards=tuple((d.id, d.counter_shards) for d in deployments if d.counter_shards > 1),

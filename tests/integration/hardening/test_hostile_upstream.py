@@ -18,6 +18,7 @@ import pytest
 from edgeproxy import strict_json
 from edgeproxy_dev.mock_upstream import MockUpstream
 from edgeproxy_dev.runner import MOCK_KEY
+from tests.fixtures.failover import failover_pair
 from tests.fixtures.gateway import GatewayServer
 from tests.fixtures.table import TableView
 from tests.integration.hardening.helpers import (
@@ -38,8 +39,7 @@ STREAM = {**CHAT, "stream": True}
 
 def hostile_pair(upstream_a: MockUpstream, upstream_b: MockUpstream) -> dict[str, Any]:
     return config(
-        deployment("a", upstream_a, priority=1),
-        deployment("b", upstream_b),
+        *failover_pair(upstream_a, upstream_b),
         router=fast_router(),
         gateway={"upstream_limits": LIMITS},
     )

@@ -11,7 +11,8 @@ from pathlib import Path
 import httpx
 
 from edgeproxy_dev.mock_upstream import MockUpstream
-from tests.integration.hardening.helpers import CHAT, config, deployment, fast_router
+from tests.fixtures.failover import failover_pair
+from tests.integration.hardening.helpers import CHAT, config, fast_router
 
 MiB = 1024 * 1024
 # answer_bytes (32 MiB) buffered once, plus the interpreter's slack in freeing it.
@@ -30,8 +31,7 @@ def test_peak_memory_stays_bounded_with_the_default_caps(
 ) -> None:  # type: ignore[no-untyped-def]
     gw = spawn_gateway(
         config(
-            deployment("a", upstream_a, priority=1),
-            deployment("b", upstream_b),
+            *failover_pair(upstream_a, upstream_b),
             router=fast_router(),
         )
     )

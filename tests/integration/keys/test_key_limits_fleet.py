@@ -42,6 +42,27 @@ def burst(urls: list[str], key: str, body: dict[str, Any] = BODY) -> list[httpx.
     return asyncio.run(run())
 
 
+def limited_keys_on_two_processes(
+    spawn_gateway: Callable[..., Any],
+    start_gateway: Callable[..., Any],
+    clock: FleetClock,
+    upstream_a: MockUpstream,
+) -> tuple[list[str], dict[str, Any], dict[str, Any]]:
+    """Two gateway processes over ``a`` ($1 a token), a key with tpm 100 and one with a $100
+    budget; the clock early enough in its minute that a burst stays inside one bucket."""
+    cfg = config(
+        deployment("a", upstream_a, input_price_per_mtok=PRICE, output_price_per_mtok=PRICE)
+    )
+    remote = spawn_gateway(cfg, env=ENV)
+    local = start_gateway(cfg, env=ENV)
+    tpm = create_key(local.base_url, name="tpm", tpm_limit=100)
+    budget = create_key(local.base_url, name="budget", budget_usd=100)
+    into = clock.now() % 60
+    if into > 30:
+        clock.advance(60 - into + 1)
+    return [remote.base_url, local.base_url], tpm, budget
+
+
 def served_tokens(upstream: MockUpstream, answers: list[httpx.Response]) -> int:
     return sum(a.json()["usage"]["total_tokens"] for a in answers if a.status_code == 200)
 
@@ -53,17 +74,9 @@ def test_tpm_limit_and_budget_hold_under_64_callers_on_two_processes(
     upstream_a: MockUpstream,
     table: TableView,
 ) -> None:
-    cfg = config(
-        deployment("a", upstream_a, input_price_per_mtok=PRICE, output_price_per_mtok=PRICE)
+    urls, tpm, budget = limited_keys_on_two_processes(
+        spawn_gateway, start_gateway, clock, upstream_a
     )
-    remote = spawn_gateway(cfg, env=ENV)
-    local = start_gateway(cfg, env=ENV)
-    urls = [remote.base_url, local.base_url]
-    tpm = create_key(local.base_url, name="tpm", tpm_limit=100)
-    budget = create_key(local.base_url, name="budget", budget_usd=100)
-    into = clock.now() % 60
-    if into > 30:  # the burst stays inside one minute bucket
-        clock.advance(60 - into + 1)
 
     answers = burst(urls, tpm["key"])
     statuses = [a.status_code for a in answers]
@@ -110,17 +123,9 @@ def test_limits_hold_when_every_caller_asks_for_one_output_token(
     where the second sum is 0 for an upstream that obeys ``max_tokens`` (this one does).
     """
     upstream_a.set_faults([], persistent={"obey_max_tokens": True})
-    cfg = config(
-        deployment("a", upstream_a, input_price_per_mtok=PRICE, output_price_per_mtok=PRICE)
+    urls, tpm, budget = limited_keys_on_two_processes(
+        spawn_gateway, start_gateway, clock, upstream_a
     )
-    remote = spawn_gateway(cfg, env=ENV)
-    local = start_gateway(cfg, env=ENV)
-    urls = [remote.base_url, local.base_url]
-    tpm = create_key(local.base_url, name="tpm", tpm_limit=100)
-    budget = create_key(local.base_url, name="budget", budget_usd=100)
-    into = clock.now() % 60
-    if into > 30:  # the burst stays inside one minute bucket
-        clock.advance(60 - into + 1)
 
     def bound(limit: float, answers: list[httpx.Response]) -> float:
         served = [a.json()["usage"] for a in answers if a.status_code == 200]

@@ -106,15 +106,11 @@ def test_failed_probe_reopens_with_a_longer_cooldown(
 
 
 def test_open_circuit_is_skipped_while_the_pool_serves(
-    start_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream
+    failover_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream
 ) -> None:
-    gw = start_gateway(
-        config(
-            deployment("a", upstream_a, priority=1),
-            deployment("b", upstream_b),
-            router=router(circuit={"allowed_fails": 0, "cooldown_seconds": 30}),
-            gateway=keys(),
-        )
+    gw = failover_gateway(
+        router=router(circuit={"allowed_fails": 0, "cooldown_seconds": 30}),
+        gateway=keys(),
     )
     upstream_a.set_faults([], persistent={"status": 500})
     for _ in range(3):

@@ -68,18 +68,14 @@ def test_context_window_without_a_chain_is_the_providers_400(
 
 
 def test_content_policy_is_not_retried_and_keeps_the_providers_reason(
-    start_gateway, sdk, upstream_a: MockUpstream, upstream_b: MockUpstream
+    failover_gateway, sdk, upstream_a: MockUpstream, upstream_b: MockUpstream
 ) -> None:
-    gw = start_gateway(
-        config(
-            deployment("a", upstream_a, priority=1),
-            deployment("b", upstream_b),
-            deployment("other", upstream_b, model="other-chat"),
-            # Only a content-policy chain would apply; a general one must not be used.
-            fallbacks=[{"model": "fast-chat", "reason": "general", "to": ["other-chat"]}],
-            router=router(),
-            gateway=keys(),
-        )
+    gw = failover_gateway(
+        deployment("other", upstream_b, model="other-chat"),
+        # Only a content-policy chain would apply; a general one must not be used.
+        fallbacks=[{"model": "fast-chat", "reason": "general", "to": ["other-chat"]}],
+        router=router(),
+        gateway=keys(),
     )
     upstream_a.set_faults([], persistent=POLICY)
     with pytest.raises(openai.BadRequestError) as caught:
@@ -115,15 +111,11 @@ def test_content_policy_chain_is_used_when_configured(
 
 
 def test_401_quarantines_the_deployment(
-    start_gateway, sdk, upstream_a: MockUpstream, upstream_b: MockUpstream
+    failover_gateway, sdk, upstream_a: MockUpstream, upstream_b: MockUpstream
 ) -> None:
-    gw = start_gateway(
-        config(
-            deployment("a", upstream_a, priority=1),
-            deployment("b", upstream_b),
-            router=router(circuit={"configuration_cooldown_seconds": 120}),
-            gateway=keys(),
-        )
+    gw = failover_gateway(
+        router=router(circuit={"configuration_cooldown_seconds": 120}),
+        gateway=keys(),
     )
     upstream_a.set_faults([], persistent={"status": 401})
     chat = sdk(gw.base_url).chat.completions

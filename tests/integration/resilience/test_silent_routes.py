@@ -32,15 +32,11 @@ def warm(gw) -> None:
 
 
 def test_a_silent_deployment_is_tried_once_and_the_fallback_answers(
-    start_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream
+    failover_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream
 ) -> None:
-    gw = start_gateway(
-        config(
-            deployment("a", upstream_a, priority=1),
-            deployment("b", upstream_b),
-            router=router(json={"response_ms": 800, "max_attempts": 3}),
-            gateway=keys(),
-        )
+    gw = failover_gateway(
+        router=router(json={"response_ms": 800, "max_attempts": 3}),
+        gateway=keys(),
     )
     upstream_a.set_faults([], persistent={"stall": True})
     warm(gw)
@@ -55,15 +51,11 @@ def test_a_silent_deployment_is_tried_once_and_the_fallback_answers(
 
 
 def test_a_stream_that_goes_idle_before_commit_moves_on_at_once(
-    start_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream
+    failover_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream
 ) -> None:
-    gw = start_gateway(
-        config(
-            deployment("a", upstream_a, priority=1),
-            deployment("b", upstream_b),
-            router=router(stream={"idle_ms": 500, "max_attempts": 3}),
-            gateway=keys(),
-        )
+    gw = failover_gateway(
+        router=router(stream={"idle_ms": 500, "max_attempts": 3}),
+        gateway=keys(),
     )
     upstream_a.set_faults([], persistent={"stall_after_chunks": 1})
     warm(gw)

@@ -22,15 +22,11 @@ BAD_EVENT = '{"choices": [{"delta":'  # what the mock sends as its malformed eve
 
 
 @pytest.fixture
-def pair(start_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream):
+def pair(failover_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream):
     """A gateway over a (preferred) and b, with a 500 ms idle deadline."""
-    return start_gateway(
-        config(
-            deployment("a", upstream_a, priority=1),
-            deployment("b", upstream_b),
-            router=router(stream={"idle_ms": 500}),
-            gateway=keys(),
-        )
+    return failover_gateway(
+        router=router(stream={"idle_ms": 500}),
+        gateway=keys(),
     )
 
 

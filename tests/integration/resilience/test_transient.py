@@ -48,15 +48,11 @@ def test_500_once_is_retried_on_the_same_deployment(
 
 
 def test_503_persistent_fails_over_within_budget(
-    start_gateway, sdk, upstream_a: MockUpstream, upstream_b: MockUpstream
+    failover_gateway, sdk, upstream_a: MockUpstream, upstream_b: MockUpstream
 ) -> None:
-    gw = start_gateway(
-        config(
-            deployment("a", upstream_a, priority=1),
-            deployment("b", upstream_b),
-            router=router(),
-            gateway=keys(),
-        )
+    gw = failover_gateway(
+        router=router(),
+        gateway=keys(),
     )
     upstream_a.set_faults([], persistent={"status": 503})
     answer = sdk(gw.base_url).chat.completions.create(model="fast-chat", messages=HELLO)
@@ -70,15 +66,11 @@ def test_503_persistent_fails_over_within_budget(
 
 
 def test_connection_reset_before_headers_fails_over(
-    start_gateway, sdk, upstream_a: MockUpstream, upstream_b: MockUpstream
+    failover_gateway, sdk, upstream_a: MockUpstream, upstream_b: MockUpstream
 ) -> None:
-    gw = start_gateway(
-        config(
-            deployment("a", upstream_a, priority=1),
-            deployment("b", upstream_b),
-            router=router(),
-            gateway=keys(),
-        )
+    gw = failover_gateway(
+        router=router(),
+        gateway=keys(),
     )
     upstream_a.set_faults([], persistent={"reset": True})
     for stream in (False, True):
@@ -119,15 +111,11 @@ def test_a_silent_route_is_tried_once_then_504(start_gateway, upstream_a: MockUp
 
 
 def test_total_ms_bounds_the_whole_request(
-    start_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream
+    failover_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream
 ) -> None:
-    gw = start_gateway(
-        config(
-            deployment("a", upstream_a, priority=1),
-            deployment("b", upstream_b),
-            router=router(json={"response_ms": 3000, "total_ms": 4000, "max_attempts": 3}),
-            gateway=keys(),
-        )
+    gw = failover_gateway(
+        router=router(json={"response_ms": 3000, "total_ms": 4000, "max_attempts": 3}),
+        gateway=keys(),
     )
     # Warm the gateway first: its clients are built on the first request, and that
     # cold start must not be charged to the budget this test measures.
@@ -147,15 +135,11 @@ def test_total_ms_bounds_the_whole_request(
 
 
 def test_stall_fails_over_to_a_healthy_deployment(
-    start_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream
+    failover_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream
 ) -> None:
-    gw = start_gateway(
-        config(
-            deployment("a", upstream_a, priority=1),
-            deployment("b", upstream_b),
-            router=router(json={"response_ms": 500}, stream={"response_ms": 500, "idle_ms": 500}),
-            gateway=keys(),
-        )
+    gw = failover_gateway(
+        router=router(json={"response_ms": 500}, stream={"response_ms": 500, "idle_ms": 500}),
+        gateway=keys(),
     )
     upstream_a.set_faults([], persistent={"stall": True})
     for stream in (False, True):
@@ -191,17 +175,13 @@ def test_slow_first_token_within_limits_succeeds(
 
 
 def test_the_stock_sdk_does_not_repeat_a_gateway_deadline(
-    start_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream
+    failover_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream
 ) -> None:
     # The gateway's deadline covered its own attempts and failover; the SDK's default
     # two retries would spend it twice more (82.5 s behind API Gateway's 27 s cap).
-    gw = start_gateway(
-        config(
-            deployment("a", upstream_a, priority=1),
-            deployment("b", upstream_b),
-            router=router(json={"response_ms": 2000, "total_ms": 6000, "max_attempts": 2}),
-            gateway=keys(),
-        )
+    gw = failover_gateway(
+        router=router(json={"response_ms": 2000, "total_ms": 6000, "max_attempts": 2}),
+        gateway=keys(),
     )
     # Warm the gateway first: its clients are built on the first request, and that
     # cold start must not be charged to the deadline this test runs out.

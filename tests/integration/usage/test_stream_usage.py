@@ -38,20 +38,29 @@ def _gateway(start_gateway: Any, upstream: MockUpstream) -> Any:
     return start_gateway(gateway_config(dep), env=ENV)
 
 
-def test_a_translated_responses_stream_completes_with_the_counted_usage(
-    start_gateway: Any, clock: FleetClock, upstream_a: MockUpstream
-) -> None:
-    gw = _gateway(start_gateway, upstream_a)
+def _streamed(
+    start_gateway: Any, clock: FleetClock, upstream: MockUpstream, path: str, body: dict[str, Any]
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """One stream of ``fast-chat`` at ``path`` on a fresh key: its events, and its record."""
+    gw = _gateway(start_gateway, upstream)
     key = new_key(gw.base_url)["key"]
     answer = httpx.post(
-        gw.base_url + "/v1/responses",
-        json={"model": "fast-chat", "input": "Hello!", "stream": True},
+        gw.base_url + path,
+        json={"model": "fast-chat", "stream": True, **body},
         headers={"authorization": f"Bearer {key}"},
         timeout=30,
     )
-    [done] = [e for e in _events(answer) if e.get("type") == "response.completed"]
+    return _events(answer), one_record(gw.base_url, clock.now())
+
+
+def test_a_translated_responses_stream_completes_with_the_counted_usage(
+    start_gateway: Any, clock: FleetClock, upstream_a: MockUpstream
+) -> None:
+    events, record = _streamed(
+        start_gateway, clock, upstream_a, "/v1/responses", {"input": "Hello!"}
+    )
+    [done] = [e for e in events if e.get("type") == "response.completed"]
     usage = done["response"]["usage"]
-    record = one_record(gw.base_url, clock.now())
     assert record["completion_tokens"] > 0
     assert (usage["input_tokens"], usage["output_tokens"]) == (
         record["prompt_tokens"],
@@ -64,20 +73,14 @@ def test_a_translated_responses_stream_completes_with_the_counted_usage(
 def test_a_streamed_legacy_completion_counts_its_output(
     start_gateway: Any, clock: FleetClock, upstream_a: MockUpstream
 ) -> None:
-    gw = _gateway(start_gateway, upstream_a)
-    key = new_key(gw.base_url)["key"]
-    answer = httpx.post(
-        gw.base_url + "/v1/completions",
-        json={"model": "fast-chat", "prompt": "Hello!", "stream": True},
-        headers={"authorization": f"Bearer {key}"},
-        timeout=30,
+    events, record = _streamed(
+        start_gateway, clock, upstream_a, "/v1/completions", {"prompt": "Hello!"}
     )
-    text = "".join(c["text"] for e in _events(answer) for c in e.get("choices", []))
+    text = "".join(c["text"] for e in events for c in e.get("choices", []))
     assert text
-    record = one_record(gw.base_url, clock.now())
     assert record["completion_tokens"] == -(-len(text) // 4)  # the estimate: 4 chars a token
     assert record["usage_estimated"] is True
-    assert not [e for e in _events(answer) if e.get("usage")]  # the client asked for none
+    assert not [e for e in events if e.get("usage")]  # the client asked for none
 
 
 IGNORES_STREAM_OPTIONS = {"ignore_stream_options": True}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from edgeproxy.api.surfaces.responses_answer import to_response
 from edgeproxy.api.surfaces.responses_stream import ResponseEvents
 from edgeproxy.errors import ModelOverloaded
 from edgeproxy.service.stream.events import KEEPALIVE, Chunk, Closing, Failed, StreamItem
@@ -17,7 +18,7 @@ def chunk(delta: dict[str, Any], finish: str | None = None) -> Chunk:
 
 
 def render(*items: StreamItem) -> list[dict[str, Any]]:
-    events = ResponseEvents()
+    events = ResponseEvents(0.0)
     frames = [frame for item in items for frame in events.feed(item)] + events.close()
     out = []
     for frame in frames:
@@ -99,7 +100,7 @@ def test_native_events_pass_through_and_the_terminal_one_waits_for_closing() -> 
     created = {"type": "response.created", "sequence_number": 0, "response": {"id": "resp_n"}}
     delta = {"type": "response.output_text.delta", "sequence_number": 1, "delta": "Hi"}
     done = {"type": "response.completed", "sequence_number": 2, "response": {"id": "resp_n"}}
-    events = ResponseEvents()
+    events = ResponseEvents(0.0)
     assert [json.loads(f.decode().split("data: ")[1]) for f in events.feed(Chunk(created))] == [
         created
     ]
@@ -116,3 +117,14 @@ def test_a_native_failure_names_the_native_response() -> None:
     events = render(Chunk(created), Failed(ModelOverloaded("busy")))
     assert events[-1]["response"]["id"] == "resp_n"
     assert events[-1]["sequence_number"] == 6  # after the upstream's own numbers
+
+
+def test_created_at_is_the_answers_own_else_the_clock_the_surface_is_given() -> None:
+    bare = Chunk({"id": "c", "model": "m", "choices": [{"index": 0, "delta": {"content": "x"}}]})
+    events = ResponseEvents(1234.9)
+    started = json.loads(events.feed(bare)[0].decode().split("data: ")[1])
+    assert started["response"]["created_at"] == 1234
+    answer = {"id": "c", "model": "m", "choices": [{"message": {"content": "hi"}}]}
+    assert to_response(answer, 99.5)["created_at"] == 99
+    assert to_response({**answer, "created": 7}, 99.5)["created_at"] == 7
+    assert render(chunk({"content": "x"}))[0]["response"]["created_at"] == 7

@@ -18,7 +18,11 @@ from edgeproxy.routing.stream.completeness import responses_event
 from edgeproxy.service.stream.events import KEEPALIVE, Chunk, Closing, Failed, StreamItem
 
 Render = Callable[[AsyncIterator[StreamItem]], AsyncIterator[bytes]]
-SURFACES = {"openai": openai_sse, "anthropic": message_stream, "responses": response_stream}
+SURFACES: dict[str, Render] = {
+    "openai": openai_sse,
+    "anthropic": message_stream,
+    "responses": lambda source: response_stream(source, 0.0),
+}
 HI = Chunk({"id": "c-1", "model": "m", "choices": [{"index": 0, "delta": {"content": "Hi"}}]})
 
 

@@ -12,13 +12,10 @@ from edgeproxy.errors import QuotaExceeded, RateLimited
 from edgeproxy.routing.access import (
     ClientKey,
     KeyRefusal,
-    KeyUsage,
-    UsageBlock,
     cost_usd,
     display_prefix,
     refusal,
     seconds_to_next_minute,
-    usage_block,
 )
 from edgeproxy.routing.refusal import RouteFailure, chain_reason, final_error
 from edgeproxy.routing.selection import Blocked, BlockReason, Pick, RouteRequest, next_deployment
@@ -89,11 +86,7 @@ def test_key_refusals() -> None:
     assert display_prefix("ep-abcdefghijklmnop") == "ep-abcdefgh..."
 
 
-def test_usage_blocks_tpm_until_the_next_minute_and_budget_for_good() -> None:
-    key = ClientKey("d" * 64, "k", tpm_limit=100, budget_usd=1.0)
-    assert usage_block(key, KeyUsage(MINUTE, tokens=99, spend_usd=0.99), NOW) is None
-    assert usage_block(key, KeyUsage(MINUTE, tokens=100), NOW) == (UsageBlock.TPM, 45.0)
-    assert usage_block(key, KeyUsage(MINUTE, spend_usd=1.0), NOW) == (UsageBlock.BUDGET, 0.0)
+def test_per_minute_limits_reset_at_the_next_minute() -> None:
     assert seconds_to_next_minute(NOW) == 45.0
     assert QuotaExceeded("x").body()["error"]["code"] == "insufficient_quota"
 

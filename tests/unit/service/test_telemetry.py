@@ -83,3 +83,15 @@ def test_more_than_a_hundred_metrics_are_split_over_documents(
     found = documents(capsys.readouterr().out)
     assert [len(d["_aws"]["CloudWatchMetrics"][0]["Metrics"]) for d in found] == [100, 50]
     assert sum(len([k for k in d if k.startswith("M")]) for d in found) == 150
+
+
+def test_each_document_is_stamped_by_the_clock_it_is_given(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    telemetry = PowertoolsTelemetry(
+        namespace="edgeproxy", service="edgeproxy", clock=lambda: 1_800_000_000.25
+    )
+    telemetry.count("Requests", 1, model="m")
+    telemetry.flush()
+    [doc] = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert doc["_aws"]["Timestamp"] == 1_800_000_000_250

@@ -45,7 +45,6 @@ from edgeproxy.state.store import AdminStore
 
 logger = logging.getLogger(__name__)
 
-MAX_BODY_BYTES = 64 * 1024
 _Body = TypeVar("_Body", bound=Strict)
 
 

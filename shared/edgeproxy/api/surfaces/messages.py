@@ -47,11 +47,13 @@ class MessagesSurface:
         """Anthropic's SDK reads ``request-id``; the OpenAI surface's header is kept too."""
         return {"x-request-id": request_id, "request-id": request_id}
 
-    def answer(self, body: dict[str, Any]) -> dict[str, Any]:
+    def answer(self, body: dict[str, Any], now: float) -> dict[str, Any]:
         """The chat completion as an Anthropic ``message``."""
         return to_message(body)
 
-    def stream(self, events: AsyncIterator[StreamItem], parsed: Parsed) -> AsyncIterator[bytes]:
+    def stream(
+        self, events: AsyncIterator[StreamItem], parsed: Parsed, now: float
+    ) -> AsyncIterator[bytes]:
         """Anthropic Messages events for the relay's events."""
         return message_stream(events, parsed.prompt_estimate)
 

@@ -75,11 +75,13 @@ class OpenAISurface:
         """``x-request-id``."""
         return {"x-request-id": request_id}
 
-    def answer(self, body: dict[str, Any]) -> dict[str, Any]:
+    def answer(self, body: dict[str, Any], now: float) -> dict[str, Any]:
         """Already the OpenAI answer."""
         return body
 
-    def stream(self, events: AsyncIterator[StreamItem], parsed: Parsed) -> AsyncIterator[bytes]:
+    def stream(
+        self, events: AsyncIterator[StreamItem], parsed: Parsed, now: float
+    ) -> AsyncIterator[bytes]:
         """OpenAI SSE for the relay's events."""
         text = self.operation is Operation.COMPLETIONS
         options = parsed.body.get("stream_options")

@@ -48,13 +48,15 @@ class ResponsesSurface:
         """``x-request-id``."""
         return {"x-request-id": request_id}
 
-    def answer(self, body: dict[str, Any]) -> dict[str, Any]:
+    def answer(self, body: dict[str, Any], now: float) -> dict[str, Any]:
         """A ``response`` object (a native deployment's passes as it is)."""
-        return to_response(body)
+        return to_response(body, now)
 
-    def stream(self, events: AsyncIterator[StreamItem], parsed: Parsed) -> AsyncIterator[bytes]:
+    def stream(
+        self, events: AsyncIterator[StreamItem], parsed: Parsed, now: float
+    ) -> AsyncIterator[bytes]:
         """Responses API events for the relay's events."""
-        return response_stream(events)
+        return response_stream(events, now)
 
     def error(self, exc: EdgeproxyError, request: Request) -> Response:
         """OpenAI's error JSON (``errors.error_response``)."""

@@ -14,7 +14,6 @@ returned as it is. Request settings are not echoed in a translated answer
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -62,7 +61,7 @@ def response_object(
     status: str,
     output: list[dict[str, Any]],
     *,
-    created_at: int | None = None,
+    created_at: int,
     usage: dict[str, Any] | None = None,
     incomplete: dict[str, str] | None = None,
     error: dict[str, Any] | None = None,
@@ -71,7 +70,7 @@ def response_object(
     return {
         "id": response_id,
         "object": "response",
-        "created_at": created_at if created_at is not None else int(time.time()),
+        "created_at": created_at,
         "status": status,
         "error": error,
         "incomplete_details": incomplete,
@@ -122,12 +121,14 @@ def call_item(item_id: str, call_id: str, name: str, arguments: str, status: str
     }
 
 
-def to_response(completion: Mapping[str, Any]) -> dict[str, Any]:
+def to_response(completion: Mapping[str, Any], now: float) -> dict[str, Any]:
     """A ``response`` for a ``chat.completion`` (its first choice); native answers pass.
+
+    ``created_at`` is the completion's ``created``, or ``now`` when it has none.
 
     >>> answer = {"id": "c1", "model": "m", "choices": [
     ...     {"message": {"content": "hi"}, "finish_reason": "stop"}]}
-    >>> response = to_response(answer)
+    >>> response = to_response(answer, 0.0)
     >>> response["status"], response["output"][0]["content"][0]["text"]
     ('completed', 'hi')
     """
@@ -160,7 +161,7 @@ def to_response(completion: Mapping[str, Any]) -> dict[str, Any]:
         completion.get("model"),
         status,
         output,
-        created_at=created if isinstance(created, int) else None,
+        created_at=created if isinstance(created, int) else int(now),
         usage=usage_object(completion.get("usage") or {}),
         incomplete=incomplete,
     )

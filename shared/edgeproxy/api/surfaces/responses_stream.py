@@ -44,13 +44,14 @@ from edgeproxy.service.stream.events import Closing, Failed, StreamItem
 class ResponseEvents(Renderer):
     """Stateful renderer for one stream; feed it events, then ``close()`` at the end."""
 
-    def __init__(self) -> None:
+    def __init__(self, now: float) -> None:
         super().__init__()
+        self._now = int(now)  # ``created_at`` when the chunks carry no ``created``
         self._seq = 0
         self._started = False
         self._id = new_id("resp")
         self._model: Any = ""
-        self._created: int | None = None
+        self._created = self._now
         self._items: list[dict[str, Any]] = []  # output items as they stand
         self._text: int | None = None  # output index of the message item
         self._tools: dict[int, int] = {}  # chat tool_calls index -> output index
@@ -117,7 +118,7 @@ class ResponseEvents(Renderer):
         self._started = True
         self._model = chunk.get("model") or ""
         created = chunk.get("created")
-        self._created = created if isinstance(created, int) else None
+        self._created = created if isinstance(created, int) else self._now
         response = self._response("in_progress")
         return [
             self._event("response.created", {"response": response}),
@@ -242,9 +243,10 @@ def _sse(kind: str, payload: Mapping[str, Any]) -> bytes:
     return f"event: {kind}\ndata: {data}\n\n".encode()
 
 
-def response_stream(source: AsyncIterator[StreamItem]) -> AsyncIterator[bytes]:
-    """Render ``source`` (the relay's events) as a Responses API stream (``api/stream.py``)."""
-    return drive(source, ResponseEvents())
+def response_stream(source: AsyncIterator[StreamItem], now: float) -> AsyncIterator[bytes]:
+    """Render ``source`` (the relay's events), opened at ``now``, as a Responses API stream
+    (``api/stream.py``)."""
+    return drive(source, ResponseEvents(now))
 
 
 def _usage(closing: Closing) -> dict[str, Any] | None:

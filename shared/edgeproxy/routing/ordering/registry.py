@@ -24,15 +24,12 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.strategies import PARAMS, Strategy, StrategyParams
+from edgeproxy.routing.ordering.inputs import StrategyInputs
 
-if TYPE_CHECKING:  # the rankers' inputs; strategies imports this module
-    from edgeproxy.routing.ordering.strategies import StrategyInputs
-
-Ranker = Callable[[Sequence[Deployment], "StrategyInputs", random.Random], list[Deployment]]
+Ranker = Callable[[Sequence[Deployment], StrategyInputs, random.Random], list[Deployment]]
 
 
 @dataclass(frozen=True, slots=True)

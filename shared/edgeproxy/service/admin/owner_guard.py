@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from edgeproxy.config.loader import parse_config
 from edgeproxy.config.models import ApiKey, GatewayConfig
-from edgeproxy.config.roles import Role, admin_entries, owner_sections
+from edgeproxy.config.roles import ADMIN_KEYS, EGRESS, Role
 from edgeproxy.errors import PermissionDenied
 from edgeproxy.routing.access import key_id_of
 from edgeproxy.service.admin import audit
@@ -26,6 +26,30 @@ from edgeproxy.service.keys import imported_key
 from edgeproxy.state.store import AdminStore
 
 logger = logging.getLogger(__name__)
+
+
+def admin_entries(config: GatewayConfig) -> list[ApiKey]:
+    """The ``gateway.api_keys`` entries that would grant the admin role."""
+    return [key for key in config.gateway.api_keys if key.effective_role is Role.ADMIN]
+
+
+def owner_sections(
+    before: GatewayConfig, after: GatewayConfig, imported: frozenset[str] = frozenset()
+) -> list[str]:
+    """The owner's sections that ``after`` changes against ``before`` (the stored one).
+
+    ``imported``: digests that already are admin keys of the table. An admin
+    entry is a change unless it is one of those or already in ``before``, so
+    re-sending the file that seeded the gateway is not one (its entries grant
+    nothing that is not listed and revocable already).
+    """
+    out: list[str] = []
+    if before.gateway.egress != after.gateway.egress:
+        out.append(EGRESS)
+    known = imported | {key.sha256 for key in admin_entries(before)}
+    if any(key.sha256 not in known for key in admin_entries(after)):
+        out.append(ADMIN_KEYS)
+    return out
 
 
 async def owner_checked(

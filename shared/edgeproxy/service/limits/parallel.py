@@ -1,7 +1,7 @@
 """A client key's requests in flight across every gateway process (``max_parallel_requests``).
 
-The capacity slots of deployments (``service.slots``), in the key's own
-partition: a request of a capped key takes one of its N slot items with a
+The capacity slots of deployments (``service.slots``, the same ``SlotTaker``),
+in the key's own partition: a request of a capped key takes one of its N slot items with a
 conditional write once the key is admitted (its models allowed), before its
 rpm count and any upstream call, and deletes it when its answer is over (a
 JSON answer built, a stream ended, an error). So at most N of its requests
@@ -14,48 +14,23 @@ Keys without the field make no store call here.
 
 from __future__ import annotations
 
-import logging
 import random
 from collections.abc import Callable
 
 from edgeproxy.config.models import GatewayConfig
-from edgeproxy.errors import StoreError
 from edgeproxy.routing.access import ClientKey
 from edgeproxy.routing.deadlines import Budget
 from edgeproxy.routing.judge.reasons import Write, slots_full
-from edgeproxy.routing.slots import slot_order
 from edgeproxy.service.request import ProxyRequest
+from edgeproxy.service.slots import Slot, SlotTaker
 from edgeproxy.state.store import KeySlotStore
 
-logger = logging.getLogger(__name__)
+# A slot a request of a capped key holds, fleet-wide (one partition per key).
+KeySlot = Slot
 
 # The slot outlives the request's own deadline by this much: the request's run starts
 # after the slot is taken, and its last bytes are sent after its deadline is checked.
 GRACE_S = 5.0
-
-
-class KeySlot:
-    """One slot a request of a capped key holds; ``release`` frees it once (then does nothing).
-
-    A release that fails is logged: the slot lapses at its ``until`` anyway.
-    """
-
-    def __init__(self, store: KeySlotStore, key_id: str, index: int, holder: str) -> None:
-        self.index = index
-        self._store = store
-        self._key_id = key_id
-        self._holder = holder
-        self._held = True
-
-    async def release(self) -> None:
-        """Free the slot (the first call only)."""
-        if not self._held:
-            return
-        self._held = False
-        try:
-            await self._store.release_key_slot(self._key_id, self.index, self._holder)
-        except StoreError:
-            logger.warning("could not release a request slot of key %s", self._key_id)
 
 
 class KeyParallel:
@@ -68,7 +43,9 @@ class KeyParallel:
         rng: random.Random,
         max_total_ms: int | None = None,
     ) -> None:
-        self._store = store
+        self._slots = SlotTaker(
+            store.take_key_slot, store.release_key_slot, "a request slot of key"
+        )
         self._clock = clock
         self._rng = rng
         self._max_total_ms = max_total_ms  # the platform's ceiling on a request's deadline
@@ -90,9 +67,8 @@ class KeyParallel:
         now = self._clock()
         # Every slot in a random order: concurrent requests spread over them instead of
         # all racing for slot 0 first.
-        order = slot_order(list(range(cap)), cap, self._rng)
-        holder = f"{request_id}:{self._rng.getrandbits(64):016x}"
-        index = await self._store.take_key_slot(key.id, order, holder, now + total_s + GRACE_S, now)
-        if index is None:
+        until = now + total_s + GRACE_S
+        slot = await self._slots.take(key.id, range(cap), cap, request_id, until, now, self._rng)
+        if slot is None:
             raise slots_full(Write.PARALLEL, cap).error()
-        return KeySlot(self._store, key.id, index, holder)
+        return slot

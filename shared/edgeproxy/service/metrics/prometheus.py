@@ -48,75 +48,72 @@ class PrometheusMetrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
-        reg = self.registry
-        self._requests = Counter(
+        counter, histogram = self._counter, self._histogram
+        self._requests = counter(
             "edgeproxy_requests",
             "Finished requests, by outcome and error class (as the request log records them)",
-            [OPERATION, MODEL, "outcome", ERROR],
-            registry=reg,
+            (OPERATION, MODEL, "outcome", ERROR),
         )
-        self._duration = Histogram(
+        self._duration = histogram(
             "gen_ai_server_request_duration_seconds",
             "Request start to its end (a stream: its last event)",
-            [OPERATION, MODEL, ERROR],
-            buckets=DURATION_BUCKETS,
-            registry=reg,
+            (OPERATION, MODEL, ERROR),
+            DURATION_BUCKETS,
         )
-        self._ttft = Histogram(
+        self._ttft = histogram(
             "gen_ai_server_time_to_first_token_seconds",
             "A stream's first content chunk, from the request's start",
-            [OPERATION, MODEL],
-            buckets=TTFT_BUCKETS,
-            registry=reg,
+            (OPERATION, MODEL),
+            TTFT_BUCKETS,
         )
-        self._attempts = Histogram(
+        self._attempts = histogram(
             "gen_ai_client_operation_duration_seconds",
             "Each upstream attempt's time to its answer (a stream: to its opening)",
-            [OPERATION, PROVIDER, MODEL, DEPLOYMENT, ERROR],
-            buckets=DURATION_BUCKETS,
-            registry=reg,
+            (OPERATION, PROVIDER, MODEL, DEPLOYMENT, ERROR),
+            DURATION_BUCKETS,
         )
-        self._tokens = Histogram(
+        self._tokens = histogram(
             "gen_ai_client_token_usage",
             "Tokens of each served answer, as spend and limits counted them",
-            [OPERATION, PROVIDER, MODEL, DEPLOYMENT, "gen_ai_token_type"],
-            buckets=TOKEN_BUCKETS,
-            registry=reg,
+            (OPERATION, PROVIDER, MODEL, DEPLOYMENT, "gen_ai_token_type"),
+            TOKEN_BUCKETS,
         )
-        self._cost = Counter(
+        self._cost = counter(
             "edgeproxy_cost_usd",
             "Spend of served answers at their deployment's prices",
-            [MODEL, DEPLOYMENT],
-            registry=reg,
+            (MODEL, DEPLOYMENT),
         )
-        self._operations(reg)
-
-    def _operations(self, reg: CollectorRegistry) -> None:
-        """What the conventions have no name for: circuits, continuations, the store."""
+        # What the conventions have no name for: circuits, continuations, the store.
         self._circuit = Gauge(
             "edgeproxy_circuit_state",
             "1 for a deployment's circuit state as this process last wrote it",
             [DEPLOYMENT, "state"],
-            registry=reg,
+            registry=self.registry,
         )
-        self._transitions = Counter(
+        self._transitions = counter(
             "edgeproxy_circuit_transitions",
             "Circuit transitions this process wrote, by the state entered",
-            [DEPLOYMENT, "state"],
-            registry=reg,
+            (DEPLOYMENT, "state"),
         )
-        self._continuations = Counter(
+        self._continuations = counter(
             "edgeproxy_stream_continuations",
             "Streams cut after their commit and continued on another deployment",
-            registry=reg,
+            (),
         )
-        self._store = Histogram(
+        self._store = histogram(
             "edgeproxy_store_operation_duration_seconds",
             "Each DynamoDB call, retries included",
-            ["operation", "outcome"],
-            buckets=STORE_BUCKETS,
-            registry=reg,
+            ("operation", "outcome"),
+            STORE_BUCKETS,
         )
+
+    def _counter(self, name: str, doc: str, labels: tuple[str, ...]) -> Counter:
+        return Counter(name, doc, labels, registry=self.registry)
+
+    def _histogram(
+        self, name: str, doc: str, labels: tuple[str, ...], buckets: tuple[float, ...]
+    ) -> Histogram:
+        return Histogram(name, doc, labels, buckets=buckets, registry=self.registry)
 
     def observe(self, record: RequestRecord, run: Run) -> None:
         """Count a finished request, its attempts, and (when served) its tokens and cost."""

@@ -50,7 +50,6 @@ def identity(request: SnapshotRequest) -> Hashable:
         request.minute,
         request.binding,
         tuple(request.credentials),
-        request.key_id,
     )
 
 

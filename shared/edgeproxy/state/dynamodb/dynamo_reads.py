@@ -49,11 +49,7 @@ class DynamoReads:
     _shards: ShardCounts
 
     async def read_pool(self, request: SnapshotRequest) -> PoolSnapshot:
-        """Circuits, the usage buckets asked for, health, capacity, binding, generation, quotas.
-
-        With ``request.key_id``, also the client key's minute bucket and spend
-        (its tpm limit and budget are checked on the same read).
-        """
+        """Circuits, the usage buckets asked for, health, capacity, binding, generation, quotas."""
         return (await self.read_pools([request]))[0]
 
     async def read_pools(self, requests: Sequence[SnapshotRequest]) -> list[PoolSnapshot]:

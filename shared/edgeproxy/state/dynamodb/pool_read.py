@@ -12,7 +12,6 @@ from edgeproxy.state import items, keys
 from edgeproxy.state.counter_shards import summed
 from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy.state.items import Item
-from edgeproxy.state.key_items import key_usage_from
 from edgeproxy.state.store import SnapshotRequest
 
 
@@ -32,7 +31,7 @@ def counted(request: SnapshotRequest) -> list[str]:
 
 def wanted(request: SnapshotRequest) -> list[keys.Key]:
     """Circuits, health, the usage buckets asked for, capacity, quotas, the binding
-    with its pool's generation, and the client key's bucket and spend (when asked for)."""
+    with its pool's generation."""
     deps = list(request.deployment_ids)
     found = [keys.circuit_key(d) for d in deps]
     found += [keys.health_key(d) for d in deps]
@@ -48,11 +47,6 @@ def wanted(request: SnapshotRequest) -> list[keys.Key]:
     if request.binding is not None:
         # The pool's generation only decides whether the binding is still valid.
         found += [keys.binding_key(request.binding), keys.pool_key(request.pool)]
-    if request.key_id is not None:
-        found += [
-            keys.key_usage_key(request.key_id, request.minute),
-            keys.key_spend_key(request.key_id),
-        ]
     return found
 
 
@@ -69,13 +63,6 @@ def snapshot(
 ) -> PoolSnapshot:
     """``request``'s view of the items ``found`` (absent keys: their defaults)."""
     deps = list(request.deployment_ids)
-    key_usage = None
-    if request.key_id is not None:
-        key_usage = key_usage_from(
-            request.minute,
-            found.get(keys.key_usage_key(request.key_id, request.minute), {}),
-            found.get(keys.key_spend_key(request.key_id), {}),
-        )
     binding = None
     if request.binding is not None and (k := keys.binding_key(request.binding)) in found:
         binding = items.binding_from(request.binding, found[k], schema.ttl)
@@ -106,7 +93,6 @@ def snapshot(
             for c in request.credentials
             if (k := keys.quota_key(c)) in found
         },
-        key_usage=key_usage,
         slots={
             d: {
                 i: items.get_float(found[k], "until")

@@ -55,9 +55,9 @@ class HeldStore:
             await asyncio.sleep(0)
 
 
-def request(pool: str = "p", caller: str | None = None, key: str | None = None) -> SnapshotRequest:
+def request(pool: str = "p", caller: str | None = None) -> SnapshotRequest:
     binding = BindingKey(caller, pool, "openai.chat") if caller else None
-    return SnapshotRequest(pool, ["a", "b"], ["x"], 100, binding=binding, key_id=key)
+    return SnapshotRequest(pool, ["a", "b"], ["x"], 100, binding=binding)
 
 
 async def settle() -> None:
@@ -123,7 +123,7 @@ async def test_a_full_batch_starts_without_waiting() -> None:
 async def test_each_request_gets_the_snapshot_of_its_own_request() -> None:
     store = HeldStore(itertools.count())
     reads = PoolReads(store.read_pools)
-    mine, theirs, same = request(key="k1"), request(key="k2"), request(key="k1")
+    mine, theirs, same = request(caller="c1"), request(caller="c2"), request(caller="c1")
     tasks = [asyncio.ensure_future(reads.read(r)) for r in (mine, theirs, same)]
     await store.finish(0)
     got = [await t for t in tasks]
