@@ -77,6 +77,7 @@ class ClientKey:
     grace_until: float | None = None
     secret_expires_at: float | None = None
     max_parallel_requests: int | None = None
+    team_id: str | None = None  # the team that owns it (``routing.hierarchy``), if any
 
     @property
     def id(self) -> str:

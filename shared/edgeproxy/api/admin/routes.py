@@ -29,6 +29,7 @@ from edgeproxy.api.admin import ops as admin_ops
 from edgeproxy.api.admin import settings as admin_settings
 from edgeproxy.api.admin import status as admin_status
 from edgeproxy.api.admin import strategies as admin_strategies
+from edgeproxy.api.admin import teams as admin_teams
 from edgeproxy.api.admin import usage as admin_usage
 from edgeproxy.api.admin.guard import AdminCall, AdminRoute, admin_call
 from edgeproxy.api.errors import guarded
@@ -54,6 +55,7 @@ ROUTE_TABLES: tuple[Sequence[AdminRoute], ...] = (
     admin_explain.ROUTES,
     admin_config.ROUTES,
     admin_usage.ROUTES,
+    admin_teams.ROUTES,
     [AdminRoute("GET", OPENAPI_PATH, openapi, "This document", "meta")],
 )
 

@@ -39,6 +39,7 @@ _REMOVABLE = (
     "rotated_at",
     "grace_until",
     "retired_until",
+    "team_id",
 )
 
 
