@@ -157,3 +157,21 @@ def test_concurrent_moves_are_each_counted_once(gw: Any) -> None:
             )
         )
     assert call(gw, "GET", "/admin/teams/search").json()["keys"] == 0
+
+
+def test_a_team_key_cannot_widen_its_models_past_the_team(gw: Any) -> None:
+    org_and_team(gw, models=["fast-chat"])
+    key = create_key(gw.base_url, models=["fast-chat"])
+    assert (
+        call(gw, "PUT", f"/admin/keys/{key['id']}/team", {"team_id": "search"}).status_code == 200
+    )
+    widened = call(gw, "PATCH", f"/admin/keys/{key['id']}", {"models": ["fast-chat", "other-chat"]})
+    assert error(widened, 400)["param"] == "models"
+    assert call(gw, "GET", f"/admin/keys/{key['id']}").json()["models"] == ["fast-chat"]
+    limited = call(
+        gw, "PATCH", f"/admin/keys/{key['id']}", {"models": ["fast-chat"], "rpm_limit": 3}
+    )
+    assert limited.status_code == 200, limited.text
+    # The team saw the change: an update checked against the key's old models would now fail.
+    everything = call(gw, "PATCH", f"/admin/keys/{key['id']}", {"models": None})
+    assert error(everything, 400)["param"] == "models"

@@ -267,6 +267,34 @@ async def move_key(
     raise VersionConflict(f"Key `{key_id}` or its team changed meanwhile; re-read and retry.")
 
 
+async def update_member_key(
+    store: TeamStore, key_id: str, fields: Mapping[str, Any], expected: int | None
+) -> tuple[ClientKey, ClientKey]:
+    """``key_lifecycle.update_key`` for a key in a team: new models must fit the team, checked
+    against the team's version and committed only while it holds; (before, after)."""
+    for _ in range(ATTEMPTS):
+        key = await store.find_client_key(key_id)
+        if key is None:
+            raise NotFound(f"No API key has the id `{key_id}`.", param="id")
+        if expected is not None and key.version != expected:
+            raise VersionConflict(
+                f"Key `{key_id}` is at version {key.version}, not {expected}: re-read it first.",
+                param="version",
+            )
+        if key.revoked:
+            raise RequestError(f"Key `{key_id}` is revoked; it cannot be changed.", param="id")
+        after = replace(key, **fields, version=key.version + 1)
+        team = await store.get_group(Level.TEAM, key.team_id) if key.team_id else None
+        if team is None:
+            raise VersionConflict(f"Key `{key_id}` left its team meanwhile; retry.")
+        _fits(after.models, team, f"key `{key_id}`", "models")
+        if await store.update_member_key(after, key.version, team):
+            return key, after
+        if expected is not None:
+            break
+    raise VersionConflict(f"Key `{key_id}` or its team changed meanwhile; re-read and retry.")
+
+
 def _settings(group: Group) -> dict[str, Any]:
     return group_view(group, counters=False)
 

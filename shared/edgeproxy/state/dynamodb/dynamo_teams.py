@@ -9,6 +9,8 @@ stored without it and a refused write leaves nothing behind:
   ``members_rev`` read, so the keys it was checked against are still its keys);
 - delete: the item at the version read and with no members; for a team, its
   organization's ``members`` -1;
+- a team's key given new models: the key over its version, and the team (at the
+  version its models were checked against) ``members_rev`` +1;
 - a key moved: the key over its version read, the team it joins (at the
   version its models were checked against) ``members`` +1, the one it leaves -1.
 
@@ -24,6 +26,7 @@ from edgeproxy.routing.hierarchy import Group, Level
 from edgeproxy.state import keys
 from edgeproxy.state.audit import AuditEntry
 from edgeproxy.state.dynamodb.dynamo_audit import audit_put
+from edgeproxy.state.dynamodb.dynamo_key_lifecycle import versioned_update
 from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy.state.dynamodb.table import Table
 from edgeproxy.state.items import Item, number, text
@@ -207,3 +210,14 @@ class DynamoTeams:
             writes.append(("Update", joined))
         writes.append(("Put", audit_put(self._table, self._schema, audit)))
         return await self._table.transact_if(writes)
+
+    async def update_member_key(self, key: ClientKey, expected_version: int, team: Group) -> bool:
+        """Store ``key`` (a key of ``team``) over ``expected_version`` while ``team`` is at the
+        version it was checked against; bumps the team's ``members_rev``, so a team update
+        checked against the key's old models fails instead of committing past it."""
+        touch = self._count(Level.TEAM, team.id, 0)
+        touch["ConditionExpression"] = GROUP_UNCHANGED
+        touch["ExpressionAttributeNames"]["#version"] = "version"
+        touch["ExpressionAttributeValues"][":expected"] = number(team.version)
+        own = versioned_update(self._table, self._schema, key, expected_version)
+        return await self._table.transact_if([("Update", own), ("Update", touch)])
