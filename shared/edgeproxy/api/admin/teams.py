@@ -25,7 +25,7 @@ from edgeproxy.api.admin.keys import ONE, found_key, parsed
 from edgeproxy.config.base import Strict
 from edgeproxy.errors import RequestError
 from edgeproxy.routing.access import MAX_PARALLEL_REQUESTS, BudgetPeriod
-from edgeproxy.routing.hierarchy import MAX_TAGS, Group, Level, effective, effective_models
+from edgeproxy.routing.hierarchy import MAX_TAGS, Group, Level
 from edgeproxy.service.admin import teams
 
 NonNegative = Annotated[int, Field(ge=0)]
@@ -79,7 +79,8 @@ class MoveKey(Strict):
     version: int | None = None
 
 
-def _fields(body: GroupFields) -> dict[str, Any]:
+def group_fields(body: GroupFields) -> dict[str, Any]:
+    """The ``Group`` fields a body sets (a 400 for a limit not enforced yet)."""
     given = body.model_fields_set - {"version", "id", "organization_id"}
     fields = {name: getattr(body, name) for name in given}
     if "name" in fields and fields["name"] is None:
@@ -91,6 +92,18 @@ def _fields(body: GroupFields) -> dict[str, Any]:
         fields["tags"] = dict(fields["tags"] or {})
     fields.pop("budget_period", None)  # only the default passes ``refuse_unenforced``
     return fields
+
+
+def new_group(kind: Level, body: CreateOrganization) -> Group:
+    """The organization or team a creation body describes."""
+    fields = group_fields(body)
+    return Group(
+        kind=kind,
+        id=body.id,
+        name=body.name,
+        parent=body.organization_id if isinstance(body, CreateTeam) else None,
+        **{k: v for k, v in fields.items() if k != "name"},
+    )
 
 
 def _kind(call: AdminCall) -> Level:
@@ -106,14 +119,7 @@ def _create(kind: Level) -> Any:
     async def create(call: AdminCall) -> Response:
         raw = await json_body(call)
         body = parsed(CreateTeam if kind is Level.TEAM else CreateOrganization, raw)
-        fields = _fields(body)
-        group = Group(
-            kind=kind,
-            id=body.id,
-            name=body.name,
-            parent=body.organization_id if isinstance(body, CreateTeam) else None,
-            **{k: v for k, v in fields.items() if k != "name"},
-        )
+        group = new_group(kind, body)
         gateway = call.gateway
         stored = await teams.create(gateway.store, group, call.config, call.actor, gateway.now())
         return versioned(teams.group_view(stored), stored.version, 201)
@@ -141,7 +147,7 @@ async def change(call: AdminCall) -> Response:
     """Change an organization's or team's name, models or tags."""
     raw = await json_body(call)
     expected = sent_version(call, raw)
-    fields = _fields(parsed(UpdateGroup, raw))
+    fields = group_fields(parsed(UpdateGroup, raw))
     gateway = call.gateway
     _, after = await teams.update(
         gateway.store,
@@ -182,28 +188,8 @@ async def move(call: AdminCall) -> Response:
 
 async def effective_limits(call: AdminCall) -> Response:
     """``GET /admin/keys/{key_id}/effective``: each limit as it applies, and its level."""
-    store = call.gateway.store
     key = await found_key(call.gateway, call.request.path_params["key_id"])
-    team = await store.get_group(Level.TEAM, key.team_id) if key.team_id else None
-    org = await store.get_group(Level.ORGANIZATION, team.parent) if team and team.parent else None
-    limits = {
-        name: {"value": e.value, "level": e.level.value if e.level else None}
-        for name, e in effective(key, team, org).items()
-    }
-    models, narrowing = effective_models(key, team, org)
-    return JSONResponse(
-        {
-            "object": "api_key.effective",
-            "id": key.id,
-            "team_id": key.team_id,
-            "organization_id": org.id if org else None,
-            "limits": limits,
-            "models": {
-                "value": sorted(models) if models is not None else None,
-                "levels": [level.value for level in narrowing],
-            },
-        }
-    )
+    return JSONResponse(await teams.effective_view(call.gateway.store, key))
 
 
 ORGS, TEAMS = "/admin/organizations", "/admin/teams"

@@ -25,7 +25,14 @@ from typing import Any, Protocol
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import AlreadyExists, NotFound, RequestError, VersionConflict
 from edgeproxy.routing.access import BudgetPeriod, ClientKey
-from edgeproxy.routing.hierarchy import GROUP_ID, Group, Level, models_outside
+from edgeproxy.routing.hierarchy import (
+    GROUP_ID,
+    Group,
+    Level,
+    effective,
+    effective_models,
+    models_outside,
+)
 from edgeproxy.service.admin import audit
 from edgeproxy.service.admin.key_lifecycle import check_models
 from edgeproxy.state.store import KeyRegistry, TeamStore
@@ -320,3 +327,26 @@ def group_view(group: Group, *, counters: bool = True) -> dict[str, Any]:
         view[("keys" if group.kind is Level.TEAM else "teams")] = group.members
         view["version"] = group.version
     return view
+
+
+async def effective_view(store: TeamStore, key: ClientKey) -> dict[str, Any]:
+    """Each of ``key``'s limits as it applies (the strictest level's) and the level it comes
+    from; the models every level allows and which levels narrow them."""
+    team = await store.get_group(Level.TEAM, key.team_id) if key.team_id else None
+    org = await store.get_group(Level.ORGANIZATION, team.parent) if team and team.parent else None
+    limits = {
+        name: {"value": e.value, "level": e.level.value if e.level else None}
+        for name, e in effective(key, team, org).items()
+    }
+    models, narrowing = effective_models(key, team, org)
+    return {
+        "object": "api_key.effective",
+        "id": key.id,
+        "team_id": key.team_id,
+        "organization_id": org.id if org else None,
+        "limits": limits,
+        "models": {
+            "value": sorted(models) if models is not None else None,
+            "levels": [level.value for level in narrowing],
+        },
+    }
