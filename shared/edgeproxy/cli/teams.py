@@ -138,8 +138,8 @@ async def _table(args: argparse.Namespace) -> Any:
         actor, now, kind, verb = f"cli:{getpass.getuser()}", time.time(), _kind(args), _verb(args)
         if args.action in ("add-key", "remove-key"):
             team = args.id if args.action == "add-key" else None
-            _, key = await teams.move_key(store, args.key_id, team, None, actor, now)
-            return {"object": "api_key", "id": key.id, "team_id": key.team_id}
+            _, moved = await teams.move_key(store, args.key_id, team, None, actor, now)
+            return {"object": "api_key", "id": moved.id, "team_id": moved.team_id}
         if args.action == "effective":
             key = await store.find_client_key(args.key_id)
             if key is None:
