@@ -27,13 +27,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from edgeproxy.api.admin.keys import parsed
-from edgeproxy.api.admin.teams import (
-    CreateOrganization,
-    CreateTeam,
-    UpdateGroup,
-    group_fields,
-    new_group,
-)
 from edgeproxy.cli import target as cli_target
 from edgeproxy.cli.keys import _http
 from edgeproxy.config.loader import from_document
@@ -41,6 +34,13 @@ from edgeproxy.errors import EdgeproxyError, UsageError
 from edgeproxy.routing.hierarchy import Level
 from edgeproxy.runtime import open_store
 from edgeproxy.service.admin import teams
+from edgeproxy.service.admin.team_bodies import (
+    CreateOrganization,
+    CreateTeam,
+    UpdateGroup,
+    group_fields,
+    new_group,
+)
 
 EXAMPLE = __doc__.split("\n\n")[1] if __doc__ else ""
 HELP = "organizations and teams, and moving keys between teams"
