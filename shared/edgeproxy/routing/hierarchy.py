@@ -121,3 +121,68 @@ def models_outside(models: frozenset[str] | None, group: Group) -> list[str] | N
     return sorted(
         m for m in models if m not in group.models and m.split(":", 1)[0] not in group.models
     )
+
+
+GATEWAY = "gateway"
+
+
+@dataclass(frozen=True, slots=True)
+class AdminScope:
+    """Admin rights below the gateway admin's: over one team or organization, or read-only.
+
+    ``level`` None with ``read_only``: a gateway-wide viewer. A team admin
+    manages its team and the team's keys; an organization admin its
+    organization's teams and their keys; ``read_only`` allows reads only.
+    """
+
+    level: Level | None
+    id: str | None
+    read_only: bool = False
+
+    def covers(self, team_id: str | None, org_id: str | None) -> bool:
+        """Whether an object of team ``team_id`` in organization ``org_id`` is in scope."""
+        if self.level is None:
+            return True
+        if self.level is Level.TEAM:
+            return team_id is not None and team_id == self.id
+        return org_id is not None and org_id == self.id
+
+    @property
+    def text(self) -> str:
+        """As ``ClientKey.admin_of`` stores it."""
+        return GATEWAY if self.level is None else f"{self.level.value}:{self.id}"
+
+
+def scope_of(key: ClientKey) -> AdminScope | None:
+    """The scoped admin rights ``key`` carries (None: none, or a malformed value)."""
+    if key.admin_of is None:
+        return None
+    if key.admin_of == GATEWAY:
+        return AdminScope(None, None, read_only=True) if key.admin_read_only else None
+    level, _, group_id = key.admin_of.partition(":")
+    if level not in (Level.TEAM.value, Level.ORGANIZATION.value) or not GROUP_ID.fullmatch(
+        group_id
+    ):
+        return None
+    return AdminScope(Level(level), group_id, key.admin_read_only)
+
+
+def more_rights(minter: ClientKey, minted: ClientKey) -> str | None:
+    """The first field in which ``minted`` would have more rights than ``minter`` (a scoped
+    admin's own key), or None. Roles are ordered; models must be within the minter's list;
+    each limit the minter has, the minted key must have too, no higher; and admin rights
+    no wider (a viewer mints no admins)."""
+    if not minter.role.at_least(minted.role):
+        return "role"
+    if minter.models is not None and (minted.models is None or not minted.models <= minter.models):
+        return "models"
+    for name in LIMITS:
+        mine, theirs = getattr(minter, name), getattr(minted, name)
+        if mine is not None and (theirs is None or theirs > mine):
+            return name
+    if minted.admin_of is not None and (
+        minted.admin_of != minter.admin_of
+        or (minter.admin_read_only and not minted.admin_read_only)
+    ):
+        return "admin_of"
+    return None

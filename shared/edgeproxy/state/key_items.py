@@ -34,6 +34,10 @@ def client_key_item(key: ClientKey) -> Item:
         item["secret_digest"] = text(key.secret_digest)
     if key.team_id is not None:
         item["team_id"] = text(key.team_id)
+    if key.admin_of is not None:
+        item["admin_of"] = text(key.admin_of)
+    if key.admin_read_only:
+        item["admin_read_only"] = {"BOOL": True}
     item.update({name: number(v) for name, v in optional_numbers(key).items() if v is not None})
     return item
 
@@ -86,6 +90,8 @@ def client_key_from(digest: str, item: Item) -> ClientKey:
         secret_expires_at=get_optional_float(item, "retired_until"),
         max_parallel_requests=_optional_int(item, "max_parallel_requests"),
         team_id=get_text(item, "team_id"),
+        admin_of=get_text(item, "admin_of"),
+        admin_read_only=bool(item.get("admin_read_only", {}).get("BOOL", False)),
     )
 
 

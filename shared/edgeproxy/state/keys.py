@@ -66,7 +66,8 @@ client key          ``keys``                     ``<digest>``         name, role
                                                                       created_at, last_used_at,
                                                                       version, secret_digest,
                                                                       rotated_at, grace_until,
-                                                                      retired_until, team_id
+                                                                      retired_until, team_id,
+                                                                      admin_of, admin_read_only
                                                                       (no TTL)
 organization        ``orgs``                     ``<org id>``         see ``state/teams.py``
 team                ``teams``                    ``<team id>``        see ``state/teams.py``

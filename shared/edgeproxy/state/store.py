@@ -37,7 +37,7 @@ split by audience, so each caller depends on what it uses only:
     KeyLifecycleStore  update/rotate_client_key,     key updates and rotations
                        and KeyFinder
     TeamStore      get/list/create/update/delete_    organizations, teams, key moves
-                   group, move_key, update_member_key
+                   group, move_key, update/create_member_key
     Store          all of them                       what a backend implements
 
 Each call is declared by one protocol, and the composed ones (``RouterStore``,
@@ -335,6 +335,10 @@ class TeamStore(KeyFinder, Protocol):
 
     async def update_member_key(self, key: ClientKey, expected_version: int, team: Group) -> bool:
         """Store ``key`` (of ``team``) over ``expected_version`` while ``team`` is unchanged."""
+        ...
+
+    async def create_member_key(self, key: ClientKey, team: Group, audit: AuditEntry) -> bool:
+        """Create ``key`` into ``team`` (at its version read) with ``audit``; False if not."""
         ...
 
 

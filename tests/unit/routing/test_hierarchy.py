@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from edgeproxy.config.roles import Role
 from edgeproxy.routing.access import ClientKey
 from edgeproxy.routing.hierarchy import (
+    AdminScope,
     Effective,
     Group,
     Level,
     effective,
     effective_models,
     models_outside,
+    more_rights,
+    scope_of,
 )
 
 KEY = ClientKey(
@@ -65,3 +71,36 @@ def test_models_outside_a_group() -> None:
     assert models_outside(frozenset({"c:eu"}), TEAM) == []
     assert models_outside(None, TEAM) is None
     assert models_outside(None, Group(Level.TEAM, "open", "Open")) == []
+
+
+def test_scopes_cover_their_level_only() -> None:
+    team = scope_of(ClientKey(digest="ef" * 32, name="t", admin_of="team:a"))
+    org = scope_of(ClientKey(digest="ef" * 32, name="o", admin_of="organization:acme"))
+    assert team == AdminScope(Level.TEAM, "a")
+    assert team.covers("a", "acme")
+    assert not team.covers("b", "acme")
+    assert org is not None
+    assert org.covers("b", "acme")
+    assert not org.covers("c", "other")
+    assert scope_of(ClientKey(digest="ef" * 32, name="g", admin_of="gateway")) is None
+    assert scope_of(ClientKey(digest="ef" * 32, name="x", admin_of="team:A#b")) is None
+
+
+def test_more_rights_names_the_first_field() -> None:
+    minter = ClientKey(
+        digest="ab" * 32,
+        name="m",
+        role=Role.PRO,
+        models=frozenset({"a"}),
+        rpm_limit=10,
+        admin_of="team:a",
+    )
+    same = ClientKey(
+        digest="cd" * 32, name="n", role=Role.PRO, models=frozenset({"a"}), rpm_limit=10
+    )
+    assert more_rights(minter, same) is None
+    assert more_rights(minter, replace(same, role=Role.INTERNAL)) == "role"
+    assert more_rights(minter, replace(same, models=None)) == "models"
+    assert more_rights(minter, replace(same, rpm_limit=11)) == "rpm_limit"
+    assert more_rights(minter, replace(same, admin_of="organization:acme")) == "admin_of"
+    assert more_rights(minter, replace(same, admin_of="team:a")) is None

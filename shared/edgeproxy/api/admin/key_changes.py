@@ -17,12 +17,14 @@ are audited (the changed fields; never a secret or its digest).
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import Field
 from starlette.responses import JSONResponse, Response
 
+from edgeproxy.api.admin import team_keys
 from edgeproxy.api.admin.guard import AdminCall, AdminRoute, json_body, version_of
 from edgeproxy.api.admin.keys import (
     ONE,
@@ -111,6 +113,7 @@ async def update(call: AdminCall) -> Response:
     key_id = call.request.path_params["key_id"]
     current = await found_key(gateway, key_id)
     await owner_only(call, "key.update", f"key:{current.id}", current.role, fields.get("role"))
+    team_keys.check_rights(call, replace(current, **fields))
     if current.team_id is not None and "models" in fields:
         change = Change(*await teams.update_member_key(gateway.store, key_id, fields, expected))
     else:

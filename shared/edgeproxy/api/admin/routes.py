@@ -26,6 +26,7 @@ from edgeproxy.api.admin import key_changes as admin_key_changes
 from edgeproxy.api.admin import keys as admin_keys
 from edgeproxy.api.admin import models as admin_models
 from edgeproxy.api.admin import ops as admin_ops
+from edgeproxy.api.admin import scopes
 from edgeproxy.api.admin import settings as admin_settings
 from edgeproxy.api.admin import status as admin_status
 from edgeproxy.api.admin import strategies as admin_strategies
@@ -67,7 +68,9 @@ def admin_routes() -> list[AdminRoute]:
 
 def _serve(route: AdminRoute) -> Any:
     async def endpoint(request: Request) -> Response:
-        return await route.endpoint(await admin_call(request))
+        call = await admin_call(request)
+        await scopes.authorize(route, call)  # a scoped admin's rights, per route (deny first)
+        return await route.endpoint(call)
 
     endpoint.__name__ = route.endpoint.__name__
     return guarded(endpoint)

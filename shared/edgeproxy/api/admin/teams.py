@@ -19,6 +19,7 @@ from typing import Any
 
 from starlette.responses import JSONResponse, Response
 
+from edgeproxy.api.admin import scopes
 from edgeproxy.api.admin.guard import AdminCall, AdminRoute, json_body, sent_version, versioned
 from edgeproxy.api.admin.keys import ONE, found_key, parsed
 from edgeproxy.routing.hierarchy import Level
@@ -57,7 +58,11 @@ def _create(kind: Level) -> Any:
 
 def _list(kind: Level) -> Any:
     async def list_groups(call: AdminCall) -> Response:
-        found = await call.gateway.store.list_groups(kind)
+        found = [
+            g
+            for g in await call.gateway.store.list_groups(kind)
+            if scopes.sees_group(call.scope, g)
+        ]
         return JSONResponse({"object": "list", "data": [teams.group_view(g) for g in found]})
 
     list_groups.__name__ = f"list_{kind.value}s"

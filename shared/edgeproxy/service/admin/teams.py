@@ -112,7 +112,8 @@ async def parent_of(store: TeamStore, org_id: str) -> Group:
     )
 
 
-def _fits(models: frozenset[str] | None, group: Group, what: str, param: str) -> None:
+def fits(models: frozenset[str] | None, group: Group, what: str, param: str) -> None:
+    """400 on ``param`` when ``models`` (``what``'s) are not all allowed by ``group``."""
     outside = models_outside(models, group)
     if outside == []:
         return
@@ -132,11 +133,11 @@ async def _check_members(store: Store, group: Group) -> None:
     if group.kind is Level.TEAM:
         for key in await store.list_client_keys():
             if key.team_id == group.id:
-                _fits(key.models, group, f"its key `{key.id}`", "models")
+                fits(key.models, group, f"its key `{key.id}`", "models")
     else:
         for team in await store.list_groups(Level.TEAM):
             if team.parent == group.id:
-                _fits(team.models, group, f"its team `{team.id}`", "models")
+                fits(team.models, group, f"its team `{team.id}`", "models")
 
 
 async def create(
@@ -148,7 +149,7 @@ async def create(
     if group.kind is Level.TEAM:
         if group.parent is None:
             raise RequestError("organization_id: a team needs one", param="organization_id")
-        _fits(group.models, await parent_of(store, group.parent), "the team", "models")
+        fits(group.models, await parent_of(store, group.parent), "the team", "models")
     stored = replace(group, created_at=now, version=1, members=0, members_rev=0)
     view = [{"path": "", "new": group.id}]
     entry = audit.entry(
@@ -201,7 +202,7 @@ async def update(
         after = replace(before, **fields)
         if "models" in fields:
             if kind is Level.TEAM and before.parent is not None:
-                _fits(after.models, await parent_of(store, before.parent), "the team", "models")
+                fits(after.models, await parent_of(store, before.parent), "the team", "models")
             await _check_members(store, after)
         changes = audit.diff(_settings(before), _settings(after))
         entry = audit.entry(actor, f"{kind.value}.update", f"{kind.value}:{group_id}", changes, now)
@@ -262,7 +263,7 @@ async def move_key(
                     param="team_id",
                     code="unknown_team",
                 )
-            _fits(key.models, team, f"key `{key_id}`", "team_id")
+            fits(key.models, team, f"key `{key_id}`", "team_id")
         if key.team_id == team_id:
             return key, key
         changes = [{"path": "team_id", "old": key.team_id, "new": team_id}]
@@ -294,7 +295,7 @@ async def update_member_key(
         team = await store.get_group(Level.TEAM, key.team_id) if key.team_id else None
         if team is None:
             raise VersionConflict(f"Key `{key_id}` left its team meanwhile; retry.")
-        _fits(after.models, team, f"key `{key_id}`", "models")
+        fits(after.models, team, f"key `{key_id}`", "models")
         if await store.update_member_key(after, key.version, team):
             return key, after
         if expected is not None:

@@ -40,6 +40,8 @@ _REMOVABLE = (
     "grace_until",
     "retired_until",
     "team_id",
+    "admin_of",
+    "admin_read_only",
 )
 
 

@@ -30,6 +30,7 @@ from edgeproxy.state.dynamodb.dynamo_key_lifecycle import versioned_update
 from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy.state.dynamodb.table import Table
 from edgeproxy.state.items import Item, number, text
+from edgeproxy.state.key_items import client_key_item
 from edgeproxy.state.teams import REMOVABLE, group_from, group_item, group_key
 
 # A create must not replace an organization or team of the same id.
@@ -221,3 +222,23 @@ class DynamoTeams:
         touch["ExpressionAttributeValues"][":expected"] = number(team.version)
         own = versioned_update(self._table, self._schema, key, expected_version)
         return await self._table.transact_if([("Update", own), ("Update", touch)])
+
+    async def create_member_key(self, key: ClientKey, team: Group, audit: AuditEntry) -> bool:
+        """Create ``key`` (``key.team_id`` is ``team``) with its audit entry, counted into
+        ``team`` while it is at the version its models were checked against."""
+        item = {**self._table.key(keys.client_key_key(key.digest)), **client_key_item(key)}
+        put = {
+            "Item": item,
+            "ConditionExpression": GROUP_ABSENT,
+            "ExpressionAttributeNames": {"#pk": self._schema.pk},
+        }
+        joined = self._count(Level.TEAM, team.id, 1)
+        joined["ConditionExpression"] = GROUP_UNCHANGED
+        joined["ExpressionAttributeNames"]["#version"] = "version"
+        joined["ExpressionAttributeValues"][":expected"] = number(team.version)
+        writes = [
+            ("Put", put),
+            ("Update", joined),
+            ("Put", audit_put(self._table, self._schema, audit)),
+        ]
+        return await self._table.transact_if(writes)
