@@ -189,3 +189,62 @@ def test_a_viewer_reads_its_team_and_changes_nothing(world: dict[str, Any]) -> N
     ):
         answer = httpx.request(method, gw.base_url + path, json=body, headers=headers, timeout=10)
         assert answer.status_code == 403, (method, path)
+
+
+def test_an_organization_admin_manages_its_teams_only(world: dict[str, Any]) -> None:
+    gw = world["gw"]
+    root = bearer(ADMIN_KEY)
+    for body in ({"id": "other", "name": "Other"},):
+        assert (
+            httpx.post(gw.base_url + "/admin/organizations", json=body, headers=root).status_code
+            == 201
+        )
+    outside = {"id": "c", "name": "c", "organization_id": "other"}
+    assert httpx.post(gw.base_url + "/admin/teams", json=outside, headers=root).status_code == 201
+    lead = httpx.post(
+        gw.base_url + "/admin/keys",
+        json={"name": "org-lead", "admin_of": "organization:acme"},
+        headers=root,
+        timeout=10,
+    )
+    assert lead.status_code == 201, lead.text
+    headers = bearer(remember(lead.json()["key"]))
+
+    def do(method: str, path: str, body: Any = None) -> httpx.Response:
+        return httpx.request(method, gw.base_url + path, json=body, headers=headers, timeout=10)
+
+    made = do("POST", "/admin/teams", {"id": "d", "name": "d", "organization_id": "acme"})
+    assert made.status_code == 201, made.text
+    refused = do("POST", "/admin/teams", {"id": "e", "name": "e", "organization_id": "other"})
+    assert refused.status_code == 403
+    assert [t["id"] for t in do("GET", "/admin/teams").json()["data"]] == ["a", "b", "d"]
+    assert [o["id"] for o in do("GET", "/admin/organizations").json()["data"]] == ["acme"]
+    assert do("GET", f"/admin/keys/{world['kb']}").status_code == 200  # team b is in acme
+    assert do("GET", "/admin/teams/c").status_code == 403
+    assert do("PATCH", "/admin/organizations/acme", {"name": "x"}).status_code == 403
+    assert do("DELETE", "/admin/teams/d").status_code == 200
+    assert do("GET", "/admin/deployments").status_code == 403
+
+
+def test_a_gateway_viewer_reads_everything_and_writes_nothing(world: dict[str, Any]) -> None:
+    gw = world["gw"]
+    made = httpx.post(
+        gw.base_url + "/admin/keys",
+        json={"name": "auditor", "admin_of": "gateway", "admin_read_only": True},
+        headers=bearer(ADMIN_KEY),
+        timeout=10,
+    )
+    assert made.status_code == 201, made.text
+    headers = bearer(remember(made.json()["key"]))
+    for path in ("/admin/deployments", "/admin/keys", "/admin/teams", "/admin/audit"):
+        assert httpx.get(gw.base_url + path, headers=headers, timeout=10).status_code == 200
+    write = httpx.post(gw.base_url + "/admin/keys", json={"name": "x"}, headers=headers, timeout=10)
+    assert write.status_code == 403
+    no_viewer = httpx.post(
+        gw.base_url + "/admin/keys",
+        json={"name": "y", "admin_of": "gateway"},
+        headers=bearer(ADMIN_KEY),
+        timeout=10,
+    )
+    assert no_viewer.status_code == 400
+    assert no_viewer.json()["error"]["param"] == "admin_of"
