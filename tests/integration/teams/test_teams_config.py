@@ -140,3 +140,14 @@ def test_a_team_left_out_while_it_owns_keys_is_refused(gw: Any) -> None:
     assert answer.status_code == 400, answer.text
     assert answer.json()["error"]["code"] == "not_empty"
     assert call(gw, "GET", "/admin/teams/search").status_code == 200
+
+
+def test_an_entry_named_like_a_default_still_exports(gw: Any) -> None:
+    assert (
+        call(gw, "POST", "/admin/organizations", {"id": "total", "name": "total"}).status_code
+        == 201
+    )
+    document = call(gw, "GET", "/admin/config").json()["document"]
+    assert document["organizations"] == [{"id": "total", "name": "total"}]
+    answer = call(gw, "PUT", "/admin/config", {"document": document, "dry_run": True})
+    assert answer.json()["changes"] == []

@@ -48,7 +48,9 @@ def split(document: Document) -> tuple[Document, dict[Level, list[Any]]]:
 
 def _entry(group: Group) -> dict[str, Any]:
     view = teams.group_view(group, counters=False)
-    return {k: v for k, v in view.items() if k != "object" and v not in (None, {}, "total")}
+    if view["budget_period"] == "total":  # the default: a file states it only when it is not
+        del view["budget_period"]
+    return {k: v for k, v in view.items() if k != "object" and v is not None and v != {}}
 
 
 async def export_sections(store: TeamStore) -> Document:
