@@ -175,3 +175,28 @@ def test_a_team_key_cannot_widen_its_models_past_the_team(gw: Any) -> None:
     # The team saw the change: an update checked against the key's old models would now fail.
     everything = call(gw, "PATCH", f"/admin/keys/{key['id']}", {"models": None})
     assert error(everything, 400)["param"] == "models"
+
+
+def test_a_delete_racing_moves_never_orphans_a_key(gw: Any) -> None:
+    org_and_team(gw)
+    made = [create_key(gw.base_url, models=["fast-chat"]) for _ in range(8)]
+
+    def move(key: dict[str, Any]) -> int:
+        return call(gw, "PUT", f"/admin/keys/{key['id']}/team", {"team_id": "search"}).status_code
+
+    def delete(_: int) -> int:
+        return call(gw, "DELETE", "/admin/teams/search").status_code
+
+    with ThreadPoolExecutor(8) as pool:
+        moves = [pool.submit(move, k) for k in made]
+        deletes = [pool.submit(delete, i) for i in range(4)]
+        statuses = [f.result() for f in moves + deletes]
+    assert set(statuses) <= {200, 400, 409}
+    members = [
+        k["id"] for k in call(gw, "GET", "/admin/keys").json()["data"] if k["team_id"] == "search"
+    ]
+    team = call(gw, "GET", "/admin/teams/search")
+    if team.status_code == 404:
+        assert members == []  # deleted: no key still names it
+    else:
+        assert team.json()["keys"] == len(members)
