@@ -16,10 +16,10 @@ from urllib.parse import quote
 import httpx
 
 from edgeproxy.errors import EdgeproxyError, UpstreamError
-from edgeproxy.service.admin import config_changes, config_roundtrip
+from edgeproxy.service.admin import config_changes, config_roundtrip, config_teams
 from edgeproxy.service.admin.config_edit import ConfigEditor
+from edgeproxy.service.admin.config_teams import RoundTripStore
 from edgeproxy.service.admin.deep_health import deep_health
-from edgeproxy.state.store import AdminStore
 
 
 class AdminClient(Protocol):
@@ -116,7 +116,7 @@ class TableAdmin:
     Whoever may write the table is the gateway's owner (``config.roles``).
     """
 
-    def __init__(self, store: AdminStore, clock: Callable[[], float], *, actor: str) -> None:
+    def __init__(self, store: RoundTripStore, clock: Callable[[], float], *, actor: str) -> None:
         self._store = store
         self._clock = clock
         self._editor = ConfigEditor(store, clock, owner=True)
@@ -161,6 +161,7 @@ class TableAdmin:
     async def config(self) -> dict[str, Any]:
         current = await self._editor.current()
         document = config_roundtrip.export_document(current.config)
+        document.update(await config_teams.export_sections(self._store))
         return {"document": document, "version": current.version}
 
     async def load_config(self, body: dict[str, Any]) -> dict[str, Any]:

@@ -83,6 +83,10 @@ COMMANDS: dict[str, tuple[Group, str]] = {
         Group("edgeproxy.cli.keys", "register"),
         "create, list, show, update, rotate, revoke and import client keys",
     ),
+    "teams": (
+        Group("edgeproxy.cli.teams", "register"),
+        "organizations and teams, and moving keys between teams",
+    ),
     "usage": (
         Group("edgeproxy.cli.usage", "add_command"),
         "spend and tokens by key, model and deployment (or the request log)",

@@ -53,6 +53,10 @@ def parse_config(data: Any, source: str, *, entry: bool = True) -> GatewayConfig
     return config
 
 
+# Sections a file may carry that become table items (``service/admin/config_teams.py``).
+TABLE_SECTIONS = ("organizations", "teams")
+
+
 def load_config_file(path: str | Path) -> GatewayConfig:
     """Read and validate a YAML configuration file.
 
@@ -70,6 +74,9 @@ def load_config_file(path: str | Path) -> GatewayConfig:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    if isinstance(data, dict):
+        # Table items, not configuration: ``config load`` checks and writes them.
+        data = {k: v for k, v in data.items() if k not in TABLE_SECTIONS}
     return parse_config(data, str(path))
 
 

@@ -76,6 +76,11 @@ class ClientKey:
     grace_until: float | None = None
     secret_expires_at: float | None = None
     max_parallel_requests: int | None = None
+    team_id: str | None = None  # the team that owns it (``routing.hierarchy``), if any
+    # Admin rights scoped to a level (``routing.hierarchy.AdminScope``): ``team:<id>``,
+    # ``organization:<id>`` or ``gateway`` (read-only only); None: no scoped rights.
+    admin_of: str | None = None
+    admin_read_only: bool = False
 
     @property
     def id(self) -> str:

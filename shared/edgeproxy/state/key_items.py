@@ -32,6 +32,12 @@ def client_key_item(key: ClientKey) -> Item:
         item["budget_period"] = text(key.budget_period.value)
     if key.secret_digest is not None:
         item["secret_digest"] = text(key.secret_digest)
+    if key.team_id is not None:
+        item["team_id"] = text(key.team_id)
+    if key.admin_of is not None:
+        item["admin_of"] = text(key.admin_of)
+    if key.admin_read_only:
+        item["admin_read_only"] = {"BOOL": True}
     item.update({name: number(v) for name, v in optional_numbers(key).items() if v is not None})
     return item
 
@@ -83,6 +89,9 @@ def client_key_from(digest: str, item: Item) -> ClientKey:
         grace_until=get_optional_float(item, "grace_until"),
         secret_expires_at=get_optional_float(item, "retired_until"),
         max_parallel_requests=_optional_int(item, "max_parallel_requests"),
+        team_id=get_text(item, "team_id"),
+        admin_of=get_text(item, "admin_of"),
+        admin_read_only=bool(item.get("admin_read_only", {}).get("BOOL", False)),
     )
 
 

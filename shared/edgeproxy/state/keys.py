@@ -66,7 +66,11 @@ client key          ``keys``                     ``<digest>``         name, role
                                                                       created_at, last_used_at,
                                                                       version, secret_digest,
                                                                       rotated_at, grace_until,
-                                                                      retired_until (no TTL)
+                                                                      retired_until, team_id,
+                                                                      admin_of, admin_read_only
+                                                                      (no TTL)
+organization        ``orgs``                     ``<org id>``         see ``state/teams.py``
+team                ``teams``                    ``<team id>``        see ``state/teams.py``
 key secret          ``keys``                     ``<digest>``         key_of, prefix, created_at,
                                                                       retired_until (no TTL)
 key usage bucket    ``key#<id>``                 ``usage#<minute>``   requests, tokens, expires_at
@@ -283,6 +287,20 @@ SPEND = "spend"
 def client_key_key(digest: str) -> Key:
     """A client key, by the sha256 hex digest of the key."""
     return KEYS_PK, digest
+
+
+ORGS_PK = "orgs"
+TEAMS_PK = "teams"
+
+
+def organization_key(org_id: str) -> Key:
+    """An organization, by its id (``routing.hierarchy.GROUP_ID``)."""
+    return ORGS_PK, _part(org_id)
+
+
+def team_key(team_id: str) -> Key:
+    """A team, by its id (``routing.hierarchy.GROUP_ID``)."""
+    return TEAMS_PK, _part(team_id)
 
 
 def key_usage_key(key_id: str, minute: int) -> Key:

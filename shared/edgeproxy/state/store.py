@@ -36,6 +36,8 @@ split by audience, so each caller depends on what it uses only:
     KeyReserveStore    reserve_key_tokens/spend      a key's reservations
     KeyLifecycleStore  update/rotate_client_key,     key updates and rotations
                        and KeyFinder
+    TeamStore      get/list/create/update/delete_    organizations, teams, key moves
+                   group, move_key, update/create_member_key
     Store          all of them                       what a backend implements
 
 Each call is declared by one protocol, and the composed ones (``RouterStore``,
@@ -54,6 +56,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from edgeproxy.routing.access import ClientKey, KeyUsage
+from edgeproxy.routing.hierarchy import Group, Level
 from edgeproxy.routing.snapshot import (
     Circuit,
     Health,
@@ -301,5 +304,45 @@ class KeyLifecycleStore(KeyFinder, Protocol):
         ...
 
 
-class Store(RequestStore, JobStore, AdminStore, KeyReserveStore, KeyLifecycleStore, Protocol):
+class TeamStore(KeyFinder, Protocol):
+    """Organizations, teams and moving keys between teams (``state/dynamo_teams.py``)."""
+
+    async def get_group(self, kind: Level, group_id: str) -> Group | None:
+        """The organization or team ``group_id``, or None."""
+        ...
+
+    async def list_groups(self, kind: Level) -> list[Group]:
+        """Every organization (or team), by id."""
+        ...
+
+    async def create_group(self, group: Group, audit: AuditEntry) -> bool:
+        """Create ``group`` with ``audit``; False (nothing written) if its id is taken or its
+        organization is gone."""
+        ...
+
+    async def update_group(self, group: Group, expected_version: int, audit: AuditEntry) -> bool:
+        """Store ``group`` over ``expected_version`` and its ``members_rev``; False if either
+        changed."""
+        ...
+
+    async def delete_group(self, group: Group, audit: AuditEntry) -> bool:
+        """Delete ``group`` at its version if it owns nothing; False if not."""
+        ...
+
+    async def move_key(self, key: ClientKey, into: Group | None, audit: AuditEntry) -> bool:
+        """Move ``key`` (as read) into team ``into`` (None: out); False on any lost race."""
+        ...
+
+    async def update_member_key(self, key: ClientKey, expected_version: int, team: Group) -> bool:
+        """Store ``key`` (of ``team``) over ``expected_version`` while ``team`` is unchanged."""
+        ...
+
+    async def create_member_key(self, key: ClientKey, team: Group, audit: AuditEntry) -> bool:
+        """Create ``key`` into ``team`` (at its version read) with ``audit``; False if not."""
+        ...
+
+
+class Store(
+    RequestStore, JobStore, AdminStore, KeyReserveStore, KeyLifecycleStore, TeamStore, Protocol
+):
     """Everything a backend implements (``DynamoStore``); each caller asks for its part."""

@@ -248,3 +248,16 @@ def test_model_info_token_limits_become_the_context_window_and_output_cap() -> N
     [dep] = result.document["deployments"]
     assert (dep["context_window"], dep["max_output_tokens"]) == (2048, 512)
     assert not [w for w in result.warnings if "max_" in w]
+
+
+def test_team_settings_are_dropped_with_where_teams_are_made() -> None:
+    source = {
+        "model_list": [],
+        "litellm_settings": {
+            "default_team_settings": [{"team_id": "search", "success_callback": ["langfuse"]}]
+        },
+    }
+    warnings = convert(source, {}).warnings
+    dropped = [w for w in warnings if "default_team_settings" in w]
+    assert len(dropped) == 1
+    assert "edgeproxy teams create" in dropped[0]

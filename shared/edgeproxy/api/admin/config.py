@@ -19,7 +19,7 @@ from edgeproxy.api.admin.guard import AdminCall, AdminRoute, json_body
 from edgeproxy.api.admin.settings import editor
 from edgeproxy.config.base import Strict
 from edgeproxy.errors import ConfigError, RequestError
-from edgeproxy.service.admin import config_roundtrip
+from edgeproxy.service.admin import config_roundtrip, config_teams
 from edgeproxy.service.admin.config_edit import checked
 
 
@@ -37,6 +37,7 @@ async def get_config(call: AdminCall) -> Response:
     """The configuration, secrets redacted, and its version."""
     current = await editor(call).current()
     document = config_roundtrip.export_document(current.config)
+    document.update(await config_teams.export_sections(call.gateway.store))
     return JSONResponse(
         {"document": document, "version": current.version},
         headers={"etag": f'"{current.version}"'},

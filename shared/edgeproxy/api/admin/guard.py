@@ -3,7 +3,9 @@
 Every ``/admin/*`` route and ``/health/deep`` is an ``AdminRoute`` whose
 endpoint receives an ``AdminCall``: ``admin_call`` builds it, and it is the
 only place admin rights are checked (a missing or unknown key is 401, a key
-without admin rights 403, in OpenAI's error format). Each admin module
+without admin rights 403, in OpenAI's error format). A key with scoped
+rights (a team or organization admin, a viewer) gets a call with its
+``scope``, and ``scopes.authorize`` then decides the route. Each admin module
 contributes a ``ROUTES`` list; ``admin_routes.ROUTE_TABLES`` collects them
 for the app and for the OpenAPI document (``GET /admin/openapi.json``).
 
@@ -16,6 +18,7 @@ route is ``unconditional``: ``PUT /admin/router-settings`` as 000 sends it).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +32,7 @@ from edgeproxy.api.parsing import read_json_object
 from edgeproxy.api.pipeline import identified
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import AuthenticationError, PermissionDenied, RequestError, VersionRequired
+from edgeproxy.routing.hierarchy import AdminScope, scope_of
 from edgeproxy.service.gateway import Gateway
 
 ADMIN_BODY_BYTES = 1024 * 1024
@@ -43,6 +47,8 @@ class AdminCall:
     config: GatewayConfig
     who: Identity
     actor: str  # what the audit log records: the key's name or hash prefix, never the key
+    # A scoped admin's rights (``api/admin/scopes.py`` decides each route); None: gateway admin.
+    scope: AdminScope | None = None
 
 
 AdminEndpoint = Callable[[AdminCall], Awaitable[Response]]
@@ -87,14 +93,22 @@ async def admin_call(request: Request) -> AdminCall:
         raise AuthenticationError(
             "You didn't provide an API key; this endpoint needs an admin key."
         )
-    if not who.admin:
+    if who.admin:
+        return AdminCall(request, gateway, config, who, actor_of(who, config))
+    scope = scope_of(who.key) if who.key is not None else None
+    if scope is None:
         raise PermissionDenied("This endpoint requires an admin key.")
-    return AdminCall(request, gateway, config, who, actor_of(who, config))
+    return AdminCall(request, gateway, config, who, actor_of(who, config), scope)
 
 
 async def json_body(call: AdminCall) -> dict[str, Any]:
-    """The request's JSON object body (at most 1 MiB)."""
-    return await read_json_object(call.request, ADMIN_BODY_BYTES)
+    """The request's JSON object body (at most 1 MiB); a fresh copy on every call, since the
+    scope check may read it before the endpoint (and endpoints pop from it)."""
+    state = call.request.state
+    if not hasattr(state, "admin_body"):
+        state.admin_body = await read_json_object(call.request, ADMIN_BODY_BYTES)
+    body: dict[str, Any] = copy.deepcopy(state.admin_body)
+    return body
 
 
 def _header_version(request: Request) -> int | None:

@@ -17,12 +17,14 @@ are audited (the changed fields; never a secret or its digest).
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import Field
 from starlette.responses import JSONResponse, Response
 
+from edgeproxy.api.admin import team_keys
 from edgeproxy.api.admin.guard import AdminCall, AdminRoute, json_body, version_of
 from edgeproxy.api.admin.keys import (
     ONE,
@@ -37,9 +39,10 @@ from edgeproxy.config.base import Positive, Strict
 from edgeproxy.config.roles import Role
 from edgeproxy.errors import RequestError
 from edgeproxy.routing.access import MAX_PARALLEL_REQUESTS, BudgetPeriod
-from edgeproxy.service.admin import audit
+from edgeproxy.service.admin import audit, teams
 from edgeproxy.service.admin.key_lifecycle import (
     DEFAULT_GRACE_S,
+    Change,
     check_models,
     rotate_key,
     update_key,
@@ -110,7 +113,11 @@ async def update(call: AdminCall) -> Response:
     key_id = call.request.path_params["key_id"]
     current = await found_key(gateway, key_id)
     await owner_only(call, "key.update", f"key:{current.id}", current.role, fields.get("role"))
-    change = await update_key(gateway.store, key_id, fields, expected)
+    team_keys.check_rights(call, replace(current, **fields))
+    if current.team_id is not None and "models" in fields:
+        change = Change(*await teams.update_member_key(gateway.store, key_id, fields, expected))
+    else:
+        change = await update_key(gateway.store, key_id, fields, expected)
     gateway.keys.forget(change.after.digest)
     before, after = key_view(change.before, now=now), key_view(change.after, now=now)
     changes = [c for c in audit.diff(before, after) if c.get("path") != "version"]

@@ -24,6 +24,7 @@ from typing import Annotated, Any, TypeVar
 from pydantic import Field, ValidationError
 from starlette.responses import JSONResponse, Response
 
+from edgeproxy.api.admin import scopes, team_keys
 from edgeproxy.api.admin.guard import AdminCall, AdminRoute, json_body
 from edgeproxy.config.base import Positive, Strict
 from edgeproxy.config.roles import Role
@@ -63,6 +64,10 @@ class CreateKey(Strict):
     budget_usd: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
     budget_period: BudgetPeriod = BudgetPeriod.TOTAL  # when the budget starts again from zero
     expires_at: datetime | None = None  # ISO 8601 (or epoch seconds); naive times are UTC
+    team_id: Annotated[str, Field(min_length=1, max_length=63)] | None = None
+    # Scoped admin rights (``api/admin/scopes.py``): team:<id>, organization:<id>, gateway.
+    admin_of: Annotated[str, Field(min_length=1, max_length=80)] | None = None
+    admin_read_only: bool = False
 
 
 def _time(value: float | None) -> str | None:
@@ -96,6 +101,9 @@ def key_view(key: ClientKey, usage: KeyUsage | None = None, *, now: float) -> di
         "rotated_at": _time(key.rotated_at),
         "previous_secret_until": _time(key.grace_until),
         "version": key.version,
+        "team_id": key.team_id,
+        "admin_of": key.admin_of,
+        "admin_read_only": key.admin_read_only,
     }
     if usage is not None:
         view["spend_usd"] = usage.spend_usd
@@ -175,6 +183,9 @@ async def create(call: AdminCall) -> Response:
         budget_period=body.budget_period,
         expires_at=expires_at,
     )
+    if body.team_id is not None or body.admin_of is not None or call.scope is not None:
+        new = team_keys.with_team(new, body)
+        return await team_keys.create(call, new, key_view(new.key, now=now))
     if not await gateway.store.put_client_key(new.key):  # 2**-128: a digest collision
         raise RequestError("Could not create a unique key; try again.")
     view = key_view(new.key, now=now)
@@ -187,7 +198,7 @@ async def create(call: AdminCall) -> Response:
 async def list_keys(call: AdminCall) -> Response:
     """``GET /admin/keys``: every key, by display prefix, with its limits and period's spend."""
     store, now = call.gateway.store, call.gateway.keys.now()
-    keys = await store.list_client_keys()
+    keys = await scopes.visible_keys(call, await store.list_client_keys())
     usages = await asyncio.gather(*(usage_now(store, k, now) for k in keys))
     data = [key_view(k, u, now=now) for k, u in zip(keys, usages, strict=True)]
     return JSONResponse({"object": "list", "data": data})

@@ -26,9 +26,11 @@ from edgeproxy.api.admin import key_changes as admin_key_changes
 from edgeproxy.api.admin import keys as admin_keys
 from edgeproxy.api.admin import models as admin_models
 from edgeproxy.api.admin import ops as admin_ops
+from edgeproxy.api.admin import scopes
 from edgeproxy.api.admin import settings as admin_settings
 from edgeproxy.api.admin import status as admin_status
 from edgeproxy.api.admin import strategies as admin_strategies
+from edgeproxy.api.admin import teams as admin_teams
 from edgeproxy.api.admin import usage as admin_usage
 from edgeproxy.api.admin.guard import AdminCall, AdminRoute, admin_call
 from edgeproxy.api.errors import guarded
@@ -54,6 +56,7 @@ ROUTE_TABLES: tuple[Sequence[AdminRoute], ...] = (
     admin_explain.ROUTES,
     admin_config.ROUTES,
     admin_usage.ROUTES,
+    admin_teams.ROUTES,
     [AdminRoute("GET", OPENAPI_PATH, openapi, "This document", "meta")],
 )
 
@@ -65,7 +68,9 @@ def admin_routes() -> list[AdminRoute]:
 
 def _serve(route: AdminRoute) -> Any:
     async def endpoint(request: Request) -> Response:
-        return await route.endpoint(await admin_call(request))
+        call = await admin_call(request)
+        await scopes.authorize(route, call)  # a scoped admin's rights, per route (deny first)
+        return await route.endpoint(call)
 
     endpoint.__name__ = route.endpoint.__name__
     return guarded(endpoint)

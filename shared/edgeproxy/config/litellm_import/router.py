@@ -99,7 +99,7 @@ def convert(litellm: Mapping[str, Any], environ: Mapping[str, str]) -> Converted
         out["fallbacks"] = chains
     mapped = set(FALLBACKS) | set(_LITELLM_ALIASES) | {theirs for theirs, _ in _CIRCUIT}
     for name in sorted(set(settings) - mapped):
-        warnings.add("litellm_settings", f"{name} has no equivalent; dropped")
+        warnings.add("litellm_settings", f"{name} has no equivalent; dropped{_HINTS.get(name, '')}")
     general = litellm.get("general_settings") or {}
     for name in general if isinstance(general, Mapping) else ["(the section)"]:
         hint = " (client keys: edgeproxy keys create)" if name == "master_key" else ""
@@ -110,6 +110,14 @@ def convert(litellm: Mapping[str, Any], environ: Mapping[str, str]) -> Converted
     # The egress and credential rules, stated in the output: so that it loads as written.
     state_entry_rules(out, notes)
     return Converted(out, notes, list(warnings.errors), origins)
+
+
+# LiteLLM keeps teams in its database; its config only names per-team callbacks and budgets.
+_TEAMS_HINT = (
+    " (teams: edgeproxy teams create; LiteLLM's teams, their keys, models and budgets live in its "
+    "database, not its config)"
+)
+_HINTS = {"default_team_settings": _TEAMS_HINT}
 
 
 def _default_matrix() -> dict[str, Any]:

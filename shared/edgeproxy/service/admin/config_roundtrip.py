@@ -20,9 +20,10 @@ from typing import Any
 from edgeproxy.config.loader import from_document, parse_config, to_document
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import ConfigError, VersionConflict
-from edgeproxy.service.admin import audit
+from edgeproxy.service.admin import audit, config_teams
 from edgeproxy.service.admin.config_edit import as_document
 from edgeproxy.service.admin.config_secrets import Document, changes, redact, restore
+from edgeproxy.service.admin.config_teams import RoundTripStore
 from edgeproxy.service.admin.owner_guard import owner_checked
 from edgeproxy.state.audit import AuditEntry
 from edgeproxy.state.store import AdminStore
@@ -134,7 +135,7 @@ def _refusal(base: int | None, current: int, since: list[AuditEntry]) -> Version
 
 
 async def load(
-    store: AdminStore,
+    store: RoundTripStore,
     clock: Callable[[], float],
     document: Document,
     *,
@@ -150,6 +151,7 @@ async def load(
     ``owner``: the loader is the gateway's owner, who alone may change the owner's
     sections (``owner_guard``: a 403 otherwise, ``force`` or not, dry run or not).
     """
+    document, declared = config_teams.split(document)
     stored = await store.load_config()
     current = stored.version if stored is not None else 0
     old = from_document(stored.document) if stored is not None else None
@@ -168,12 +170,17 @@ async def load(
         )
     since = await admin_changes_since(store, base, current) if current else []
     overwritten = [_view(e) for e in since] if diff else []
-    if dry_run or not diff:
-        return LoadResult(current, False, diff, overwritten)
-    if since and not force:
+    steps = await config_teams.plan(store, declared, config) if declared else []
+    listed = diff + config_teams.changes(steps)
+    if dry_run or not listed:
+        return LoadResult(current, False, listed, overwritten)
+    if since and diff and not force:
         raise _refusal(base, current, since)
+    await config_teams.apply(store, steps, actor, clock)
+    if not diff:
+        return LoadResult(current, True, listed, overwritten)
     record = audit.entry(actor, "config.load", source, diff, clock())
     version = await store.save_config(to_document(config), current, record)
     if version is None:
         raise VersionConflict("The configuration changed while it was being loaded; retry.")
-    return LoadResult(version, True, diff, overwritten)
+    return LoadResult(version, True, listed, overwritten)

@@ -44,6 +44,7 @@ from edgeproxy.state.dynamodb.dynamo_key_reserve import DynamoKeyReserve
 from edgeproxy.state.dynamodb.dynamo_keys import DynamoKeys
 from edgeproxy.state.dynamodb.dynamo_reads import DynamoReads
 from edgeproxy.state.dynamodb.dynamo_slots import DynamoSlots
+from edgeproxy.state.dynamodb.dynamo_teams import DynamoTeams
 from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy.state.dynamodb.table import Table
 from edgeproxy.state.items import number, text
@@ -333,6 +334,7 @@ class DynamoStore(
     DynamoKeyLifecycle,
     DynamoJobs,
     DynamoAudit,
+    DynamoTeams,
 ):
     """The ``Store`` protocol on one table; the client is injected, never built here.
 
@@ -349,6 +351,7 @@ class DynamoStore(
         DynamoKeyLifecycle    KeyLifecycleStore                           dynamo_key_lifecycle
         DynamoJobs            JobStore, QuotaSink, UsageSource            dynamo_jobs
         DynamoAudit           AuditLog                                    dynamo_audit
+        DynamoTeams           TeamStore                                   dynamo_teams
 
     So ``CounterStore`` (``CounterSink`` and ``SpendSink``) is ``DynamoCounters``.
     """

@@ -39,7 +39,42 @@ _REMOVABLE = (
     "rotated_at",
     "grace_until",
     "retired_until",
+    "team_id",
+    "admin_of",
+    "admin_read_only",
 )
+
+
+def versioned_update(
+    table: Table, schema: TableSchema, key: ClientKey, expected_version: int
+) -> dict[str, Any]:
+    """The conditional UpdateItem that stores ``key`` over version ``expected_version``."""
+    item: Item = {
+        n: v for n, v in client_key_item(key).items() if n not in _KEPT and n != "version"
+    }
+    names = {f"#a{i}": n for i, n in enumerate(item)}
+    values = {f":a{i}": v for i, v in enumerate(item.values())}
+    update = "SET " + ", ".join(f"#a{i} = :a{i}" for i in range(len(item)))
+    update += ", #version = :next"
+    removed = [n for n in _REMOVABLE if n not in item]
+    if removed:
+        names.update({f"#r{i}": n for i, n in enumerate(removed)})
+        update += " REMOVE " + ", ".join(f"#r{i}" for i in range(len(removed)))
+    names["#version"] = "version"
+    values[":next"] = number(expected_version + 1)
+    if expected_version == 0:
+        names["#pk"] = schema.pk
+        condition = KEY_FIRST_VERSION
+    else:
+        condition = KEY_UNCHANGED
+        values[":expected"] = number(expected_version)
+    return {
+        "Key": table.key(keys.client_key_key(key.digest)),
+        "UpdateExpression": update,
+        "ConditionExpression": condition,
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": values,
+    }
 
 
 class DynamoKeyLifecycle:
@@ -49,33 +84,7 @@ class DynamoKeyLifecycle:
     _schema: TableSchema
 
     def _versioned(self, key: ClientKey, expected_version: int) -> dict[str, Any]:
-        """The conditional UpdateItem that stores ``key`` over version ``expected_version``."""
-        item: Item = {
-            n: v for n, v in client_key_item(key).items() if n not in _KEPT and n != "version"
-        }
-        names = {f"#a{i}": n for i, n in enumerate(item)}
-        values = {f":a{i}": v for i, v in enumerate(item.values())}
-        update = "SET " + ", ".join(f"#a{i} = :a{i}" for i in range(len(item)))
-        update += ", #version = :next"
-        removed = [n for n in _REMOVABLE if n not in item]
-        if removed:
-            names.update({f"#r{i}": n for i, n in enumerate(removed)})
-            update += " REMOVE " + ", ".join(f"#r{i}" for i in range(len(removed)))
-        names["#version"] = "version"
-        values[":next"] = number(expected_version + 1)
-        if expected_version == 0:
-            names["#pk"] = self._schema.pk
-            condition = KEY_FIRST_VERSION
-        else:
-            condition = KEY_UNCHANGED
-            values[":expected"] = number(expected_version)
-        return {
-            "Key": self._table.key(keys.client_key_key(key.digest)),
-            "UpdateExpression": update,
-            "ConditionExpression": condition,
-            "ExpressionAttributeNames": names,
-            "ExpressionAttributeValues": values,
-        }
+        return versioned_update(self._table, self._schema, key, expected_version)
 
     async def update_client_key(self, key: ClientKey, expected_version: int) -> bool:
         """Store ``key``'s settings if its item is still at ``expected_version`` (then +1)."""

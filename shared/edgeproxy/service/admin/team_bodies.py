@@ -1,0 +1,91 @@
+"""The bodies that describe an organization or a team: the admin API's, the CLI's and the
+configuration file's entries, validated the same way (limits refused until enforced)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from edgeproxy.config.base import Strict
+from edgeproxy.errors import RequestError
+from edgeproxy.routing.access import MAX_PARALLEL_REQUESTS, BudgetPeriod
+from edgeproxy.routing.hierarchy import MAX_TAGS, Group, Level
+from edgeproxy.service.admin import teams
+
+NonNegative = Annotated[int, Field(ge=0)]
+Name = Annotated[str, Field(min_length=1, max_length=128)]
+Models = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=256)]], Field(max_length=1000)
+]
+Tags = Annotated[
+    dict[Annotated[str, Field(min_length=1, max_length=64)], Annotated[str, Field(max_length=256)]],
+    Field(max_length=MAX_TAGS),
+]
+
+
+class GroupFields(Strict):
+    """What an organization or team carries (limits: refused until enforced)."""
+
+    models: Models | None = None
+    rpm_limit: NonNegative | None = None
+    tpm_limit: NonNegative | None = None
+    max_parallel_requests: Annotated[int, Field(ge=0, le=MAX_PARALLEL_REQUESTS)] | None = None
+    budget_usd: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    budget_period: BudgetPeriod | None = None
+    soft_budget_ratio: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
+    tags: Tags | None = None
+
+
+class CreateOrganization(GroupFields):
+    """The body of ``POST /admin/organizations``."""
+
+    id: Annotated[str, Field(min_length=1, max_length=63)]
+    name: Name
+
+
+class CreateTeam(CreateOrganization):
+    """The body of ``POST /admin/teams``."""
+
+    organization_id: Annotated[str, Field(min_length=1, max_length=63)]
+
+
+class UpdateGroup(GroupFields):
+    """The body of a ``PATCH``: the fields to change (``null``: remove)."""
+
+    name: Name | None = None
+    version: int | None = None
+
+
+class MoveKey(Strict):
+    """The body of ``PUT /admin/keys/{key_id}/team``."""
+
+    team_id: Annotated[str, Field(min_length=1, max_length=63)] | None
+    version: int | None = None
+
+
+def group_fields(body: GroupFields) -> dict[str, Any]:
+    """The ``Group`` fields a body sets (a 400 for a limit not enforced yet)."""
+    given = body.model_fields_set - {"version", "id", "organization_id"}
+    fields = {name: getattr(body, name) for name in given}
+    if "name" in fields and fields["name"] is None:
+        raise RequestError("name: cannot be null", param="name")
+    teams.refuse_unenforced(fields)
+    if "models" in fields and fields["models"] is not None:
+        fields["models"] = frozenset(fields["models"])
+    if "tags" in fields:
+        fields["tags"] = dict(fields["tags"] or {})
+    fields.pop("budget_period", None)  # only the default passes ``refuse_unenforced``
+    return fields
+
+
+def new_group(kind: Level, body: CreateOrganization) -> Group:
+    """The organization or team a creation body describes."""
+    fields = group_fields(body)
+    return Group(
+        kind=kind,
+        id=body.id,
+        name=body.name,
+        parent=body.organization_id if isinstance(body, CreateTeam) else None,
+        **{k: v for k, v in fields.items() if k != "name"},
+    )
