@@ -248,3 +248,46 @@ def test_a_gateway_viewer_reads_everything_and_writes_nothing(world: dict[str, A
     )
     assert no_viewer.status_code == 400
     assert no_viewer.json()["error"]["param"] == "admin_of"
+
+
+def test_a_deleted_teams_id_is_never_reused_so_its_admin_keys_cover_nothing_new(
+    world: dict[str, Any],
+) -> None:
+    gw = world["gw"]
+    root = bearer(ADMIN_KEY)
+
+    def do(method: str, path: str, body: Any = None, **headers: str) -> httpx.Response:
+        return httpx.request(
+            method, gw.base_url + path, json=body, headers={**root, **headers}, timeout=10
+        )
+
+    # Team b's admin key outlives the team (nothing ties a scope to its team's life).
+    lead_b = do(
+        "POST", "/admin/keys", {"name": "lead-b", "team_id": "b", "admin_of": "team:b",
+                                "models": ["fast-chat"]},
+    )  # fmt: skip
+    assert lead_b.status_code == 201, lead_b.text
+    lead_b_headers = bearer(remember(lead_b.json()["key"]))
+    for key_id in (world["kb"], lead_b.json()["id"]):
+        assert do("PUT", f"/admin/keys/{key_id}/team", {"team_id": None}).status_code == 200
+    assert do("DELETE", "/admin/teams/b").status_code == 200
+    assert do("GET", "/admin/teams/b").status_code == 404
+    assert "b" not in [t["id"] for t in do("GET", "/admin/teams").json()["data"]]
+
+    again = do("POST", "/admin/teams", {"id": "b", "name": "b2", "organization_id": "acme"})
+    assert again.status_code == 409, again.text
+    assert again.json()["error"]["param"] == "id"
+    assert "never reused" in again.json()["error"]["message"]
+    # Nothing can join the deleted team either.
+    moved = do("PUT", f"/admin/keys/{world['kb']}/team", {"team_id": "b"})
+    assert moved.status_code in (400, 404), moved.text
+    # The old scope reaches nothing: no team b to read, no key to mint into it.
+    scoped = httpx.get(gw.base_url + "/admin/teams/b", headers=lead_b_headers, timeout=10)
+    assert scoped.status_code in (403, 404)
+    minted = httpx.post(
+        gw.base_url + "/admin/keys",
+        json={"name": "x", "team_id": "b", "models": ["fast-chat"]},
+        headers=lead_b_headers,
+        timeout=10,
+    )
+    assert minted.status_code in (400, 403, 404), minted.text

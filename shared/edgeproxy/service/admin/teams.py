@@ -159,6 +159,14 @@ async def create(
         return stored
     if await store.get_group(group.kind, group.id) is not None:
         raise AlreadyExists(f"{noun(group.kind)} `{group.id}` already exists.", param="id")
+    if group.parent is None or await store.get_group(Level.ORGANIZATION, group.parent):
+        # The id is a deleted one's tombstone: an admin key scoped to the old one would
+        # cover the new one.
+        raise AlreadyExists(
+            f"{noun(group.kind)} `{group.id}` was deleted; ids are never reused, so an admin "
+            "key scoped to the old one cannot cover a new one. Choose another id.",
+            param="id",
+        )
     raise RequestError(
         f"organization_id: organization `{group.parent}` was deleted meanwhile",
         param="organization_id",

@@ -7,7 +7,9 @@ stored without it and a refused write leaves nothing behind:
   ``members`` +1 (only if the organization exists);
 - update: the item over the version read (and, for a team, over the
   ``members_rev`` read, so the keys it was checked against are still its keys);
-- delete: the item at the version read and with no members; for a team, its
+- delete: the item at the version read and with no members becomes a tombstone
+  (``deleted_at``, version +1), so its id is never reused: an admin key scoped to
+  the old team must not cover a new one of the same id; for a team, its
   organization's ``members`` -1;
 - a team's key given new models: the key over its version, and the team (at the
   version its models were checked against) ``members_rev`` +1;
@@ -36,14 +38,18 @@ from edgeproxy.state.teams import REMOVABLE, group_from, group_item, group_key
 # A create must not replace an organization or team of the same id.
 GROUP_ABSENT = "attribute_not_exists(#pk)"
 # A team must not join an organization deleted meanwhile (nor a key a deleted team).
-GROUP_EXISTS = "attribute_exists(#pk)"
+GROUP_EXISTS = "attribute_exists(#pk) AND attribute_not_exists(#gone)"
+# A deleted organization or team stays as a tombstone carrying this attribute.
+TOMBSTONE = "deleted_at"
 # Two admins changing one organization or team from the same read must not both commit.
-GROUP_UNCHANGED = "attribute_exists(#pk) AND #version = :expected"
+GROUP_UNCHANGED = "attribute_exists(#pk) AND attribute_not_exists(#gone) AND #version = :expected"
 # A team update checked against its keys must not commit after a key joined or left it.
-MEMBERS_UNCHANGED = "attribute_exists(#pk) AND #version = :expected AND #rev = :rev"
+MEMBERS_UNCHANGED = (
+    "attribute_exists(#pk) AND attribute_not_exists(#gone) AND #version = :expected AND #rev = :rev"
+)
 # A delete must not orphan a member added after the admin looked.
 GROUP_EMPTY = (
-    "attribute_exists(#pk) AND #version = :expected AND "
+    "attribute_exists(#pk) AND attribute_not_exists(#gone) AND #version = :expected AND "
     "(attribute_not_exists(#members) OR #members = :zero)"
 )
 
@@ -64,7 +70,7 @@ class DynamoTeams:
             "get_item", Key=self._table.key(group_key(kind, group_id)), ConsistentRead=True
         )
         item: Item | None = response.get("Item")
-        return group_from(kind, group_id, item) if item else None
+        return group_from(kind, group_id, item) if item and TOMBSTONE not in item else None
 
     async def list_groups(self, kind: Level) -> list[Group]:
         """Every organization (or team), by id (one paginated Query)."""
@@ -79,6 +85,8 @@ class DynamoTeams:
         while True:
             response = await self._table.call("query", **query)
             for item in response.get("Items", []):
+                if TOMBSTONE in item:
+                    continue
                 sk = item[self._schema.sk]["S"]
                 found.append(group_from(kind, sk.replace("%23", "#").replace("%25", "%"), item))
             if "LastEvaluatedKey" not in response:
@@ -94,6 +102,7 @@ class DynamoTeams:
                 "#pk": self._schema.pk,
                 "#members": "members",
                 "#rev": "members_rev",
+                "#gone": TOMBSTONE,
             },
             "ExpressionAttributeValues": {":delta": number(delta), ":one": number(1)},
         }
@@ -132,7 +141,14 @@ class DynamoTeams:
         if removed:
             names.update({f"#r{i}": n for i, n in enumerate(removed)})
             update += " REMOVE " + ", ".join(f"#r{i}" for i in range(len(removed)))
-        names.update({"#pk": self._schema.pk, "#version": "version", "#rev": "members_rev"})
+        names.update(
+            {
+                "#pk": self._schema.pk,
+                "#version": "version",
+                "#rev": "members_rev",
+                "#gone": TOMBSTONE,
+            }
+        )
         values.update({**_version_values(expected_version), ":next": number(expected_version + 1)})
         if group.members_rev:
             condition = MEMBERS_UNCHANGED
@@ -150,21 +166,26 @@ class DynamoTeams:
         return await self._table.transact_if([("Update", body), ("Put", audit_write)])
 
     async def delete_group(self, group: Group, audit: AuditEntry) -> bool:
-        """Delete ``group`` if it is still at its version and owns nothing."""
+        """Delete ``group`` if it is still at its version and owns nothing: it becomes a
+        tombstone, so the id is never given to another organization or team."""
         delete = {
             "Key": self._table.key(group_key(group.kind, group.id)),
+            "UpdateExpression": "SET #gone = :now, #version = :next",
             "ConditionExpression": GROUP_EMPTY,
             "ExpressionAttributeNames": {
                 "#pk": self._schema.pk,
                 "#version": "version",
                 "#members": "members",
+                "#gone": TOMBSTONE,
             },
             "ExpressionAttributeValues": {
                 **_version_values(group.version),
                 ":zero": number(0),
+                ":now": number(audit.at),
+                ":next": number(group.version + 1),
             },
         }
-        writes: list[tuple[str, dict[str, Any]]] = [("Delete", delete)]
+        writes: list[tuple[str, dict[str, Any]]] = [("Update", delete)]
         if group.parent is not None:
             writes.append(("Update", self._count(Level.ORGANIZATION, group.parent, -1)))
         writes.append(("Put", audit_put(self._table, self._schema, audit)))
