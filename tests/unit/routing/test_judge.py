@@ -131,6 +131,24 @@ ROWS = [
         Admit(plan(rpm=5, budget=2.0)),
     ),
     (
+        "a capped key: a fleet slot, before its rpm count",
+        snap(replace(KEY, max_parallel_requests=3, rpm_limit=5)),
+        NOW,
+        Admit(plan(parallel=3, rpm=5)),
+    ),
+    (
+        "a token count is not routed: no fleet slot",
+        snap(replace(KEY, max_parallel_requests=3, rpm_limit=5), routed=False),
+        NOW,
+        Admit(plan(rpm=5)),
+    ),
+    (
+        "a capped key that may not use the model: refused before its slot",
+        snap(replace(KEY, max_parallel_requests=3, models=frozenset({"o"}))),
+        NOW,
+        Reason.MODEL_NOT_ALLOWED,
+    ),
+    (
         "an estimate for a key that tracks nothing: no write",
         snap(estimate=ESTIMATE),
         NOW,
@@ -156,6 +174,8 @@ def test_a_snapshot_gets_one_verdict(
 def test_the_plan_names_its_writes_in_the_order_they_are_made() -> None:
     everything = plan(rpm=5, tpm=10, tokens=1, spend=True, account=KEY_ID)
     assert everything.writes == (Write.RPM, Write.TOKENS, Write.SPEND)
+    capped = plan(parallel=2, rpm=5, tpm=100, spend=True, account=KEY_ID)
+    assert capped.writes == (Write.PARALLEL, Write.RPM, Write.TOKENS, Write.SPEND)
     assert plan(spend=True, account=KEY_ID).writes == (Write.SPEND,)
     assert plan(rpm=1).writes == (Write.RPM,)
 
