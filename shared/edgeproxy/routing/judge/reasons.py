@@ -141,6 +141,16 @@ class Refusal:
         )
 
 
+def not_allowed(model: str) -> Refusal:
+    """The refusal of a request for ``model`` its key may not use, or that no pool serves:
+    the same 404, so a key cannot tell a model kept from it from one that is absent."""
+    return Refusal(
+        Reason.MODEL_NOT_ALLOWED,
+        f"The model `{model}` does not exist or you do not have access to it.",
+        model=model,
+    )
+
+
 def unauthenticated(reason: Reason) -> Refusal:
     """The refusal of a caller whose key is missing, malformed or unknown (401)."""
     return Refusal(reason, _UNAUTHENTICATED[reason])

@@ -22,7 +22,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from edgeproxy.routing.access import ClientKey, KeyRefusal, refusal, spend_account
-from edgeproxy.routing.judge.reasons import Reason, Refusal, Write, unauthenticated
+from edgeproxy.routing.judge.reasons import (
+    Reason,
+    Refusal,
+    Write,
+    not_allowed,
+    unauthenticated,
+)
 
 KEY_USAGE_RETENTION_S = 3600  # a key's minute buckets outlive their minute by this much
 
@@ -117,11 +123,7 @@ def model_refusal(key: ClientKey | None, model: str, names: Sequence[str] = ()) 
     """404 (as if absent) when ``key`` may not use ``model`` by any of its ``names``."""
     if key is None or key.allows(model) or any(key.allows(n) for n in names):
         return None
-    return Refusal(
-        Reason.MODEL_NOT_ALLOWED,
-        f"The model `{model}` does not exist or you do not have access to it.",
-        model=model,
-    )
+    return not_allowed(model)
 
 
 def judge(snapshot: KeySnapshot, now: float) -> Verdict:
