@@ -12,8 +12,10 @@ can have is decided here. The edge asks the same rules at their own moments
 (``key_refusal`` before a body is read, ``model_refusal`` once the body
 names its model), and the explainer asks ``model_refusal`` as the edge does.
 
-A pool's own refusals (circuits, its limits, quotas, the context window)
-are the routing core's (``routing.step`` and ``routing.refusal.final_error``).
+A pool's own refusals (circuits, its limits, quotas) are the routing
+core's (``routing.step``, ``routing.judge.pool`` and
+``routing.refusal.final_error``); the context window's is decided by
+``routing.estimates.window`` and says ``reasons.too_long``.
 """
 
 from __future__ import annotations
