@@ -22,6 +22,7 @@ from edgeproxy.api.surfaces.messages import MESSAGES
 from edgeproxy.api.surfaces.messages_tokens import check_count_request, estimate
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import ModelNotFound, PermissionDenied
+from edgeproxy.routing.judge.reasons import not_allowed
 from edgeproxy.service.gateway import Gateway
 
 
@@ -103,9 +104,7 @@ async def model(request: Request) -> Response:
     if canonical not in config.public_models() or not may_use(
         who, name, config.names_of(canonical)
     ):
-        raise ModelNotFound(
-            f"The model `{name}` does not exist or you do not have access to it.", param="model"
-        )
+        raise not_allowed(name).error()
     return JSONResponse(_anthropic_model(name) if _asks_as_anthropic(request) else _model(name))
 
 

@@ -1,7 +1,8 @@
 """The one request pipeline at the edge, whatever the surface.
 
-    identify -> read body -> codec.parse -> key's models -> key's fleet slot
-             -> ProxyRequest -> gateway (the key's rpm, tpm and budget, together)
+    identify -> read body -> codec.parse -> key's models -> ProxyRequest
+             -> gateway.admit (the key's verdict: its fleet slot and rpm count, held here)
+             -> gateway (its tpm and budget reservations, routing)
              -> codec.answer / codec.stream
 
 The configuration is read once here and handed to the service, so the key
@@ -210,12 +211,13 @@ async def _served(
         key=who.key,
         chat=parsed.chat,
     )
-    # The fleet slot first: a request over the key's cap is refused with nothing counted.
-    held.fleet = await gateway.key_parallel.hold(req, config)
+    # The verdict's first writes: a request over the key's cap is refused with nothing counted.
+    admission = await gateway.admit(req, config)
+    held.fleet = admission.slot
     headers = {**codec.headers(req.request_id), **notice(config, parsed.model)}
     gone = Response(status_code=CLIENT_CLOSED, headers=headers)  # nobody is listening
     if req.stream:
-        answer = await unless_client_leaves(request, gateway.open_stream(req, config))
+        answer = await unless_client_leaves(request, gateway.open_stream(req, config, admission))
         if isinstance(answer, Gone):
             return gone
         return RelayedResponse(
@@ -230,7 +232,7 @@ async def _served(
             },
             background=BackgroundTask(answer.after) if answer.after else None,
         )
-    result = await unless_client_leaves(request, gateway.complete(req, config))
+    result = await unless_client_leaves(request, gateway.complete(req, config, admission))
     if isinstance(result, Gone):
         return gone
     passed = for_surface(result.headers, codec.rate_names, gateway.now())

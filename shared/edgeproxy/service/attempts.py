@@ -23,6 +23,7 @@ from edgeproxy.routing.eligibility import supports
 from edgeproxy.routing.estimates.tokens import with_output_limit
 from edgeproxy.routing.faults import Fault, FaultKind
 from edgeproxy.routing.features import request_features
+from edgeproxy.routing.judge.reasons import not_allowed
 from edgeproxy.routing.selection import BlockReason
 from edgeproxy.routing.step import PoolFailure
 from edgeproxy.service.request import ProxyRequest
@@ -180,10 +181,7 @@ def check_pool(req: ProxyRequest, pool: Sequence[Deployment]) -> None:
     """Raise the 404 for a model with no pool, or with none of its deployments offering
     ``req``'s operation (configuration, not state: no fallback chain changes it)."""
     if not pool:
-        raise ModelNotFound(
-            f"The model `{req.model}` does not exist or you do not have access to it.",
-            param="model",
-        )
+        raise not_allowed(req.model).error()
     if any(supports(d, req.operation, frozenset()) for d in pool):
         return
     error = ModelNotFound(

@@ -4,7 +4,12 @@
 one state read, the same snapshot request) and asks the core the router
 asks (``routing.step.next_step`` with ``pool.route_request``) for the first
 step of a fresh request; the answer's ``reasons`` are the core's own account
-of its decision (``routing.explain``). Nothing else happens: no probe lease,
+of its decision (``routing.explain``). Deployments whose context window cannot
+hold the request are ruled out first, by the router's own rule
+(``routing.estimates.window.unfit``, each deployment's calibration as the run
+has it): ``too_small`` names them, and when that is all of them the request
+is ``blocked`` by the judge's ``context_window`` reason, with that chain's
+fallbacks, as the router would answer it without a call. Nothing else happens: no probe lease,
 no admission count, no upstream call, no binding written, no outcome.
 
 Usage::
@@ -16,6 +21,7 @@ Usage::
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +31,10 @@ from edgeproxy.errors import ModelNotFound, NotFound, RequestError
 from edgeproxy.routing.access import ClientKey, key_id_of
 from edgeproxy.routing.affinity import binding_valid, caller_id
 from edgeproxy.routing.deadlines import Budget
+from edgeproxy.routing.estimates.calibration import Calibration
+from edgeproxy.routing.estimates.window import unfit
 from edgeproxy.routing.explain.reasons import Reason
+from edgeproxy.routing.judge.reasons import Reason as Refused
 from edgeproxy.routing.judge.ruling import model_refusal
 from edgeproxy.routing.ordering.registry import REGISTRY
 from edgeproxy.routing.selection import Blocked
@@ -75,11 +84,25 @@ async def explain(
     if not config.pool(req.model):
         raise ModelNotFound(f"The model `{req.model}` does not exist.", param="model")
     ctx = await open_pool(store, run, req.model, now)
+    small, unfit_pool = unfit(ctx.deployments, req.body, req.operation, run.calibrated)
+    if unfit_pool is not None:  # the router answers this without a call: no step to explain
+        return {
+            **_header(req, config, now),
+            "chosen": None,
+            "strategy": None,
+            "sticky": False,
+            "probe": False,
+            "blocked": {"reason": Refused.CONTEXT_WINDOW.value, "retry_after_ms": None},
+            "too_small": sorted(small),
+            "binding": _binding(ctx, now),
+            "fallbacks": config.fallback_chain(req.model, FallbackReason.CONTEXT_WINDOW),
+            "candidates": [],
+        }
     step = next_step(
         ctx.deployments,
         ctx.snapshot,
         route_request(run, ctx),
-        AttemptLog(),
+        AttemptLog(skip=small),
         ctx.circuit,
         run.budget,
         now=now,
@@ -94,20 +117,28 @@ async def explain(
         blocked = step.failure.blocked
         reasons = blocked.reasons
     return {
+        **_header(req, config, now),
+        "chosen": chosen.deployment.id if chosen else None,
+        "strategy": chosen.strategy.value if chosen and chosen.strategy else None,
+        "sticky": bool(chosen and chosen.sticky),
+        "probe": bool(chosen and chosen.probe),
+        "blocked": _blocked(blocked),
+        "too_small": sorted(small),
+        "binding": _binding(ctx, now),
+        "fallbacks": [] if chosen else config.fallback_chain(req.model, FallbackReason.GENERAL),
+        "candidates": [_candidate(r, config, req.model) for r in reasons],
+    }
+
+
+def _header(req: ProxyRequest, config: GatewayConfig, now: float) -> dict[str, Any]:
+    """What every report starts with: the request explained, for whom, and when."""
+    return {
         "model": req.model,
         "operation": req.operation.value,
         "caller": req.caller,
         "role": req.role.value,
         "key_allows_model": key_allows(req, config),
         "at": now,
-        "chosen": chosen.deployment.id if chosen else None,
-        "strategy": chosen.strategy.value if chosen and chosen.strategy else None,
-        "sticky": bool(chosen and chosen.sticky),
-        "probe": bool(chosen and chosen.probe),
-        "blocked": _blocked(blocked),
-        "binding": _binding(ctx, now),
-        "fallbacks": [] if chosen else config.fallback_chain(req.model, FallbackReason.GENERAL),
-        "candidates": [_candidate(r, config, req.model) for r in reasons],
     }
 
 
@@ -118,12 +149,19 @@ def key_allows(req: ProxyRequest, config: GatewayConfig) -> bool:
     return model_refusal(req.key, req.model, names) is None
 
 
-def new_run(req: ProxyRequest, config: GatewayConfig, now: float) -> Run:
-    """A ``Run`` for ``req`` as the gateway would start it at ``now`` (owner ``explain``)."""
+def new_run(
+    req: ProxyRequest,
+    config: GatewayConfig,
+    now: float,
+    calibrated: Mapping[str, Calibration] | None = None,
+) -> Run:
+    """A ``Run`` for ``req`` as the gateway would start it at ``now`` (owner ``explain``);
+    ``calibrated``: the process's prompt calibrations, by deployment, as its runs get them."""
     policies = config.router.execution_policies[req.operation]
     deadline = policies.stream if req.stream else policies.json_
     budget = Budget.from_deadline(deadline, now)
-    return Run(req, config, budget, Trace(requested_model=req.model), owner="explain")
+    trace = Trace(requested_model=req.model)
+    return Run(req, config, budget, trace, owner="explain", calibrated=calibrated or {})
 
 
 def _blocked(blocked: Blocked | None) -> dict[str, Any] | None:

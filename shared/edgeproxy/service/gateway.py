@@ -26,7 +26,7 @@ from edgeproxy.service.keys import KeyRing
 from edgeproxy.service.limits.calibrations import Calibrations
 from edgeproxy.service.limits.enforcement import Reservation, reserve_usage
 from edgeproxy.service.limits.parallel import KeyParallel
-from edgeproxy.service.limits.reserve import counted, released
+from edgeproxy.service.limits.reserve import Admission, counted, released
 from edgeproxy.service.limits.slots import KeySlots
 from edgeproxy.service.metrics import Metrics
 from edgeproxy.service.outcomes import Outcomes
@@ -153,10 +153,19 @@ class Gateway:
             calibrated=self.calibrations.view(),
         )
 
-    async def complete(self, req: ProxyRequest, config: GatewayConfig) -> JsonAnswer:
-        """A JSON request: the serving upstream's answer, or an ``EdgeproxyError``."""
-        run, now = self._run(req, config), self._clock()
-        plan = await counted(self._store, req, config, self.calibrations, now)  # refused: no record
+    async def admit(self, req: ProxyRequest, config: GatewayConfig) -> Admission:
+        """The key's verdict on ``req`` and its first writes (its fleet slot, its rpm count);
+        the caller holds the slot until the answer is over and passes this on to
+        ``complete`` / ``open_stream``. A refusal raises and leaves no record."""
+        now = self._clock()
+        return await counted(self._store, self.key_parallel, req, config, self.calibrations, now)
+
+    async def complete(
+        self, req: ProxyRequest, config: GatewayConfig, admission: Admission
+    ) -> JsonAnswer:
+        """A JSON request ``admission`` let through: the serving upstream's answer, or an
+        ``EdgeproxyError``."""
+        run, plan, now = self._run(req, config), admission.plan, admission.now
         self._telemetry.count("Requests")
         entry = self.usage_log.begin(run)
         held: Reservation | None = None
@@ -212,14 +221,16 @@ class Gateway:
         headers = {**response.headers, "x-edgeproxy-deployment": result.attempt.deployment.id}
         return JsonAnswer(body, headers, after)
 
-    async def open_stream(self, req: ProxyRequest, config: GatewayConfig) -> StreamAnswer:
-        """A streamed request; errors before the stream opens raise with their real status.
+    async def open_stream(
+        self, req: ProxyRequest, config: GatewayConfig, admission: Admission
+    ) -> StreamAnswer:
+        """A streamed request ``admission`` let through; errors before the stream opens raise
+        with their real status.
 
         The answer's body is typed events (``service/stream/events.py``) for the
         surface to serialise.
         """
-        run, now = self._run(req, config), self._clock()
-        plan = await counted(self._store, req, config, self.calibrations, now)  # refused: no record
+        run, plan, now = self._run(req, config), admission.plan, admission.now
         self._telemetry.count("Requests")
         hold = run.config.router.stream_header_hold_ms / 1000.0
         entry = self.usage_log.begin(run)

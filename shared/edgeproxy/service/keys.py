@@ -163,7 +163,7 @@ class KeyRing:
         """The key's verdict on a request that is not routed (a token count) for ``model`` by
         its ``names``: its status, its models (404, as if absent), its rpm count (429)."""
         now = self._clock()
-        plan = planned(judge(KeySnapshot(key, model, names), now))
+        plan = planned(judge(KeySnapshot(key, model, names, routed=False), now))
         await count_request(self._store, plan, key, now)
 
     def touch(self, key: ClientKey) -> None:

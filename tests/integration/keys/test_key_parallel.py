@@ -9,21 +9,39 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
+from edgeproxy.config.models import GatewayConfig
+from edgeproxy.config.policies import Operation
 from edgeproxy.config.roles import Role
 from edgeproxy.errors import RateLimited
 from edgeproxy.routing.access import ClientKey
+from edgeproxy.routing.judge.reasons import Write
+from edgeproxy.routing.judge.ruling import KeyPlan, KeySnapshot, judge
+from edgeproxy.service.limits.calibrations import Calibrations
+from edgeproxy.service.limits.enforcement import planned
 from edgeproxy.service.limits.parallel import GRACE_S, KeyParallel
+from edgeproxy.service.limits.reserve import counted
+from edgeproxy.service.request import ProxyRequest
 from edgeproxy.state.dynamodb.dynamo import DynamoStore
 from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy_dev.clock import Clock
 
 TOTAL_S = 30.0  # the request's deadline
-CAPPED = ClientKey("a" * 64, "capped", Role.FREE, max_parallel_requests=2)
-UNCAPPED = ClientKey("b" * 64, "uncapped", Role.FREE)
+NOW = 1_750_000_000.0
+
+
+def _plan(key: ClientKey, routed: bool = True) -> KeyPlan | None:
+    """The judge's plan for a request of ``key`` (its slot write named when it is capped)."""
+    return planned(judge(KeySnapshot(key, "m", routed=routed), NOW))
+
+
+CAPPED_KEY = ClientKey("a" * 64, "capped", Role.FREE, max_parallel_requests=2)
+CAPPED = _plan(CAPPED_KEY)
+UNCAPPED = _plan(ClientKey("b" * 64, "uncapped", Role.FREE))
 
 
 class CountingClient:
@@ -100,6 +118,8 @@ async def test_the_store_calls_a_request_adds(
 ) -> None:
     assert await parallel.take(UNCAPPED, "r0", TOTAL_S) is None
     assert await parallel.take(None, "r0", TOTAL_S) is None
+    # A token count of a capped key is not routed: its plan names no slot.
+    assert await parallel.take(_plan(CAPPED_KEY, routed=False), "r0", TOTAL_S) is None
     assert counting.calls == Counter()  # keys without the field: no store call at all
 
     slot = await parallel.take(CAPPED, "r1", TOTAL_S)  # both slots free: the first try wins
@@ -114,3 +134,30 @@ async def test_the_store_calls_a_request_adds(
         await parallel.take(CAPPED, "r4", TOTAL_S)
     assert counting.calls == Counter({"put_item": 2})  # refused: one failed write per slot
     assert all(h is not None for h in held)
+
+
+async def test_the_slot_and_the_rpm_count_are_one_verdict_s_writes(
+    parallel: KeyParallel, counting: CountingClient, table_name: str, table_schema: TableSchema
+) -> None:
+    """The gateway's admission makes the slot write and the rpm count its verdict names,
+    in that order; a request its rpm refuses gives its slot back at once."""
+    key = replace(CAPPED_KEY, rpm_limit=1)
+    store = DynamoStore(counting, table_name, table_schema)
+    config = GatewayConfig.model_validate({"deployments": []})
+
+    def request(request_id: str) -> ProxyRequest:
+        return ProxyRequest(Operation.CHAT, "m", {}, "c", request_id, key=key)
+
+    first = await counted(store, parallel, request("r1"), config, Calibrations(), NOW)
+    assert first.plan is not None
+    assert first.plan.writes == (Write.PARALLEL, Write.RPM)
+    assert first.slot is not None
+    assert counting.calls == Counter({"put_item": 1, "update_item": 1})
+
+    with pytest.raises(RateLimited) as refused:
+        await counted(store, parallel, request("r2"), config, Calibrations(), NOW)
+    assert "requests per minute" in refused.value.message
+    # The refused request's slot was given back: the cap's second slot is free again.
+    again = await parallel.take(first.plan, "r3", TOTAL_S)
+    assert again is not None
+    assert again.index != first.slot.index

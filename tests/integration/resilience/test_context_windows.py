@@ -8,12 +8,19 @@ gets 400 ``context_length_exceeded`` with no upstream call at all.
 
 from __future__ import annotations
 
+import httpx
 import openai
 import pytest
 
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.configs import config, deployment
-from tests.integration.resilience.helpers import keys, model_requests, router
+from tests.integration.resilience.helpers import (
+    ADMIN_KEY,
+    CLIENT_KEY,
+    keys,
+    model_requests,
+    router,
+)
 
 LONG = [{"role": "user", "content": "word " * 400}]  # about 500 tokens by the estimate
 
@@ -110,3 +117,52 @@ def test_after_answers_count_a_chat_template_the_window_refuses_without_a_call(
     # What still fits by the calibrated count is served.
     client.chat.completions.create(model="fast-chat", messages=prompt, max_tokens=5)
     assert len(model_requests(upstream_a)) == 2
+
+
+def _post(base_url: str, path: str, key: str, body: dict[str, object]) -> httpx.Response:
+    headers = {"authorization": f"Bearer {key}"}
+    return httpx.post(f"{base_url}{path}", json=body, headers=headers, timeout=30)
+
+
+def test_the_explainer_rules_out_the_windows_the_router_rules_out(
+    start_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream
+) -> None:
+    gw = start_gateway(
+        config(
+            deployment("small", upstream_a, priority=1, context_window=256),
+            deployment("large", upstream_a, context_window=8192, max_output_tokens=512),
+            deployment("long", upstream_b, model="long-chat", upstream_model="mock-large"),
+            fallbacks=[{"model": "fast-chat", "reason": "context_window", "to": ["long-chat"]}],
+            router=router(),
+            gateway=keys(),
+        )
+    )
+    for extra, chosen, too_small, blocked, fallbacks, served in [
+        # One window holds it: the small one is passed over, by both.
+        ({}, "large", ["small"], None, [], "large"),
+        # None holds it: blocked by the judge's reason, the chain the router runs.
+        (
+            {"max_tokens": 1024},
+            None,
+            ["large", "small"],
+            {"reason": "context_window", "retry_after_ms": None},
+            ["long-chat"],
+            "long",
+        ),
+    ]:
+        body = {"model": "fast-chat", "messages": LONG, **extra}
+        order = {"path": "/v1/chat/completions", "body": body, "caller": "10.0.0.9"}
+        explained = _post(gw.base_url, "/admin/route/explain", ADMIN_KEY, order)
+        assert explained.status_code == 200, explained.text
+        report = explained.json()
+        assert (report["chosen"], report["too_small"], report["blocked"]) == (
+            chosen,
+            too_small,
+            blocked,
+        )
+        assert report["fallbacks"] == fallbacks
+        answer = _post(gw.base_url, "/v1/chat/completions", CLIENT_KEY, body)
+        assert answer.status_code == 200, answer.text
+        assert answer.headers["x-edgeproxy-deployment"] == served
+    # The small one was never called; the large one once (the request it held).
+    assert len(model_requests(upstream_a)) == 1

@@ -15,6 +15,7 @@ from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import ModelOverloaded
 from edgeproxy.service.gateway import JsonAnswer, StreamAnswer
 from edgeproxy.service.keys import KeyRing
+from edgeproxy.service.limits.reserve import Admission
 from edgeproxy.service.limits.slots import KeySlots
 from edgeproxy.service.request import ProxyRequest
 from edgeproxy.service.stream.events import Chunk, Closing, StreamItem
@@ -54,13 +55,6 @@ class NoTableKeys:
         return None
 
 
-class Uncapped:
-    """The gateway's ``key_parallel`` for a YAML key: it has no ``max_parallel_requests``."""
-
-    async def hold(self, req: ProxyRequest, config: GatewayConfig) -> None:
-        assert req.key is None
-
-
 class StandIn:
     """The parts of ``Gateway`` the edge calls; every config() is a new version."""
 
@@ -69,7 +63,6 @@ class StandIn:
     def __init__(self) -> None:
         self.keys = KeyRing(NoTableKeys(), time.time)
         self.key_slots = KeySlots()
-        self.key_parallel = Uncapped()
         self.configs: list[GatewayConfig] = []
         self.calls: list[tuple[ProxyRequest, GatewayConfig]] = []
         self.error: Exception | None = None
@@ -81,13 +74,21 @@ class StandIn:
         self.configs.append(settings())
         return self.configs[-1]
 
-    async def complete(self, req: ProxyRequest, config: GatewayConfig) -> JsonAnswer:
+    async def admit(self, req: ProxyRequest, config: GatewayConfig) -> Admission:
+        assert req.key is None  # a YAML key: no verdict's writes, no fleet slot
+        return Admission(None, None, time.time())
+
+    async def complete(
+        self, req: ProxyRequest, config: GatewayConfig, admission: Admission
+    ) -> JsonAnswer:
         self.calls.append((req, config))
         if self.error is not None:
             raise self.error
         return JsonAnswer(ANSWER, {"x-edgeproxy-deployment": "a"})
 
-    async def open_stream(self, req: ProxyRequest, config: GatewayConfig) -> StreamAnswer:
+    async def open_stream(
+        self, req: ProxyRequest, config: GatewayConfig, admission: Admission
+    ) -> StreamAnswer:
         self.calls.append((req, config))
 
         async def events() -> AsyncIterator[StreamItem]:

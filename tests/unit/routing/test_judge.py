@@ -13,8 +13,17 @@ from datetime import UTC, datetime
 
 import pytest
 
+from edgeproxy.errors import EdgeproxyError
 from edgeproxy.routing.access import BudgetPeriod, ClientKey
-from edgeproxy.routing.judge.reasons import Reason, Refusal, Write, refused, slots_full
+from edgeproxy.routing.estimates.window import Need, window_fault
+from edgeproxy.routing.judge.reasons import (
+    Reason,
+    Refusal,
+    Write,
+    refused,
+    slots_full,
+    too_long,
+)
 from edgeproxy.routing.judge.ruling import (
     KEY_USAGE_RETENTION_S,
     Admit,
@@ -25,6 +34,7 @@ from edgeproxy.routing.judge.ruling import (
     judge,
     model_refusal,
 )
+from edgeproxy.routing.refusal import fault_error
 
 DIGEST = "0123456789abcdef" + "0" * 48
 KEY_ID = DIGEST[:16]
@@ -131,6 +141,24 @@ ROWS = [
         Admit(plan(rpm=5, budget=2.0)),
     ),
     (
+        "a capped key: a fleet slot, before its rpm count",
+        snap(replace(KEY, max_parallel_requests=3, rpm_limit=5)),
+        NOW,
+        Admit(plan(parallel=3, rpm=5)),
+    ),
+    (
+        "a token count is not routed: no fleet slot",
+        snap(replace(KEY, max_parallel_requests=3, rpm_limit=5), routed=False),
+        NOW,
+        Admit(plan(rpm=5)),
+    ),
+    (
+        "a capped key that may not use the model: refused before its slot",
+        snap(replace(KEY, max_parallel_requests=3, models=frozenset({"o"}))),
+        NOW,
+        Reason.MODEL_NOT_ALLOWED,
+    ),
+    (
         "an estimate for a key that tracks nothing: no write",
         snap(estimate=ESTIMATE),
         NOW,
@@ -156,6 +184,8 @@ def test_a_snapshot_gets_one_verdict(
 def test_the_plan_names_its_writes_in_the_order_they_are_made() -> None:
     everything = plan(rpm=5, tpm=10, tokens=1, spend=True, account=KEY_ID)
     assert everything.writes == (Write.RPM, Write.TOKENS, Write.SPEND)
+    capped = plan(parallel=2, rpm=5, tpm=100, spend=True, account=KEY_ID)
+    assert capped.writes == (Write.PARALLEL, Write.RPM, Write.TOKENS, Write.SPEND)
     assert plan(spend=True, account=KEY_ID).writes == (Write.SPEND,)
     assert plan(rpm=1).writes == (Write.RPM,)
 
@@ -170,7 +200,10 @@ def test_the_minute_is_the_moment_s_own() -> None:
 
 
 def _error(refusal: Refusal) -> tuple[int, dict[str, object], float | None]:
-    error = refusal.error()
+    return _error_of(refusal.error())
+
+
+def _error_of(error: EdgeproxyError) -> tuple[int, dict[str, object], float | None]:
     return error.status, error.body()["error"], error.retry_after  # type: ignore[return-value]
 
 
@@ -321,3 +354,26 @@ def test_a_model_the_key_may_not_use_is_404_as_if_absent() -> None:
         ),
         None,
     )
+
+
+def test_a_request_no_window_holds_is_the_judge_s_one_400() -> None:
+    refusal = too_long(900, 200, 1024)
+    assert refusal.reason is Reason.CONTEXT_WINDOW
+    message = (
+        "This request needs about 1100 tokens (prompt estimate 900, output 200); the "
+        "largest context window of this model is 1024. Shorten the messages or lower max_tokens."
+    )
+    assert _error(refusal) == (
+        400,
+        {
+            "message": message,
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded",
+        },
+        None,
+    )
+    # The pool's failure (no deployment: the largest window is 0) is that refusal, and the
+    # client gets it through the router's error mapping unchanged.
+    fault = window_fault(Need(900, 200), [])
+    assert _error(too_long(900, 200, 0)) == _error_of(fault_error(fault))

@@ -36,6 +36,7 @@ from edgeproxy.config.policies import Operation
 from edgeproxy.routing.estimates.calibration import MAX_RATIO, Calibration
 from edgeproxy.routing.estimates.tokens import prompt_bound, prompt_estimate, requested_output
 from edgeproxy.routing.faults import Fault, FaultKind
+from edgeproxy.routing.judge.reasons import too_long
 from edgeproxy.routing.step import PoolFailure
 from edgeproxy.routing.verdict import judge
 
@@ -112,18 +113,18 @@ def _need(
 
 
 def window_fault(need: Need, deployments: Sequence[Deployment]) -> Fault:
-    """The pool's answer when none of ``deployments`` can hold ``need``: the 400 an
-    upstream gives for a prompt over its window."""
+    """The pool's answer when none of ``deployments`` can hold ``need``: the judge's
+    ``context_window`` refusal (``routing.judge.reasons.too_long``), as the 400 an upstream
+    gives for a prompt over its window (so its verdict names the fallback chain)."""
     largest = max((d.context_window or 0 for d in deployments), default=0)
+    error = too_long(need.prompt, need.output, largest).error()
     return Fault(
         FaultKind.HTTP,
-        f"This request needs about {need.prompt + need.output} tokens (prompt estimate "
-        f"{need.prompt}, output {need.output}); the largest context window of this model "
-        f"is {largest}. Shorten the messages or lower max_tokens.",
-        400,
-        type="invalid_request_error",
-        code="context_length_exceeded",
-        param="messages",
+        error.message,
+        error.status,
+        type=error.type,
+        code=error.code,
+        param=error.param,
     )
 
 

@@ -7,6 +7,7 @@
     revoked / expired   401     invalid_api_key      -
     rotated             401     invalid_api_key      -
     model_not_allowed   404     model_not_found      - (as if the model were absent)
+    context_window      400     context_length_exceeded - (no deployment's window holds it)
     share               429     rate_limit_exceeded  1 s (the process's share of the key)
     parallel            429     rate_limit_exceeded  1 s (``max_parallel_requests``)
     rpm / tpm           429     rate_limit_exceeded  to the next minute
@@ -41,6 +42,7 @@ from edgeproxy.errors import (
     ModelUnavailable,
     QuotaExceeded,
     RateLimited,
+    RequestError,
 )
 from edgeproxy.routing.access import (
     DAY_S,
@@ -63,6 +65,10 @@ class Reason(StrEnum):
     EXPIRED = "expired"
     ROTATED = "rotated"
     MODEL_NOT_ALLOWED = "model_not_allowed"
+    # The pool's: no deployment's context window (or output cap) holds the request
+    # (``routing.estimates.window``); it fails as an upstream's 400 would, so the
+    # ``context_window`` fallback chain may run.
+    CONTEXT_WINDOW = "context_window"
     SHARE = "share"
     PARALLEL = "parallel"
     RPM = "rpm"
@@ -103,6 +109,7 @@ _UNAUTHENTICATED = {
 _ERRORS: dict[Reason, type[EdgeproxyError]] = {
     **dict.fromkeys(_UNAUTHENTICATED, AuthenticationError),
     Reason.MODEL_NOT_ALLOWED: ModelNotFound,
+    Reason.CONTEXT_WINDOW: RequestError,
     Reason.BUDGET: QuotaExceeded,
     Reason.OVERLOADED: ModelOverloaded,
     Reason.DISABLED: ModelUnavailable,
@@ -110,6 +117,8 @@ _ERRORS: dict[Reason, type[EdgeproxyError]] = {
     Reason.MISCONFIGURED: ModelUnavailable,
     Reason.DEADLINE: DeadlineExceeded,
 }  # every other reason is a 429 rate_limit_exceeded
+_PARAMS = {Reason.MODEL_NOT_ALLOWED: "model", Reason.CONTEXT_WINDOW: "messages"}
+_CODES = {Reason.CONTEXT_WINDOW: "context_length_exceeded"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,8 +133,22 @@ class Refusal:
     def error(self) -> EdgeproxyError:
         """The one error this refusal is, on every surface."""
         kind = _ERRORS.get(self.reason, RateLimited)
-        param = "model" if self.reason is Reason.MODEL_NOT_ALLOWED else None
-        return kind(self.message, param=param, retry_after=self.retry_after)
+        return kind(
+            self.message,
+            param=_PARAMS.get(self.reason),
+            code=_CODES.get(self.reason),
+            retry_after=self.retry_after,
+        )
+
+
+def not_allowed(model: str) -> Refusal:
+    """The refusal of a request for ``model`` its key may not use, or that no pool serves:
+    the same 404, so a key cannot tell a model kept from it from one that is absent."""
+    return Refusal(
+        Reason.MODEL_NOT_ALLOWED,
+        f"The model `{model}` does not exist or you do not have access to it.",
+        model=model,
+    )
 
 
 def unauthenticated(reason: Reason) -> Refusal:
@@ -172,6 +195,18 @@ def slots_full(write: Write, cap: int) -> Refusal:
         f"Too many requests in flight for this API key (max_parallel_requests: {cap}); "
         "retry when one has finished.",
         SLOT_RETRY_AFTER_S,
+    )
+
+
+def too_long(prompt: int, output: int, largest: int) -> Refusal:
+    """The refusal of a request no deployment of its model can hold: its ``prompt``
+    estimate plus its requested ``output`` is over the ``largest`` context window (or its
+    output over every output cap)."""
+    return Refusal(
+        Reason.CONTEXT_WINDOW,
+        f"This request needs about {prompt + output} tokens (prompt estimate {prompt}, "
+        f"output {output}); the largest context window of this model is {largest}. "
+        "Shorten the messages or lower max_tokens.",
     )
 
 

@@ -1,7 +1,9 @@
 """The writes a key's verdict names (``routing.judge``), made in its order.
 
-``planned`` raises the verdict's refusal or gives its plan; ``count_request``
-makes the plan's first write, one request counted under the key's rpm limit,
+``planned`` raises the verdict's refusal or gives its plan; its first write,
+a slot of the key's ``max_parallel_requests``, is ``service.limits.parallel``'s
+(``reserve.counted`` makes it); ``count_request`` makes the next, one request
+counted under the key's rpm limit,
 and ``reserve_usage`` the rest (a routed request of a key with a tpm limit
 or a budget): its token estimate under the tpm limit, then its cost estimate
 on the key's spend, under its budget. A write whose condition fails stops

@@ -25,6 +25,7 @@ keeps it (an overcount, never an overshoot).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.models import GatewayConfig
@@ -38,6 +39,7 @@ from edgeproxy.service.limits.enforcement import (
     count_request,
     planned,
 )
+from edgeproxy.service.limits.parallel import KeyParallel, KeySlot
 from edgeproxy.service.outcomes import Outcomes
 from edgeproxy.service.request import ProxyRequest
 
@@ -67,20 +69,38 @@ def key_snapshot(
     return KeySnapshot(req.key, req.model, config.names_of(req.model), usage)
 
 
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """A request its key admitted at ``now``: the plan of the writes that hold it to the
+    key's limits, and the fleet slot it holds until its answer is over (None: no cap)."""
+
+    plan: KeyPlan | None
+    slot: KeySlot | None
+    now: float
+
+
 async def counted(
     store: RequestCounter,
+    slots: KeyParallel,
     req: ProxyRequest,
     config: GatewayConfig,
     calibrations: Calibrations,
     now: float,
-) -> KeyPlan | None:
+) -> Admission:
     """The key's verdict on ``req`` at ``now`` (``routing.judge``: its status, its models, its
-    rpm, tpm and budget together) and its first write, the rpm count, made; the plan's
-    reservations follow (``enforcement.reserve_usage``) once the request's record is open, so
-    an rpm refusal, as before routing starts, leaves no record, and a tpm or budget one does."""
+    fleet slots, rpm, tpm and budget together) and its first writes made: the slot, then
+    the rpm count (a refused count gives the slot back). The plan's reservations follow
+    (``enforcement.reserve_usage``) once the request's record is open, so a slot or rpm
+    refusal, as before routing starts, leaves no record, and a tpm or budget one does."""
     plan = planned(judge(key_snapshot(req, config, calibrations), now))
-    await count_request(store, plan, req.key, now)
-    return plan
+    slot = await slots.hold(plan, req, config)
+    try:
+        await count_request(store, plan, req.key, now)
+    except BaseException:
+        if slot is not None:
+            await slot.release()
+        raise
+    return Admission(plan, slot, now)
 
 
 def priced_pool(config: GatewayConfig, model: str) -> list[Deployment]:
