@@ -11,12 +11,13 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.clock import FleetClock
+from tests.fixtures.gateway import GatewayServer
 from tests.fixtures.otlp_metrics import MetricsReceiver
 from tests.integration.usage.helpers import chat, gateway_config, new_key, priced, records
 from tests.integration.usage.test_metrics import METRICS_ENV, scrape, total
@@ -37,7 +38,7 @@ def _sum(receiver: MetricsReceiver, name: str, **attributes: str) -> float:
 
 
 def test_the_receiver_gets_requests_and_token_usage_under_genai_names(
-    start_gateway,
+    start_gateway: Callable[..., GatewayServer],
     clock: FleetClock,
     receiver: MetricsReceiver,
     upstream_a: MockUpstream,

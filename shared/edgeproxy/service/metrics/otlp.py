@@ -31,7 +31,7 @@ from edgeproxy.service.run import Run
 from edgeproxy.service.tracing.attributes import PROVIDERS, operation_name
 from edgeproxy.state.usage_log import RequestRecord
 
-SHUTDOWN_TIMEOUT_MS = 5000
+SHUTDOWN_TIMEOUT_MS = 2000  # as the spans: a dead collector delays shutdown this much, at most
 OPERATION = "gen_ai.operation.name"
 MODEL = "gen_ai.request.model"
 PROVIDER = "gen_ai.provider.name"
