@@ -110,6 +110,8 @@ async def build_gateway(
     stack = contextlib.AsyncExitStack()
     session = session or DeferredSession()
     metrics = metrics_for(settings)  # first: a process asked for metrics it cannot serve stops
+    if metrics is not None:
+        stack.callback(metrics.shutdown)  # runs last: the final push counts the final flushes
     store = await open_store(settings, stack, session, metrics.store_call if metrics else None)
     # The request path's reads and counters (single-flight reads; counters flushed
     # per window). Registered after the store: its last flush runs before the client closes.

@@ -19,6 +19,7 @@
 | ``OTEL_SERVICE_NAME`` | ``edgeproxy`` | the traces' ``service.name`` |
 | ``EDGEPROXY_XRAY`` | ``off`` | ``on``: X-Ray subsegments per request and attempt through Powertools' Tracer (Lambda; template.yaml's ``XRayTracing``) |
 | ``EDGEPROXY_METRICS`` | ``off`` | ``on``: ``GET /metrics`` (admin keys only) serves Prometheus metrics (``service/metrics/``; needs the ``metrics`` extra); long-lived processes only, ignored on Lambda (EMF there) |
+| ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`` | ``OTEL_EXPORTER_OTLP_ENDPOINT`` + ``/v1/metrics`` | with ``EDGEPROXY_METRICS=on``: the same metrics also pushed over OTLP/HTTP (``service/metrics/otlp.py``; needs the ``otel`` extra); ``OTEL_METRICS_EXPORTER=none`` turns only this off; ``OTEL_METRIC_EXPORT_INTERVAL`` (ms, default 60000) is the push interval |
 | ``EDGEPROXY_AUTH`` | ``required`` | ``off``: serve ``/v1/*`` requests without a key as anonymous ``free`` callers (local demos only; ignored on Lambda) |
 """
 
@@ -41,6 +42,20 @@ def _otlp_traces_endpoint(env: Mapping[str, str]) -> str | None:
         return traces
     if base := env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip():
         return base.rstrip("/") + "/v1/traces"
+    return None
+
+
+def _otlp_metrics_endpoint(env: Mapping[str, str]) -> str | None:
+    """The metrics endpoint by the same variables: its own, or the base one plus ``/v1/metrics``."""
+    if (
+        _bool(env.get("OTEL_SDK_DISABLED"))
+        or env.get("OTEL_METRICS_EXPORTER", "").strip() == "none"
+    ):
+        return None
+    if metrics := env.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "").strip():
+        return metrics
+    if base := env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip():
+        return base.rstrip("/") + "/v1/metrics"
     return None
 
 
@@ -67,6 +82,8 @@ class Settings:
     trace_service_name: str = "edgeproxy"
     xray: bool = False
     metrics: bool = False
+    otlp_metrics_endpoint: str | None = None
+    otlp_metrics_interval_ms: int = 60000
     environ: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -100,6 +117,10 @@ class Settings:
             trace_service_name=env.get("OTEL_SERVICE_NAME") or "edgeproxy",
             xray=_bool(env.get("EDGEPROXY_XRAY")),
             metrics=_bool(env.get("EDGEPROXY_METRICS")) and not on_lambda,
+            otlp_metrics_endpoint=_otlp_metrics_endpoint(env),
+            otlp_metrics_interval_ms=max(
+                10, int(env.get("OTEL_METRIC_EXPORT_INTERVAL", "").strip() or "60000")
+            ),
             environ=env,
         )
 

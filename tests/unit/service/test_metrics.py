@@ -37,3 +37,16 @@ def test_the_circuit_gauge_holds_one_state_per_deployment() -> None:
     metrics.count("CircuitTransitions", deployment="a", to_state="closed")
     assert _gauge(metrics) == {"closed": 1, "open": 0, "half_open": 0}
     metrics.count("Requests")  # an EMF count with no Prometheus form: ignored, not an error
+
+
+def test_the_otlp_metrics_endpoint_follows_opentelemetrys_variables() -> None:
+    base = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318/"}
+    assert Settings.from_env({}).otlp_metrics_endpoint is None
+    assert Settings.from_env(base).otlp_metrics_endpoint == "http://collector:4318/v1/metrics"
+    own = {**base, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://m:4318/x"}
+    assert Settings.from_env(own).otlp_metrics_endpoint == "http://m:4318/x"
+    assert (
+        Settings.from_env({**base, "OTEL_METRICS_EXPORTER": "none"}).otlp_metrics_endpoint is None
+    )
+    assert Settings.from_env({**base, "OTEL_SDK_DISABLED": "true"}).otlp_metrics_endpoint is None
+    assert Settings.from_env({"OTEL_METRIC_EXPORT_INTERVAL": "250"}).otlp_metrics_interval_ms == 250

@@ -160,3 +160,6 @@ class PrometheusMetrics:
     def exposition(self) -> tuple[bytes, str]:
         """The registry in Prometheus' text format (0.0.4) and its content type."""
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+    def shutdown(self) -> None:
+        """Nothing to send: a scrape reads the registry."""
