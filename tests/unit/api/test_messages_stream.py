@@ -8,7 +8,7 @@ from typing import Any
 
 from edgeproxy.api.surfaces.messages_stream import MessageEvents, message_stream
 from edgeproxy.errors import EdgeproxyError, ModelOverloaded, RateLimited
-from edgeproxy.service.stream.events import KEEPALIVE, Chunk, Closing, Failed, StreamItem
+from edgeproxy.service.stream.events import KEEPALIVE, Chunk, Closing, Failed, StreamItem, Usage
 from edgeproxy.upstream.call import Usage
 
 
@@ -233,7 +233,7 @@ def test_an_in_band_error_carries_the_routing_trace_when_asked() -> None:
 
 
 def test_message_start_reports_the_upstreams_input_tokens_else_the_estimate() -> None:
-    reported = [Chunk(chunk({"role": "assistant", "content": ""}).data, prompt_tokens=21)]
+    reported = [Chunk(chunk({"role": "assistant", "content": ""}).data, reported=Usage(21, 0))]
     start = translate_with(reported + TEXT_STREAM[1:], estimate=9)[0][1]
     assert start["message"]["usage"] == {"input_tokens": 21, "output_tokens": 0}
     start = translate_with(TEXT_STREAM, estimate=9)[0][1]
