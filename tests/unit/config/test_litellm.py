@@ -248,3 +248,21 @@ def test_model_info_token_limits_become_the_context_window_and_output_cap() -> N
     [dep] = result.document["deployments"]
     assert (dep["context_window"], dep["max_output_tokens"]) == (2048, 512)
     assert not [w for w in result.warnings if "max_" in w]
+
+
+def test_cache_prices_per_token_become_prices_per_million() -> None:
+    entry = {
+        "model_name": "claude",
+        "litellm_params": {
+            "model": "anthropic/claude-sonnet-4",
+            "api_key": "os.environ/ANTHROPIC_API_KEY",
+            "input_cost_per_token": 3e-06,
+            "output_cost_per_token": 1.5e-05,
+            "cache_read_input_token_cost": 3e-07,
+            "cache_creation_input_token_cost": 3.75e-06,
+        },
+    }
+    [dep] = convert({"model_list": [entry]}, {}).document["deployments"]
+    assert dep["cache_read_price_per_mtok"] == 0.3
+    assert dep["cache_write_price_per_mtok"] == 3.75
+    parse_config({"deployments": [dep]}, "imported", entry=False)  # and it loads with them
