@@ -263,9 +263,10 @@ class MockServer:
             if route.operation == "completions":
                 build = answers.text_completion
             payload = build(*args) if fault.body is None else fault.body
-            if fault.body is None:
+            usage = payload.get("usage") if fault.body is None else None
+            if isinstance(usage, dict):
                 cache = (fault.cache_read_tokens, fault.cache_write_tokens)
-                answers.with_cache(payload["usage"], anthropic, *cache)
+                answers.with_cache(usage, anthropic, *cache)
             await http.write_json(writer, fault.status, payload, headers, raw=malformed)
             return True
         asked = {k: v for k, v in body.items() if k != "stream_options"}

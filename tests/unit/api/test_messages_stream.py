@@ -8,7 +8,7 @@ from typing import Any
 
 from edgeproxy.api.surfaces.messages_stream import MessageEvents, message_stream
 from edgeproxy.errors import EdgeproxyError, ModelOverloaded, RateLimited
-from edgeproxy.service.stream.events import KEEPALIVE, Chunk, Closing, Failed, StreamItem, Usage
+from edgeproxy.service.stream.events import KEEPALIVE, Chunk, Closing, Failed, StreamItem
 from edgeproxy.upstream.call import Usage
 
 

@@ -76,8 +76,9 @@ class Entry:
         run = self.run
         dep = run.config.deployment(deployment_id)
         read, write = cache if cut is None else (0, 0)
-        priced = dep is not None and cut is None
-        cost = cost_usd(dep, prompt_tokens, completion_tokens, read, write) if priced else 0.0
+        cost = 0.0
+        if dep is not None and cut is None:
+            cost = cost_usd(dep, prompt_tokens, completion_tokens, read, write)
         failure = _last_failure(run.trace.attempts) if cut is not None else None
         if answer is None and self.answer_parts:
             answer = "".join(self.answer_parts)
