@@ -263,25 +263,48 @@ def embeddings(model: str, inputs: Any) -> dict[str, Any]:
     }
 
 
+def with_cache(usage: dict[str, Any], anthropic: bool, read: int, write: int) -> None:
+    """Make ``usage`` report ``read`` and ``write`` prompt-cache tokens beside its prompt,
+    as each provider does: Anthropic apart from ``input_tokens``; OpenAI counts reads inside
+    ``prompt_tokens`` (``prompt_tokens_details.cached_tokens``) and reports no writes."""
+    if not read and not write:
+        return
+    if anthropic:
+        usage["cache_read_input_tokens"] = read
+        usage["cache_creation_input_tokens"] = write
+        return
+    usage["prompt_tokens"] += read
+    usage["total_tokens"] = usage["prompt_tokens"] + usage.get("completion_tokens", 0)
+    usage["prompt_tokens_details"] = {"cached_tokens": read}
+
+
 def sse_frames(
-    anthropic: bool, args: Args, body: Mapping[str, Any], *, text: bool = False
+    anthropic: bool,
+    args: Args,
+    body: Mapping[str, Any],
+    *,
+    text: bool = False,
+    cache: tuple[int, int] = (0, 0),
 ) -> list[bytes]:
     """The encoded SSE events of a streamed answer, without the end marker.
 
-    ``text``: a legacy completion's stream (``text_completion`` objects).
+    ``text``: a legacy completion's stream (``text_completion`` objects); ``cache``: the
+    prompt-cache reads and writes its usage reports (``with_cache``).
     """
     if anthropic:
+        events = anthropic_events(*args)
+        with_cache(events[0]["message"]["usage"], True, *cache)  # message_start's
         return [
-            f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
-            for event in anthropic_events(*args)
+            f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode() for event in events
         ]
     options = body.get("stream_options")
     include_usage = isinstance(options, Mapping) and bool(options.get("include_usage"))
     build = text_chunks if text else chat_chunks
-    return [
-        f"data: {json.dumps(chunk)}\n\n".encode()
-        for chunk in build(*args, include_usage=include_usage)
-    ]
+    chunks = build(*args, include_usage=include_usage)
+    for chunk in chunks:
+        if isinstance(chunk.get("usage"), dict):
+            with_cache(chunk["usage"], False, *cache)
+    return [f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks]
 
 
 def tool_result(body: Mapping[str, Any]) -> str | None:

@@ -24,6 +24,12 @@ rejected (a typo in a test must not silently mean "no fault"):
     {"reject_prefill": true}                           400 for a request ending in an assistant turn
     {"tool_call": {"name": "f", "arguments": "{}"}}    answer with a call of tool f (JSON and SSE,
                                                        every protocol; bedrock also takes an object)
+    {"cache_read_tokens": 900, "cache_write_tokens": 300}
+                                                       report prompt-cache reads and writes
+                                                       beside the prompt, the provider's way
+                                                       (Anthropic: apart from input_tokens;
+                                                       OpenAI: reads inside prompt_tokens as
+                                                       cached_tokens, no writes field)
     {"error_after_chunks": 2, "error": {...}}          an error event after 2 stream events, then end
                                                        (bedrock: an exception frame; error.code names it)
 
@@ -82,6 +88,8 @@ class MockFault:
     # Apply this fault only to requests whose last user text is longer than this many
     # characters (a server over its context window); shorter ones get a healthy answer.
     over_chars: int | None = None
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
     @classmethod
     def parse(cls, value: MockFault | Mapping[str, Any]) -> MockFault:

@@ -263,11 +263,21 @@ class MockServer:
             if route.operation == "completions":
                 build = answers.text_completion
             payload = build(*args) if fault.body is None else fault.body
+            usage = payload.get("usage") if fault.body is None else None
+            if isinstance(usage, dict):
+                cache = (fault.cache_read_tokens, fault.cache_write_tokens)
+                answers.with_cache(usage, anthropic, *cache)
             await http.write_json(writer, fault.status, payload, headers, raw=malformed)
             return True
         asked = {k: v for k, v in body.items() if k != "stream_options"}
         sent = asked if fault.ignore_stream_options else body
-        frames = answers.sse_frames(anthropic, args, sent, text=route.operation == "completions")
+        frames = answers.sse_frames(
+            anthropic,
+            args,
+            sent,
+            text=route.operation == "completions",
+            cache=(fault.cache_read_tokens, fault.cache_write_tokens),
+        )
         if fault.nan:
             frames = hostile.nan_frames(frames)
         if not fault.no_done:

@@ -105,7 +105,8 @@ async def _on_table(args: argparse.Namespace) -> dict[str, Any]:
 def print_report(report: dict[str, Any], out: TextIO) -> None:
     """The report as an aligned table, with a totals line."""
     dims = [d for d in ("key_name", "model", "deployment") if d[:3] in "".join(report["group_by"])]
-    head = ("period", *dims, "requests", "failures", "tokens", "cost_usd")
+    head = ("period", *dims, "requests", "failures", "tokens", "cache_read", "cache_write")
+    head = (*head, "cost_usd")
     rows = [
         (
             r["period"],
@@ -113,13 +114,14 @@ def print_report(report: dict[str, Any], out: TextIO) -> None:
             str(r["requests"]),
             str(r["failures"]),
             str(r["tokens"]),
+            *_cache(r),
             f"{r['cost_usd']:.6f}",
         )
         for r in report["rows"]
     ]
     t = report["totals"]
     total = ("total", *([""] * len(dims)), str(t["requests"]), str(t["failures"]))
-    rows.append((*total, str(t["tokens"]), f"{t['cost_usd']:.6f}"))
+    rows.append((*total, str(t["tokens"]), *_cache(t), f"{t['cost_usd']:.6f}"))
     widths = [max(len(row[i]) for row in [head, *rows]) for i in range(len(head))]
     print(f"usage {report['from']} .. {report['to']}", file=out)
     for row in [head, *rows]:
@@ -140,3 +142,8 @@ async def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     else:
         print_report(body, out)
     return 0
+
+
+def _cache(row: dict[str, Any]) -> tuple[str, str]:
+    # A server from before prompt-cache pricing reports neither.
+    return str(row.get("cache_read_tokens", 0)), str(row.get("cache_write_tokens", 0))

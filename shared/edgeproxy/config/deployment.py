@@ -60,6 +60,10 @@ class Deployment(Strict):
     failure_domain: str | None = None
     input_price_per_mtok: Annotated[float, Field(ge=0)] | None = None
     output_price_per_mtok: Annotated[float, Field(ge=0)] | None = None
+    # Prompt-cache reads and writes (Anthropic, OpenAI, Bedrock report them apart).
+    # Unset: the input price, as before they were priced apart; never a guessed ratio.
+    cache_read_price_per_mtok: Annotated[float, Field(ge=0)] | None = None
+    cache_write_price_per_mtok: Annotated[float, Field(ge=0)] | None = None
     # 000's search-unit basis (reranking/search): cents per search unit. Only
     # price-based ordering reads it; spend counts tokens (no rerank endpoint here).
     search_unit_cents: Annotated[float, Field(ge=0)] | None = None

@@ -218,11 +218,32 @@ def seconds_to_next_minute(now: float) -> float:
     return (int(now // 60) + 1) * 60.0 - now
 
 
-def cost_usd(dep: Deployment, prompt_tokens: int, completion_tokens: int) -> float:
-    """What an answer cost at ``dep``'s prices (0 when it has none)."""
+def cost_usd(
+    dep: Deployment,
+    prompt_tokens: int,
+    completion_tokens: int,
+    cache_read_tokens: int = 0,
+    cache_write_tokens: int = 0,
+) -> float:
+    """What an answer cost at ``dep``'s prices (0 when it has none).
+
+    ``prompt_tokens`` counts every input token (cache reads and writes included, as
+    OpenAI counts); the uncached rest is priced at the input price, reads and writes
+    at their own (the input price when the deployment states none).
+    """
     price_in = dep.input_price_per_mtok or 0.0
     price_out = dep.output_price_per_mtok or 0.0
-    return (prompt_tokens * price_in + completion_tokens * price_out) / TOKENS_PER_PRICE_UNIT
+    read = max(0, cache_read_tokens)
+    write = max(0, cache_write_tokens)
+    uncached = max(0, prompt_tokens - read - write)
+    price_read = dep.cache_read_price_per_mtok
+    price_write = dep.cache_write_price_per_mtok
+    return (
+        uncached * price_in
+        + read * (price_in if price_read is None else price_read)
+        + write * (price_in if price_write is None else price_write)
+        + completion_tokens * price_out
+    ) / TOKENS_PER_PRICE_UNIT
 
 
 def reachable(dep: Deployment, role: Role) -> bool:

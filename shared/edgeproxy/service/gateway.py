@@ -200,6 +200,8 @@ class Gateway:
             result.attempt,
             prompt_tokens=response.usage.prompt_tokens,
             completion_tokens=response.usage.completion_tokens,
+            cache_read_tokens=response.usage.cache_read_tokens,
+            cache_write_tokens=response.usage.cache_write_tokens,
             latency_s=response.elapsed_s,
             rate_limits=response.rate_limits,
         )

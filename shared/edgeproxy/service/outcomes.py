@@ -78,6 +78,8 @@ class Outcomes:
         latency_s: float,
         rate_limits: RateLimitInfo | None = None,
         anomalies: tuple[str, ...] = (),
+        cache_read_tokens: int = 0,
+        cache_write_tokens: int = 0,
     ) -> Success:
         """Start a success's writes: its counters, a probed circuit's close, the binding, the
         key's spend. Returns them under way (``Success``); none waits for another.
@@ -98,7 +100,8 @@ class Outcomes:
             anomalies=anomalies,
         )
         binding = self._binding_writes(ctx, attempt.deployment, effects)
-        rest = self._counted(ctx, attempt, effects, (prompt_tokens, completion_tokens), rate_limits)
+        tokens = (prompt_tokens, completion_tokens, cache_read_tokens, cache_write_tokens)
+        rest = self._counted(ctx, attempt, effects, tokens, rate_limits)
         return Success(
             self._writes.start(_all(binding), "binding") if binding else None,
             self._writes.start(rest, "outcome"),
@@ -109,7 +112,7 @@ class Outcomes:
         ctx: PoolContext,
         attempt: Attempt,
         effects: Effects,
-        tokens: tuple[int, int],
+        tokens: tuple[int, int, int, int],
         rate_limits: RateLimitInfo | None,
     ) -> Standing:
         """A success's writes beside its binding: counters, quota, key spend, circuit."""

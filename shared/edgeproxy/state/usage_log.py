@@ -96,6 +96,10 @@ class RequestRecord:
     continued: bool = False
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # Of prompt_tokens: read from / written to the provider's prompt cache, and the rest.
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    uncached_input_tokens: int = 0
     usage_estimated: bool = False
     cost_usd: float = 0.0
     latency_ms: int = 0
@@ -130,6 +134,8 @@ class UsageRow:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: Decimal = field(default_factory=Decimal)
+    cache_read_tokens: int = 0  # of prompt_tokens
+    cache_write_tokens: int = 0
 
     @property
     def bucket(self) -> tuple[int, str, str, str]:
@@ -148,6 +154,8 @@ class UsageRow:
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
             self.cost_usd + other.cost_usd,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
         )
 
 

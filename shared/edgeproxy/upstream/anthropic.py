@@ -19,7 +19,7 @@ from edgeproxy import strict_json
 from edgeproxy.config.providers import PART, ProviderKind
 from edgeproxy.upstream.adapter import Prepared, check_carried, refused
 from edgeproxy.upstream.anthropic_stream import FINISH_REASONS, AnthropicChunks
-from edgeproxy.upstream.call import UpstreamCall
+from edgeproxy.upstream.call import UpstreamCall, Usage
 
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
@@ -137,9 +137,7 @@ def to_chat_completion(message: Mapping[str, Any], created: int) -> dict[str, An
     reply: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None}
     if tool_calls:
         reply["tool_calls"] = tool_calls
-    usage = message.get("usage") or {}
-    prompt = int(usage.get("input_tokens") or 0)
-    completion = int(usage.get("output_tokens") or 0)
+    usage = Usage.from_anthropic(message.get("usage"))
     return {
         "id": message.get("id"),
         "object": "chat.completion",
@@ -153,11 +151,7 @@ def to_chat_completion(message: Mapping[str, Any], created: int) -> dict[str, An
                 "logprobs": None,
             }
         ],
-        "usage": {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-        },
+        "usage": usage.openai_fields(),
     }
 
 

@@ -13,7 +13,7 @@ error                    -> UpstreamFault (HTTP), as the provider meant it
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from edgeproxy.upstream.call import DONE, StreamEvent, Usage
@@ -43,7 +43,7 @@ class AnthropicChunks:
         self._id = ""
         self._model = ""
         self._tools: dict[int, int] = {}  # content block index -> OpenAI tool_calls index
-        self._prompt_tokens = 0
+        self._input: Mapping[str, Any] = {}  # message_start's usage (input and cache counts)
         self.usage: Usage | None = None
 
     def feed(self, event: ServerSentEvent) -> list[StreamEvent]:
@@ -67,9 +67,9 @@ class AnthropicChunks:
     def _start(self, message: dict[str, Any]) -> StreamEvent:
         self._id = str(message.get("id", ""))
         self._model = str(message.get("model", ""))
-        usage = message.get("usage") or {}
-        self._prompt_tokens = int(usage.get("input_tokens") or 0)
-        self.usage = Usage(self._prompt_tokens, int(usage.get("output_tokens") or 0))
+        usage = message.get("usage")
+        self._input = usage if isinstance(usage, Mapping) else {}
+        self.usage = Usage.from_anthropic(self._input)
         return self._chunk({"role": "assistant", "content": ""})
 
     def _block_start(self, payload: dict[str, Any]) -> list[StreamEvent]:
@@ -100,9 +100,11 @@ class AnthropicChunks:
 
     def _message_delta(self, payload: dict[str, Any]) -> StreamEvent:
         stop_reason = (payload.get("delta") or {}).get("stop_reason")
-        output = (payload.get("usage") or {}).get("output_tokens")
+        usage = payload.get("usage") or {}
+        output = usage.get("output_tokens")
         if isinstance(output, int):
-            self.usage = Usage(self._prompt_tokens, output)
+            # message_delta's counts are cumulative and may restate the input side.
+            self.usage = Usage.from_anthropic({**self._input, **usage}, output)
         return self._chunk({}, FINISH_REASONS.get(stop_reason or ""))
 
     def _usage_chunk(self) -> list[StreamEvent]:
@@ -112,11 +114,7 @@ class AnthropicChunks:
         usage = self.usage
         chunk = self._chunk({}).chunk or {}
         chunk["choices"] = []
-        chunk["usage"] = {
-            "prompt_tokens": usage.prompt_tokens,
-            "completion_tokens": usage.completion_tokens,
-            "total_tokens": usage.total_tokens,
-        }
+        chunk["usage"] = usage.openai_fields()
         return [StreamEvent(chunk=chunk)]
 
     def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> StreamEvent:

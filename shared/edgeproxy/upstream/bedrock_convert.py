@@ -33,7 +33,7 @@ from edgeproxy.config.providers import PART, ProviderKind
 from edgeproxy.errors import UpstreamFault
 from edgeproxy.routing.faults import FaultKind
 from edgeproxy.upstream.adapter import check_carried, refused
-from edgeproxy.upstream.call import UpstreamCall
+from edgeproxy.upstream.call import UpstreamCall, Usage
 from edgeproxy.upstream.errors import fault
 
 FINISH_REASONS = {
@@ -112,7 +112,7 @@ def to_chat_completion(
     reply: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None}
     if tool_calls:
         reply["tool_calls"] = tool_calls
-    prompt, completion = usage_of(answer.get("usage"))
+    usage = usage_of(answer.get("usage"))
     return {
         "id": answer_id,
         "object": "chat.completion",
@@ -126,11 +126,7 @@ def to_chat_completion(
                 "logprobs": None,
             }
         ],
-        "usage": {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-        },
+        "usage": usage.openai_fields(),
     }
 
 
@@ -141,14 +137,18 @@ def finish_reason(stop_reason: Any) -> str | None:
     return FINISH_REASONS.get(stop_reason, "stop")
 
 
-def usage_of(usage: Any) -> tuple[int, int]:
-    """Input and output tokens of a Converse ``usage`` object (0 when missing)."""
+def usage_of(usage: Any) -> Usage:
+    """The tokens of a Converse ``usage`` object (0 when missing). Its ``inputTokens``
+    leave out ``cacheReadInputTokens`` and ``cacheWriteInputTokens``, as Anthropic's do."""
     if not isinstance(usage, Mapping):
-        return 0, 0
-    prompt, completion = usage.get("inputTokens"), usage.get("outputTokens")
-    return (
-        prompt if isinstance(prompt, int) else 0,
-        completion if isinstance(completion, int) else 0,
+        return Usage()
+    return Usage.from_anthropic(
+        {
+            "input_tokens": usage.get("inputTokens"),
+            "output_tokens": usage.get("outputTokens"),
+            "cache_read_input_tokens": usage.get("cacheReadInputTokens"),
+            "cache_creation_input_tokens": usage.get("cacheWriteInputTokens"),
+        }
     )
 
 

@@ -87,17 +87,12 @@ class BedrockChunks:
         return []  # reasoning and citations have no chat.completion equivalent
 
     def _metadata(self, payload: Mapping[str, Any]) -> list[StreamEvent]:
-        prompt, completion = usage_of(payload.get("usage"))
-        self.usage = Usage(prompt, completion)
+        self.usage = usage_of(payload.get("usage"))
         out: list[StreamEvent] = []
         if self._include_usage:
             chunk = self._chunk({}).chunk or {}
             chunk["choices"] = []
-            chunk["usage"] = {
-                "prompt_tokens": prompt,
-                "completion_tokens": completion,
-                "total_tokens": prompt + completion,
-            }
+            chunk["usage"] = self.usage.openai_fields()
             out.append(StreamEvent(chunk=chunk))
         return [*out, DONE]
 

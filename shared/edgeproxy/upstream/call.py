@@ -39,10 +39,18 @@ class UpstreamCall:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token counts as the provider reported them (0 when it did not)."""
+    """Token counts as the provider reported them (0 when it did not).
+
+    ``prompt_tokens`` is every input token, OpenAI's way: it includes
+    ``cache_read_tokens`` (read from the provider's prompt cache) and
+    ``cache_write_tokens`` (written to it), which are priced apart
+    (``routing.access.cost_usd``).
+    """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -56,10 +64,66 @@ class Usage:
             return None
         prompt = usage.get("prompt_tokens", usage.get("input_tokens"))
         completion = usage.get("completion_tokens", usage.get("output_tokens"))
+        details = usage.get("prompt_tokens_details", usage.get("input_tokens_details"))
+        details = details if isinstance(details, Mapping) else {}
         return cls(
             prompt_tokens=prompt if isinstance(prompt, int) else 0,
             completion_tokens=completion if isinstance(completion, int) else 0,
+            cache_read_tokens=_count(details.get("cached_tokens")),
+            cache_write_tokens=_count(details.get(CACHE_WRITE_FIELD)),
         )
+
+    @classmethod
+    def from_anthropic(cls, usage: Any, output_tokens: int | None = None) -> Usage:
+        """Read an Anthropic ``usage`` object: its ``input_tokens`` leave out the cache's
+        reads and writes, so they are added in (``output_tokens`` overrides its own)."""
+        usage = usage if isinstance(usage, Mapping) else {}
+        read = _count(usage.get("cache_read_input_tokens"))
+        write = _count(usage.get("cache_creation_input_tokens"))
+        output = output_tokens if output_tokens is not None else usage.get("output_tokens")
+        return cls(_count(usage.get("input_tokens")) + read + write, _count(output), read, write)
+
+    def openai_fields(self) -> dict[str, Any]:
+        """This usage as an OpenAI ``usage`` object (cache counts in ``prompt_tokens_details``
+        only when there are any; writes under OpenRouter's ``cache_write_tokens``)."""
+        out: dict[str, Any] = {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.total_tokens,
+        }
+        if self.cache_read_tokens or self.cache_write_tokens:
+            out["prompt_tokens_details"] = {
+                "cached_tokens": self.cache_read_tokens,
+                CACHE_WRITE_FIELD: self.cache_write_tokens,
+            }
+        return out
+
+    def counts(self) -> dict[str, int]:
+        """The counts a trace keeps (cache counts only when there are any)."""
+        out = {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
+        if self.cache_read_tokens:
+            out["cache_read_tokens"] = self.cache_read_tokens
+        if self.cache_write_tokens:
+            out["cache_write_tokens"] = self.cache_write_tokens
+        return out
+
+    def anthropic_fields(self) -> dict[str, int]:
+        """The input side as Anthropic counts it: ``input_tokens`` without the cache's (the
+        cache counts only when there are any)."""
+        read, write = self.cache_read_tokens, self.cache_write_tokens
+        out = {"input_tokens": max(0, self.prompt_tokens - read - write)}
+        if read or write:
+            out["cache_creation_input_tokens"] = write
+            out["cache_read_input_tokens"] = read
+        return out
+
+
+# OpenAI's usage has no field for prompt-cache writes; OpenRouter's name is used.
+CACHE_WRITE_FIELD = "cache_write_tokens"
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 @dataclass(frozen=True, slots=True)

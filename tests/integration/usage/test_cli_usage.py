@@ -64,6 +64,8 @@ def test_usage_prints_the_same_report_over_http_and_from_the_table(
             "requests",
             "failures",
             "tokens",
+            "cache_read",
+            "cache_write",
             "cost_usd",
         ]
         assert lines[2].split() == [
@@ -73,6 +75,8 @@ def test_usage_prints_the_same_report_over_http_and_from_the_table(
             "2",
             "0",
             str(row["tokens"]),
+            "0",
+            "0",
             f"{row['cost_usd']:.6f}",
         ]
         assert lines[3].split()[0] == "total"

@@ -233,7 +233,7 @@ def test_an_in_band_error_carries_the_routing_trace_when_asked() -> None:
 
 
 def test_message_start_reports_the_upstreams_input_tokens_else_the_estimate() -> None:
-    reported = [Chunk(chunk({"role": "assistant", "content": ""}).data, prompt_tokens=21)]
+    reported = [Chunk(chunk({"role": "assistant", "content": ""}).data, reported=Usage(21, 0))]
     start = translate_with(reported + TEXT_STREAM[1:], estimate=9)[0][1]
     assert start["message"]["usage"] == {"input_tokens": 21, "output_tokens": 0}
     start = translate_with(TEXT_STREAM, estimate=9)[0][1]

@@ -261,3 +261,21 @@ def test_team_settings_are_dropped_with_where_teams_are_made() -> None:
     dropped = [w for w in warnings if "default_team_settings" in w]
     assert len(dropped) == 1
     assert "edgeproxy teams create" in dropped[0]
+
+
+def test_cache_prices_per_token_become_prices_per_million() -> None:
+    entry = {
+        "model_name": "claude",
+        "litellm_params": {
+            "model": "anthropic/claude-sonnet-4",
+            "api_key": "os.environ/ANTHROPIC_API_KEY",
+            "input_cost_per_token": 3e-06,
+            "output_cost_per_token": 1.5e-05,
+            "cache_read_input_token_cost": 3e-07,
+            "cache_creation_input_token_cost": 3.75e-06,
+        },
+    }
+    [dep] = convert({"model_list": [entry]}, {}).document["deployments"]
+    assert dep["cache_read_price_per_mtok"] == 0.3
+    assert dep["cache_write_price_per_mtok"] == 3.75
+    parse_config({"deployments": [dep]}, "imported", entry=False)  # and it loads with them

@@ -24,6 +24,7 @@ from edgeproxy import strict_json
 from edgeproxy.anthropic_errors import STATUS_BY_TYPE, type_of
 from edgeproxy.api.errors import error_headers
 from edgeproxy.errors import EdgeproxyError
+from edgeproxy.service.stream.events import Usage
 
 STOP_REASONS = {
     "stop": "end_turn",
@@ -114,7 +115,7 @@ def to_message(completion: Mapping[str, Any]) -> dict[str, Any]:
                 "input": tool_input(function.get("arguments")),
             }
         )
-    usage = completion.get("usage") or {}
+    usage = Usage.from_openai(completion.get("usage")) or Usage()
     message: dict[str, Any] = {
         "id": completion.get("id") or f"msg_{uuid.uuid4().hex[:24]}",
         "type": "message",
@@ -123,10 +124,7 @@ def to_message(completion: Mapping[str, Any]) -> dict[str, Any]:
         "content": content,
         "stop_reason": stop_reason(choice.get("finish_reason")),
         "stop_sequence": None,
-        "usage": {
-            "input_tokens": int(usage.get("prompt_tokens") or 0),
-            "output_tokens": int(usage.get("completion_tokens") or 0),
-        },
+        "usage": {**usage.anthropic_fields(), "output_tokens": usage.completion_tokens},
     }
     if "unified_routing" in completion:
         message["unified_routing"] = completion["unified_routing"]

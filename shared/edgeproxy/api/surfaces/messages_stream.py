@@ -25,7 +25,7 @@ from typing import Any
 from edgeproxy.api.stream import UNFINISHED, Renderer, drive
 from edgeproxy.api.surfaces.messages_answer import error_body, error_json, stop_reason
 from edgeproxy.errors import EdgeproxyError
-from edgeproxy.service.stream.events import ESTIMATED, Chunk, Closing, Failed, StreamItem
+from edgeproxy.service.stream.events import ESTIMATED, Chunk, Closing, Failed, StreamItem, Usage
 
 
 def event(kind: str, payload: Mapping[str, Any]) -> bytes:
@@ -40,7 +40,7 @@ class MessageEvents(Renderer):
     def __init__(self, prompt_estimate: int | None = None) -> None:
         super().__init__()
         self._estimate = prompt_estimate
-        self._reported: int | None = None  # the upstream's input tokens, once it said
+        self._reported: Usage | None = None  # the upstream's input tokens, once it said
         self._started = False
         self._id = ""
         self._model = ""
@@ -51,8 +51,8 @@ class MessageEvents(Renderer):
         self._finish: Any = None
 
     def feed(self, item: StreamItem) -> list[bytes]:
-        if isinstance(item, Chunk) and item.prompt_tokens is not None:
-            self._reported = item.prompt_tokens
+        if isinstance(item, Chunk) and item.reported is not None:
+            self._reported = item.reported
         return super().feed(item)
 
     def closing(self, item: Closing) -> list[bytes]:
@@ -93,7 +93,7 @@ class MessageEvents(Renderer):
     def _start_usage(self) -> dict[str, Any]:
         """What message_start reports: the upstream's count, else the (marked) estimate."""
         if self._reported is not None:
-            return {"input_tokens": self._reported, "output_tokens": 0}
+            return {**self._reported.anthropic_fields(), "output_tokens": 0}
         return {"input_tokens": self._estimate or 0, "output_tokens": 0, ESTIMATED: True}
 
     def _delta(self, delta: Mapping[str, Any]) -> list[bytes]:
@@ -155,7 +155,7 @@ class MessageEvents(Renderer):
             "delta": {"stop_reason": stop_reason(finish), "stop_sequence": None},
             "usage": closing.marked(
                 {
-                    "input_tokens": usage.prompt_tokens if usage else 0,
+                    **(usage or Usage()).anthropic_fields(),
                     "output_tokens": usage.completion_tokens if usage else 0,
                 }
             ),

@@ -152,11 +152,7 @@ def closing_frames(
         out.append(sse({**base, "choices": choices}))
     shown = closing.shown_usage
     if usage and shown is not None:
-        counted = {
-            "prompt_tokens": shown.prompt_tokens,
-            "completion_tokens": shown.completion_tokens,
-            "total_tokens": shown.total_tokens,
-        }
+        counted = shown.openai_fields()
         out.append(sse({**base, "choices": [], "usage": closing.marked(counted)}))
     if closing.routing is not None:
         out.append(sse({**base, "choices": [], "unified_routing": closing.routing}))

@@ -53,6 +53,8 @@ PARAMS = frozenset(
         "max_retries",
         "input_cost_per_token",
         "output_cost_per_token",
+        "cache_read_input_token_cost",
+        "cache_creation_input_token_cost",
     }
 )
 INFO = frozenset(
@@ -62,6 +64,8 @@ INFO = frozenset(
         "supports_vision",
         "input_cost_per_token",
         "output_cost_per_token",
+        "cache_read_input_token_cost",
+        "cache_creation_input_token_cost",
         "max_input_tokens",
         "max_tokens",
         "max_output_tokens",
@@ -225,15 +229,24 @@ def _parallel(out: dict[str, Any], value: Any, where: str, w: Warnings) -> None:
         out["max_parallel_requests"] = value
 
 
+# LiteLLM's per-token price fields and the deployment's per-million ones.
+_PRICES = (
+    ("input_cost_per_token", "input_price_per_mtok"),
+    ("output_cost_per_token", "output_price_per_mtok"),
+    ("cache_read_input_token_cost", "cache_read_price_per_mtok"),
+    ("cache_creation_input_token_cost", "cache_write_price_per_mtok"),
+)
+
+
 def _prices(out: dict[str, Any], source: Mapping[str, Any], where: str, w: Warnings) -> None:
-    for side in ("input", "output"):
-        value = source.get(f"{side}_cost_per_token")
+    for theirs, ours in _PRICES:
+        value = source.get(theirs)
         if value is None:
             continue
         if _number(value) and value >= 0:
-            out[f"{side}_price_per_mtok"] = round(value * 1_000_000, 6)
+            out[ours] = round(value * 1_000_000, 6)
         else:
-            w.add(where, f"{side}_cost_per_token: {value!r} is not a price; dropped")
+            w.add(where, f"{theirs}: {value!r} is not a price; dropped")
 
 
 def _info(out: dict[str, Any], info: Any, where: str, w: Warnings) -> bool:

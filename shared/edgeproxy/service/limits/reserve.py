@@ -45,8 +45,14 @@ from edgeproxy.service.request import ProxyRequest
 
 
 def price_bound(pool: Sequence[Deployment]) -> float:
-    """The highest price per token in ``pool`` (input or output), in USD."""
-    prices = [p for d in pool for p in (d.input_price_per_mtok, d.output_price_per_mtok) if p]
+    """The highest price per token in ``pool`` (input, output or a prompt-cache write, which
+    may cost more than input: the reservation stays a bound), in USD."""
+    prices = [
+        p
+        for d in pool
+        for p in (d.input_price_per_mtok, d.output_price_per_mtok, d.cache_write_price_per_mtok)
+        if p
+    ]
     return max(prices, default=0.0) / TOKENS_PER_PRICE_UNIT
 
 

@@ -21,13 +21,16 @@ async def record_key_usage(
     minute: int,
     prompt_tokens: int,
     completion_tokens: int,
+    cache_read_tokens: int = 0,
+    cache_write_tokens: int = 0,
 ) -> None:
-    """Add one answer's tokens (to the minute bucket only if the key has a tpm limit) and cost."""
+    """Add one answer's tokens (to the minute bucket only if the key has a tpm limit) and cost
+    (prompt-cache reads and writes at their own prices, ``cost_usd``)."""
     tokens = prompt_tokens + completion_tokens
     await store.record_key_usage(
         spend_account(key, minute * 60.0),  # the budget period the answer's minute is in
         minute if key.tpm_limit is not None else None,
         tokens,
-        cost_usd(dep, prompt_tokens, completion_tokens),
+        cost_usd(dep, prompt_tokens, completion_tokens, cache_read_tokens, cache_write_tokens),
         minute * 60.0 + KEY_USAGE_RETENTION_S,
     )

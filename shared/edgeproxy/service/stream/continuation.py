@@ -45,7 +45,12 @@ def added(a: Usage | None, b: Usage | None) -> Usage | None:
     """The sum of two usage reports (None only when neither exists)."""
     if a is None or b is None:
         return a or b
-    return Usage(a.prompt_tokens + b.prompt_tokens, a.completion_tokens + b.completion_tokens)
+    return Usage(
+        a.prompt_tokens + b.prompt_tokens,
+        a.completion_tokens + b.completion_tokens,
+        a.cache_read_tokens + b.cache_read_tokens,
+        a.cache_write_tokens + b.cache_write_tokens,
+    )
 
 
 @dataclass(slots=True)
@@ -87,10 +92,7 @@ class Progress:
             if self.usage is not None:
                 total = added(self.usage, Usage.from_openai(chunk.get("usage")))
                 assert total is not None
-                reported = {"prompt_tokens": total.prompt_tokens}
-                reported["completion_tokens"] = total.completion_tokens
-                reported["total_tokens"] = total.total_tokens
-                chunk = {**chunk, "usage": reported}
+                chunk = {**chunk, "usage": total.openai_fields()}
             return {**chunk, **self.identity} if self.resumed else chunk
         if not self.identity:
             self.identity = {k: chunk[k] for k in _IDENTITY if k in chunk}

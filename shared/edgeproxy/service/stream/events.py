@@ -31,12 +31,13 @@ ESTIMATED = "edgeproxy_estimated"
 class Chunk:
     """One chunk as the upstream adapter read it (its ``model`` is the upstream's).
 
-    ``prompt_tokens``: the input tokens the upstream had reported by this chunk
-    (an Anthropic upstream's ``message_start``), None while it has reported none.
+    ``reported``: the usage the upstream had reported by this chunk (an Anthropic
+    upstream's ``message_start``: its input and prompt-cache tokens), None while it
+    has reported no input tokens.
     """
 
     data: dict[str, Any]
-    prompt_tokens: int | None = None
+    reported: Usage | None = None
 
 
 @dataclass(frozen=True, slots=True)

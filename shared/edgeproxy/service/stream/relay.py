@@ -210,33 +210,32 @@ class Relay:
                 served.attempt.deployment.id, run.req.body, own.prompt_tokens
             )
         if record is not None and own is not None:
-            record.usage = {
-                "prompt_tokens": own.prompt_tokens,
-                "completion_tokens": own.completion_tokens,
-            }
+            record.usage = own.counts()
         settlement.settled = True
         if isinstance(outcome, Complete) and outcome.anomalies:
             self._anomalies(run, served, outcome.anomalies)
         # Without the upstream's count (no usage chunk), tpm and throughput count an estimate.
-        prompt, completion = (
-            (own.prompt_tokens, own.completion_tokens)
+        counted = (
+            own
             if own is not None
-            else unreported_usage(run.req.body, "".join(progress.text))
+            else Usage(*unreported_usage(run.req.body, "".join(progress.text)))
         )
         closing = Closing(
             finish_reasons=inferred,
             usage=added(progress.usage, own),
             routing=self._routing(run),
-            counted=added(progress.usage, Usage(prompt, completion)),
+            counted=added(progress.usage, counted),
             estimated=own is None,
         )
         if record is not None:
-            record.counted = {"prompt_tokens": prompt, "completion_tokens": completion}
+            record.counted = counted.counts()
         success = self._outcomes.success(
             served.ctx,
             served.attempt,
-            prompt_tokens=prompt,
-            completion_tokens=completion,
+            prompt_tokens=counted.prompt_tokens,
+            completion_tokens=counted.completion_tokens,
+            cache_read_tokens=counted.cache_read_tokens,
+            cache_write_tokens=counted.cache_write_tokens,
             latency_s=(finished_at or self._clock()) - served.attempt.started_at,
             rate_limits=stream.rate_limits,
             anomalies=outcome.anomalies if isinstance(outcome, Complete) else (),
@@ -293,7 +292,7 @@ async def _written(writes: list[asyncio.Future[None]]) -> None:
         await asyncio.shield(asyncio.gather(*writes))
 
 
-def reported_prompt(stream: UpstreamStream) -> int | None:
-    """The input tokens ``stream``'s upstream reported so far (None: not yet, or none)."""
+def reported_prompt(stream: UpstreamStream) -> Usage | None:
+    """The usage ``stream``'s upstream reported so far (None: no input tokens yet, or none)."""
     usage = stream.usage
-    return usage.prompt_tokens if usage is not None and usage.prompt_tokens > 0 else None
+    return usage if usage is not None and usage.prompt_tokens > 0 else None

@@ -68,12 +68,17 @@ class Entry:
         answer: Any = None,
         cut: EdgeproxyError | None = None,
         estimated: bool = False,
+        cache: tuple[int, int] = (0, 0),
     ) -> RequestRecord:
         """The record of an answer served by ``deployment_id`` (``cut``: a stream cut for good;
-        ``estimated``: the tokens are the gateway's estimate, the upstream reported none)."""
+        ``estimated``: the tokens are the gateway's estimate, the upstream reported none;
+        ``cache``: the prompt-cache reads and writes among ``prompt_tokens``)."""
         run = self.run
         dep = run.config.deployment(deployment_id)
-        cost = cost_usd(dep, prompt_tokens, completion_tokens) if dep and cut is None else 0.0
+        read, write = cache if cut is None else (0, 0)
+        cost = 0.0
+        if dep is not None and cut is None:
+            cost = cost_usd(dep, prompt_tokens, completion_tokens, read, write)
         failure = _last_failure(run.trace.attempts) if cut is not None else None
         if answer is None and self.answer_parts:
             answer = "".join(self.answer_parts)
@@ -84,6 +89,9 @@ class Entry:
             failure_class=failure or (cut.code or cut.type if cut is not None else None),
             prompt_tokens=prompt_tokens if cut is None else 0,
             completion_tokens=completion_tokens if cut is None else 0,
+            cache_read_tokens=read,
+            cache_write_tokens=write,
+            uncached_input_tokens=max(0, prompt_tokens - read - write) if cut is None else 0,
             usage_estimated=estimated and cut is None,
             cost_usd=cost,
             answer=kept(self.settings, run.req.model, answer),

@@ -85,6 +85,7 @@ class LoggedStream:
                 usage.get("prompt_tokens", 0),
                 usage.get("completion_tokens", 0),
                 estimated=end.estimated,
+                cache=(usage.get("cache_read_tokens", 0), usage.get("cache_write_tokens", 0)),
             )
         if isinstance(end, Failed):
             if served_by is None:

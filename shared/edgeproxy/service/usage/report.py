@@ -44,6 +44,10 @@ COLUMNS = (
     "completion_tokens",
     "tokens",
     "cost_usd",
+    # Of prompt_tokens: prompt-cache reads, writes, and the uncached rest (priced apart).
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "uncached_prompt_tokens",
 )
 MICRO = Decimal("0.000001")
 
@@ -141,6 +145,11 @@ class ReportRow:
             "completion_tokens": c.completion_tokens,
             "tokens": c.prompt_tokens + c.completion_tokens,
             "cost_usd": c.cost_usd,
+            "cache_read_tokens": c.cache_read_tokens,
+            "cache_write_tokens": c.cache_write_tokens,
+            "uncached_prompt_tokens": max(
+                0, c.prompt_tokens - c.cache_read_tokens - c.cache_write_tokens
+            ),
         }
 
 
@@ -168,8 +177,16 @@ def grouped(rows: list[UsageRow], query: ReportQuery) -> list[ReportRow]:
     ]
 
 
-def _counts(row: UsageRow) -> tuple[int, int, int, int, Decimal]:
-    return (row.requests, row.failures, row.prompt_tokens, row.completion_tokens, row.cost_usd)
+def _counts(row: UsageRow) -> tuple[int, int, int, int, Decimal, int, int]:
+    return (
+        row.requests,
+        row.failures,
+        row.prompt_tokens,
+        row.completion_tokens,
+        row.cost_usd,
+        row.cache_read_tokens,
+        row.cache_write_tokens,
+    )
 
 
 async def usage_report(store: UsageLogStore, query: ReportQuery, now: float) -> dict[str, Any]:

@@ -54,6 +54,8 @@ def usage_row(record: RequestRecord) -> UsageRow:
         prompt_tokens=record.prompt_tokens,
         completion_tokens=record.completion_tokens,
         cost_usd=Decimal(repr(record.cost_usd)),
+        cache_read_tokens=record.cache_read_tokens,
+        cache_write_tokens=record.cache_write_tokens,
     )
 
 
@@ -111,6 +113,7 @@ class RequestLog:
             usage.prompt_tokens,
             usage.completion_tokens,
             answer=body,
+            cache=(usage.cache_read_tokens, usage.cache_write_tokens),
         )
         await self.write(entry, record)
 

@@ -29,7 +29,15 @@ BATCH_ATTEMPTS = 4
 BATCH_BACKOFF_S = 0.05
 RETRY_AFTER_S = 1.0
 PARALLEL_QUERIES = 8  # a long report's day queries in flight at once
-_COUNTERS = ("requests", "failures", "prompt_tokens", "completion_tokens", "cost_usd")
+_COUNTERS = (
+    "requests",
+    "failures",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "cache_read_tokens",
+    "cache_write_tokens",
+)
 _FIELDS = [f.name for f in dataclasses.fields(RequestRecord)]
 
 
@@ -86,6 +94,8 @@ def row_from(item: Item) -> UsageRow:
         prompt_tokens=count("prompt_tokens"),
         completion_tokens=count("completion_tokens"),
         cost_usd=Decimal(item["cost_usd"]["N"]) if "cost_usd" in item else Decimal(0),
+        cache_read_tokens=count("cache_read_tokens"),
+        cache_write_tokens=count("cache_write_tokens"),
     )
 
 
@@ -149,6 +159,8 @@ class DynamoUsageLog:
             ":prompt_tokens": number(row.prompt_tokens),
             ":completion_tokens": number(row.completion_tokens),
             ":cost_usd": {"N": str(row.cost_usd)},
+            ":cache_read_tokens": number(row.cache_read_tokens),
+            ":cache_write_tokens": number(row.cache_write_tokens),
             ":ttl": number(expires_at),
             ":hour": number(row.hour),
             ":key_id": text(row.key_id),
