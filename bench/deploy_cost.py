@@ -79,7 +79,7 @@ class Stack:
     report_days: int = 400  # request_log.report_days
     binding_ttl_s: int = 3600  # sticky.idle_ttl_seconds
     read_units: float = 1.01
-    write_units: float = 4.0
+    write_units: float = 5.4
 
 
 def _usd(value: float) -> str:
@@ -117,7 +117,7 @@ def table(stack: Stack = Stack(), measured: Measured = MEASURED) -> str:
         f"| DynamoDB reads: {stack.read_units:g} read units a request "
         f"| {_usd(stack.read_units * DYNAMO_USD_PER_M_RRU)} | {_usd(stack.read_units * DYNAMO_USD_PER_M_RRU)} "
         f"| ${DYNAMO_USD_PER_M_RRU} per 1M read request units (on-demand) |",
-        f"| DynamoDB writes: {stack.write_units:g} write units a request (2 with the request log off) "
+        f"| DynamoDB writes: {stack.write_units:g} write units a request (3.4 with the request log off) "
         f"| {_usd(stack.write_units * DYNAMO_USD_PER_M_WRU)} | {_usd(stack.write_units * DYNAMO_USD_PER_M_WRU)} "
         f"| ${DYNAMO_USD_PER_M_WRU} per 1M write request units (on-demand) |",
         f"| CloudWatch Logs ingestion: 10⁶ × bytes a request ({json_log:,} B: the function's "

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 import zlib
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 Key = tuple[str, str]
 Item = dict[str, float | str]
@@ -44,12 +45,36 @@ class ItemTooLarge(Exception):
     """A write would make an item larger than 400 KB."""
 
 
+def number_size(value: float | str) -> int:
+    """Bytes of a number's value: one per two significant digits (leading and trailing
+    zeroes trimmed, at most 38), plus one. ``value`` may be the wire form (``{"N": ...}``)."""
+    digits = "".join(
+        map(str, Decimal(value if isinstance(value, str) else repr(value)).as_tuple().digits)
+    )
+    significant = len(digits.strip("0")) or 1
+    return math.ceil(min(significant, 38) / 2) + 1
+
+
 def attribute_size(name: str, value: float | str) -> int:
     """Bytes of one attribute by DynamoDB's sizing rule."""
     if isinstance(value, str):
         return len(name.encode()) + len(value.encode())
-    digits = len(repr(value).replace("-", "").replace(".", "").lstrip("0")) or 1
-    return len(name.encode()) + math.ceil(digits / 2) + 1
+    return len(name.encode()) + number_size(value)
+
+
+def wire_item_size(item: dict[str, dict[str, str]]) -> int:
+    """Bytes of a low-level (typed) item as the client returns it, keys included:
+    ``{"pk": {"S": "dep#a"}, "requests": {"N": "12"}}``; strings and numbers only."""
+    size = 0
+    for name, typed in item.items():
+        ((kind, value),) = typed.items()
+        if kind == "S":
+            size += attribute_size(name, value)
+        elif kind == "N":
+            size += len(name.encode()) + number_size(value)
+        else:
+            raise ValueError(f"no size rule here for {kind!r} ({name})")
+    return size
 
 
 def item_size(key: Key, item: Item) -> int:

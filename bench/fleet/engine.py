@@ -34,9 +34,9 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 
 from bench.fleet.capacity import CapacityModel, Item, ItemTooLarge, Key
+from bench.fleet.outcome import outcome
 from bench.fleet.table import SimTable, Throttled
 from edgeproxy.routing import allowance
-from edgeproxy.routing.snapshot import Second, Usage
 from edgeproxy.state import items, keys
 
 DEPLOYMENT = "hot"
@@ -174,8 +174,12 @@ class Fleet:
             self.out.refused_at_limit += 1
             return
         self.out.admitted += 1
-        yield self.s.upstream_s * (0.5 + self.rng.random())
-        counters = items.usage_counters(self._success(int(self.now) % 60))
+        latency_s = self.s.upstream_s * (0.5 + self.rng.random())
+        yield latency_s
+        second = int(self.now) % 60
+        counters = items.usage_counters(
+            outcome(self.rng, DEPLOYMENT, MINUTE, second, latency_s, None)
+        )
         shard = self.rng.randrange(self.s.shards)
         key = keys.usage_shard_key(DEPLOYMENT, MINUTE, shard)
         if (yield from self._write(key, counters)) is None:
@@ -208,22 +212,6 @@ class Fleet:
             yield self.s.rtt_s / 2
             return won
         return None
-
-    def _success(self, second: int) -> Usage:
-        latency = int(1000 * self.s.upstream_s)
-        return Usage(
-            DEPLOYMENT,
-            MINUTE,
-            inflight=-1,
-            successes=1,
-            prompt_tokens=self.rng.randint(20, 2000),
-            completion_tokens=self.rng.randint(20, 800),
-            latency_ms_sum=latency,
-            output_tokens_per_s_sum=round(self.rng.uniform(20, 120), 3),
-            throughput_samples=1,
-            latency_le_250=1,
-            seconds={second: Second(1, latency, 1, round(self.rng.uniform(20, 120), 3))},
-        )
 
     def _finish(self) -> Outcome:
         out, counts = self.out, self.table.counts

@@ -12,6 +12,8 @@ import math
 import time
 from pathlib import Path
 
+from bench.fleet.bucket_size import BucketSizes, bucket_runs
+from bench.fleet.bucket_size import report as bucket_rows
 from bench.fleet.capacity import CapacityModel
 from bench.fleet.engine import Fleet, Outcome, Scenario
 from bench.fleet.log_load import LogOutcome, log_rows
@@ -67,6 +69,7 @@ def report(
     took: float,
     prefill: list[PrefillOutcome] | None = None,
     logs: list[LogOutcome] | None = None,
+    buckets: list[BucketSizes] | None = None,
 ) -> Path:
     """Write REPORT.md and the plots into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
@@ -111,6 +114,19 @@ def report(
         *moto_rows(motos),
         "",
     ]
+    if buckets:
+        lines += [
+            "## The minute bucket over a whole minute (embedded store, bench/fleet/bucket_size.py)",
+            "",
+            "One deployment with rpm and tpm limits; each request's start count and outcome",
+            "written by the gateway's DynamoStore, the item read back after every write and",
+            "sized by DynamoDB's rule; a write is charged per started KB of the larger of the",
+            "item's sizes before and after it. The runs above last seconds, so their buckets",
+            "stay small: these are what a whole minute's writes cost.",
+            "",
+            bucket_rows(buckets),
+            "",
+        ]
     if prefill:
         lines += [
             "## 001's prefill rule (virtual time)",
@@ -140,12 +156,15 @@ def main() -> None:
         logs = log_runs((1000,), 0.5)
         motos = moto_runs([(50, 1.0, 20, 1, 35), (50, 1.0, 20, 4, 35)])
         prefill = prefill_runs(seeds=1, seconds=300.0)
+        buckets = bucket_runs([1])
     else:
         runs = model_runs(RATES, SECONDS, new_table_rate=1000)
         logs = log_runs(LOG_RATES, LOG_SECONDS)
         motos = moto_runs([(100, 3.0, 100, 1, 210), (100, 3.0, 100, 4, 210)])
         prefill = prefill_runs(seeds=3, seconds=3600.0)
-    print(report(runs, motos, args.out, time.monotonic() - began, prefill, logs))
+        buckets = bucket_runs([1, 10, 100])
+    took = time.monotonic() - began
+    print(report(runs, motos, args.out, took, prefill, logs, buckets))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@ from bench.fleet.capacity import (
     ItemTooLarge,
     attribute_size,
     item_size,
+    number_size,
     read_units,
+    wire_item_size,
     write_units,
 )
 from bench.fleet.engine import Fleet, Scenario
@@ -25,6 +27,35 @@ def test_units_follow_dynamodb_sizes() -> None:
     assert read_units(4097) == 1.0
     assert attribute_size("requests", 12345.0) == len("requests") + 4
     assert item_size(("ab", "c"), {"x": "yz"}) == len("pk") + 2 + len("sk") + 1 + 1 + 2
+
+
+def test_numbers_are_sized_by_their_significant_digits() -> None:
+    # AWS's rule (developer guide, "DynamoDB item sizes and formats"): 1 byte per two
+    # significant digits, leading and trailing zeroes trimmed, plus 1; at most 38 digits.
+    assert number_size("7") == 2
+    assert number_size("12") == 2
+    assert number_size("123") == 3
+    assert number_size("1000") == 2  # trailing zeroes trimmed: one significant digit
+    assert number_size(100.0) == 2  # a float's ".0" is no digit either
+    assert number_size("0.00125") == 3  # leading zeroes trimmed: 125
+    assert number_size("-4.50") == 2  # the sign is no digit: 45
+    assert number_size("0") == 2
+    assert number_size("153.84615384615384") == 10  # a throughput sum: 17 digits
+    assert number_size("1" * 38) == 20
+    assert number_size("1" * 40) == 20  # DynamoDB keeps at most 38
+
+
+def test_a_wire_item_is_its_names_and_values() -> None:
+    item = {
+        "pk": {"S": "dep#busy"},
+        "sk": {"S": "usage#29500000"},
+        "requests": {"N": "120"},
+        "s07t": {"N": "153.84615384615384"},
+    }
+    expected = (2 + 8) + (2 + 14) + (8 + 2) + (4 + 10)  # "120": two significant digits
+    assert wire_item_size(item) == expected
+    with pytest.raises(ValueError, match="BOOL"):
+        wire_item_size({"flag": {"BOOL": True}})  # type: ignore[dict-item]
 
 
 def test_a_partition_serves_1000_write_units_a_second() -> None:
