@@ -36,6 +36,7 @@ from edgeproxy.routing.snapshot import (
 from edgeproxy.state import items, keys
 from edgeproxy.state.counter_shards import ShardCounts
 from edgeproxy.state.dynamodb import conditions as cond
+from edgeproxy.state.dynamodb.dynamo_alerts import DynamoAlerts
 from edgeproxy.state.dynamodb.dynamo_audit import DynamoAudit
 from edgeproxy.state.dynamodb.dynamo_config import DynamoConfig
 from edgeproxy.state.dynamodb.dynamo_jobs import DynamoJobs
@@ -335,6 +336,7 @@ class DynamoStore(
     DynamoJobs,
     DynamoAudit,
     DynamoTeams,
+    DynamoAlerts,
 ):
     """The ``Store`` protocol on one table; the client is injected, never built here.
 
