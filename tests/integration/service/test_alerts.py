@@ -16,6 +16,7 @@ from edgeproxy.config.egress import EgressSettings
 from edgeproxy.routing.alerts import RETRY_BASE_S
 from edgeproxy.service.alerts.notifier import AlertNotifier
 from edgeproxy.service.alerts.signature import HEADER, verify
+from edgeproxy.service.alerts.watcher import KeyBudgetAlerts
 from edgeproxy.state.dynamodb.dynamo import DynamoStore
 
 SECRET = b"hook-secret"
@@ -60,28 +61,39 @@ def _notifier(store: DynamoStore, url: str, clock: list[float]) -> AlertNotifier
         return SECRET
 
     settings = AlertSettings(webhook_url=url, webhook_secret_ref="env:EDGEPROXY_CRED_HOOK")
-    return AlertNotifier(store, settings, LOOPBACK, secret, lambda: clock[0])
+    return AlertNotifier(store, lambda: (settings, LOOPBACK), secret, lambda: clock[0])
 
 
 async def test_a_concurrent_burst_over_two_stores_alerts_once_per_threshold(
     dynamo_client: Any, table_name: str, table_schema: Any, receiver: Receiver
 ) -> None:
-    # Two stores (two clients' worth of processes) settle one key's spend at once.
-    stores = [DynamoStore(dynamo_client, table_name, table_schema) for _ in range(2)]
+    # Two stores (as two processes) reserve and settle one key's spend at once; the
+    # alerts ride those writes (KeyBudgetAlerts), nothing else calls the notifier.
     clock = [1000.0]
-    notifiers = [_notifier(s, receiver.url, clock) for s in stores]
+    stores = [DynamoStore(dynamo_client, table_name, table_schema) for _ in range(2)]
+    watchers = []
+    for store in stores:
+        watchers.append(KeyBudgetAlerts(_notifier(store, receiver.url, clock)))
+        store.spend_watcher = watchers[-1]
     account = "0123456789abcdef@2026-12-01"
 
-    async def settle(i: int) -> None:
-        after = await stores[i % 2].settle_spend(account, 0.5, 10)
-        await notifiers[i % 2].settled(
-            "key", "0123456789abcdef", "2026-12-01", 10.0, 0.8, after - 0.5, after
-        )
+    async def request(i: int) -> bool:
+        store = stores[i % 2]
+        if not await store.reserve_key_spend(account, 10, 0.5, 10.0):
+            return False
+        await store.record_key_usage(account, None, 0, 0.5, 1e9)  # actual 1.0, estimate 0.5
+        return True
 
-    await asyncio.gather(*(settle(i) for i in range(24)))  # 12 USD against a 10 USD budget
+    admitted = await asyncio.gather(*(request(i) for i in range(30)))
+    for watcher in watchers:
+        await watcher.aclose()
 
+    assert not all(admitted)  # the budget held: at least one refused, so spend >= 10
     bodies = [json.loads(body) for body, _ in receiver.got]
     assert sorted(b["threshold"] for b in bodies) == [0.8, 1.0]
+    assert {(b["level"], b["id"], b["period"]) for b in bodies} == {
+        ("key", "0123456789abcdef", "2026-12-01")
+    }
     assert all(verify(SECRET, header, body) for body, header in receiver.got)
     assert not verify(b"other", receiver.got[0][1], receiver.got[0][0])
     assert await stores[0].pending_alerts(1e12) == []

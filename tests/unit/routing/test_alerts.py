@@ -5,11 +5,10 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from edgeproxy.config.alerts import AlertSettings
+from edgeproxy.config.alerts import AlertSettings, webhook_problem
 from edgeproxy.config.egress import EgressSettings
 from edgeproxy.routing.alerts import MAX_ATTEMPTS, crossed, retry_at
 from edgeproxy.service.alerts.signature import sign, verify
-from edgeproxy.service.alerts.webhook import webhook_problem
 
 
 def test_crossing_counts_each_threshold_once_on_the_settlement_that_reaches_it() -> None:

@@ -19,6 +19,7 @@ from typing import Protocol
 
 from edgeproxy.config.alerts import AlertSettings
 from edgeproxy.config.egress import EgressSettings
+from edgeproxy.errors import CredentialError
 from edgeproxy.routing.alerts import Alert, crossed, retry_at
 from edgeproxy.service.alerts import webhook
 from edgeproxy.state.dynamodb.dynamo_alerts import PendingAlert
@@ -59,16 +60,18 @@ class AlertNotifier:
     def __init__(
         self,
         store: AlertStore,
-        settings: AlertSettings,
-        egress: EgressSettings,
+        settings: Callable[[], tuple[AlertSettings, EgressSettings]],
         secret: SecretSource,
         clock: Callable[[], float],
     ) -> None:
         self._store = store
-        self._settings = settings
-        self._egress = egress
+        self._settings = settings  # the current configuration's (read at a crossing only)
         self._secret = secret
         self._clock = clock
+
+    def settings(self) -> AlertSettings:
+        """The alert settings in force now."""
+        return self._settings()[0]
 
     async def settled(
         self,
@@ -81,6 +84,21 @@ class AlertNotifier:
         after: float,
     ) -> list[Alert]:
         """Claim and send each threshold ``before`` -> ``after`` crossed; the ones this won."""
+        won = await self.claim(level, level_id, period, budget_usd, soft_ratio, before, after)
+        await self.deliver(won)
+        return won
+
+    async def claim(
+        self,
+        level: str,
+        level_id: str,
+        period: str | None,
+        budget_usd: float | None,
+        soft_ratio: float | None,
+        before: float,
+        after: float,
+    ) -> list[Alert]:
+        """Claim each threshold crossed (fleet-wide, once); the ones this process must send."""
         now = self._clock()
         won: list[Alert] = []
         for threshold in crossed(before, after, budget_usd, soft_ratio):
@@ -91,10 +109,14 @@ class AlertNotifier:
             ttl = now + (PERIOD_TTL_S if period else TOTAL_TTL_S)
             if await self._store.claim_alert(alert, ttl):
                 won.append(alert)
+        return won
+
+    async def deliver(self, won: list[Alert]) -> None:
+        """Post each claimed alert once (a failure is left to ``sweep``)."""
         for alert in won:
             body = json.dumps(alert.body(), separators=(",", ":"), sort_keys=True)
-            await self._attempt(PendingAlert(level, level_id, alert.name, body, 0, now), now)
-        return won
+            pending = PendingAlert(alert.level, alert.level_id, alert.name, body, 0, alert.at)
+            await self._attempt(pending, self._clock())
 
     async def sweep(self, now: float | None = None) -> int:
         """Post every undelivered alert due at ``now``; how many were delivered."""
@@ -105,12 +127,16 @@ class AlertNotifier:
         return delivered
 
     async def _attempt(self, pending: PendingAlert, now: float) -> bool:
-        url, ref = self._settings.webhook_url, self._settings.webhook_secret_ref
+        alerts, egress = self._settings()
+        url, ref = alerts.webhook_url, alerts.webhook_secret_ref
         if url is None or ref is None:
             return False  # recorded, listed as undelivered; sent once a webhook is set
-        ok = await webhook.post(
-            url, self._egress, await self._secret(ref), pending.body.encode(), int(now)
-        )
+        try:
+            secret = await self._secret(ref)
+        except CredentialError:
+            ok = False  # counted as a failed attempt: an operator fixes the reference
+        else:
+            ok = await webhook.post(url, egress, secret, pending.body.encode(), int(now))
         if ok:
             await self._store.alert_delivered(pending, now)
             return True

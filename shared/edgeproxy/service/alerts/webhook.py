@@ -1,40 +1,21 @@
 """Posting one alert to the webhook, under the upstream egress rule.
 
-``webhook_problem`` judges the URL at load and admin-write time (a literal
-address, the scheme, credentials in it); ``post`` connects through the
+``config.alerts.webhook_problem`` judges the URL at load and admin-write
+time, and again before each post; ``post`` connects through the
 egress-guarded resolver, so a name that resolves into a refused range is
 refused at connect time too (DNS rebinding).
 """
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
-
 import aiohttp
 
-from edgeproxy.config.egress import EgressSettings, literal_address, local_loopback, url_host
+from edgeproxy.config.alerts import webhook_problem
+from edgeproxy.config.egress import EgressSettings
 from edgeproxy.service.alerts.signature import HEADER, sign
-from edgeproxy.upstream.egress import EGRESS, GuardedResolver, literal_refusal
+from edgeproxy.upstream.egress import EGRESS, GuardedResolver
 
 POST_TIMEOUT_S = 5.0  # one delivery attempt, off the request path
-
-
-def webhook_problem(url: str, egress: EgressSettings) -> str | None:
-    """Why ``url`` may not receive alerts (None: it may); the text names the field."""
-    if not url.isprintable() or any(char.isspace() for char in url):
-        return "webhook_url holds a control or space character"
-    parts = urlsplit(url)
-    host = url_host(url)
-    if parts.scheme not in ("https", "http") or not host:
-        return "webhook_url must be an https URL with a host"
-    if parts.username or parts.password:
-        return "webhook_url must not carry credentials"
-    address = literal_address(host)
-    allowed = egress.allows_host(host) or (address is not None and egress.allows_address(address))
-    if parts.scheme == "http" and not (allowed or local_loopback()):
-        return "webhook_url must use https"
-    reason = literal_refusal(url, egress)
-    return None if reason is None else f"webhook_url is refused by the egress rule: {reason}"
 
 
 async def post(

@@ -1,7 +1,8 @@
 """Budget alerts in the state table: the settled spend, who sends, and what is still owed.
 
-``settle_spend`` is the spend ADD with the settled value returned
-(``ReturnValues=UPDATED_NEW``), so a crossing costs no extra read.
+Every ADD to a key's spend item (a reservation, a settlement) returns the
+item as it left it (``ReturnValues=ALL_NEW``) to the ``SpendWatcher``, so a
+crossing costs no extra read.
 ``claim_alert`` is the fleet-wide decision: a put conditional on the alert
 item being absent, in the level's partition, with a TTL past the period;
 the one process whose put lands sends. A pointer in ``alerts#pending`` (the
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from edgeproxy.routing.alerts import Alert
 from edgeproxy.state import keys
@@ -35,23 +36,19 @@ class PendingAlert:
     next_at: float
 
 
+class SpendWatcher(Protocol):
+    """Told of each ADD to a key's spend item, with the item as the ADD left it."""
+
+    async def spend_moved(self, account: str, added_usd: float, item: dict[str, Any]) -> None:
+        """``item``: the spend item after adding ``added_usd`` (``spend_usd``, ``budget_usd``)."""
+        ...
+
+
 class DynamoAlerts:
     """The alert calls of ``DynamoStore``."""
 
     _table: Table
     _schema: TableSchema
-
-    async def settle_spend(self, account: str, spend_usd: float, tokens: int) -> float:
-        """ADD ``spend_usd`` and ``tokens`` to a key's spend account; the settled spend."""
-        response = await self._table.call(
-            "update_item",
-            Key=self._table.key(keys.key_spend_key(account)),
-            UpdateExpression="ADD #spend :spend, #tokens :tokens",
-            ExpressionAttributeNames={"#spend": "spend_usd", "#tokens": "tokens"},
-            ExpressionAttributeValues={":spend": number(spend_usd), ":tokens": number(tokens)},
-            ReturnValues="UPDATED_NEW",
-        )
-        return get_float(response.get("Attributes", {}), "spend_usd")
 
     async def claim_alert(self, alert: Alert, expires_at: float) -> bool:
         """Write ``alert`` if no process has (True: this one sends it)."""
