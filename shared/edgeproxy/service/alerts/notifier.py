@@ -141,14 +141,15 @@ class AlertNotifier:
             await self._store.alert_delivered(pending, now)
             return True
         next_at = retry_at(pending.attempts + 1, now)
-        # The level and threshold only: never the URL's query or the secret.
-        LOG.warning(
-            "budget alert undelivered level=%s id=%s alert=%s attempts=%d next_at=%s",
+        # The level and threshold only: never the URL (its query may hold a token) or the secret.
+        LOG.log(
+            logging.WARNING if next_at is not None else logging.ERROR,
+            "budget alert undelivered level=%s id=%s alert=%s attempts=%d %s",
             pending.level,
             pending.level_id,
             pending.name,
             pending.attempts + 1,
-            next_at,
+            f"next_at={next_at:.0f}" if next_at is not None else "given up",
         )
         await self._store.alert_failed(pending, next_at)
         return False
