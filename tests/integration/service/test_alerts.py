@@ -119,3 +119,17 @@ async def test_a_failed_delivery_is_sent_again_by_the_sweep(
     assert await store.pending_alerts(1e12) == []
     # Claimed once for good: a later settlement over the same threshold sends nothing.
     assert await notifier.settled("key", "k1", None, 10.0, None, 9.5, 10.5) == []
+
+
+async def test_a_key_whose_budget_was_removed_stops_alerting(
+    store: DynamoStore, receiver: Receiver
+) -> None:
+    clock = [1000.0]
+    watcher = KeyBudgetAlerts(_notifier(store, receiver.url, clock))
+    store.spend_watcher = watcher
+    assert await store.reserve_key_spend("k2", 1, 5.0, 10.0)  # the budget rides the spend item
+    assert await store.reserve_key_spend("k2", 1, 1.0, None)  # removed: no budget any more
+    await store.record_key_usage("k2", None, 0, 20.0, 1e9)  # far past the old budget
+    await watcher.aclose()
+    assert receiver.got == []
+    assert await store.pending_alerts(1e12) == []

@@ -65,6 +65,12 @@ class DynamoKeyReserve:
             "ExpressionAttributeValues": {":spend": number(spend_usd), ":tokens": number(tokens)},
         }
         if budget_usd is None:
+            # A budget removed since: the settlements that follow must not alert against it.
+            request["UpdateExpression"] += " REMOVE #budget"
+            request["ExpressionAttributeNames"] = {
+                **request["ExpressionAttributeNames"],
+                "#budget": "budget_usd",
+            }
             await self._table.call("update_item", **request)
             return True
         request["ConditionExpression"] = SPEND_ROOM
