@@ -81,3 +81,15 @@ class Alert:
             "spend_usd": round(self.spend_usd, 6),
             "at": self.at,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class PendingAlert:
+    """An alert won but not delivered: its body, failed attempts, and when it is due."""
+
+    level: str
+    level_id: str
+    name: str
+    body: str
+    attempts: int
+    next_at: float

@@ -15,39 +15,18 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Protocol
 
 from edgeproxy.config.alerts import AlertSettings
 from edgeproxy.config.egress import EgressSettings
 from edgeproxy.errors import CredentialError
-from edgeproxy.routing.alerts import Alert, crossed, retry_at
+from edgeproxy.routing.alerts import Alert, PendingAlert, crossed, retry_at
 from edgeproxy.service.alerts import webhook
-from edgeproxy.state.dynamodb.dynamo_alerts import PendingAlert
+from edgeproxy.state.store import AlertStore
 
 LOG = logging.getLogger(__name__)
 TOTAL_PERIOD = "total"
 PERIOD_TTL_S = 40 * 86400.0  # past the longest period (monthly) with room to retry
 TOTAL_TTL_S = 3650 * 86400.0  # a budget without a period alerts once, for good
-
-
-class AlertStore(Protocol):
-    """The store calls alerts make (``DynamoStore``)."""
-
-    async def claim_alert(self, alert: Alert, expires_at: float) -> bool:
-        """Write ``alert`` if absent; True: this caller sends it."""
-        ...
-
-    async def pending_alerts(self, now: float) -> list[PendingAlert]:
-        """Undelivered alerts due at ``now``."""
-        ...
-
-    async def alert_delivered(self, alert: PendingAlert, now: float) -> None:
-        """Mark delivered."""
-        ...
-
-    async def alert_failed(self, alert: PendingAlert, next_at: float | None) -> None:
-        """Count a failed attempt."""
-        ...
 
 
 # Resolves the webhook secret's credential reference (``service.credentials``).

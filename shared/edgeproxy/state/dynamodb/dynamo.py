@@ -360,6 +360,7 @@ class DynamoStore(
         DynamoJobs            JobStore, QuotaSink, UsageSource            dynamo_jobs
         DynamoAudit           AuditLog                                    dynamo_audit
         DynamoTeams           TeamStore                                   dynamo_teams
+        DynamoAlerts          AlertStore                                  dynamo_alerts
 
     So ``CounterStore`` (``CounterSink`` and ``SpendSink``) is ``DynamoCounters``.
     """

@@ -13,27 +13,14 @@ scan; delivery deletes it, a failure moves its ``next_at``.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any, Protocol
 
-from edgeproxy.routing.alerts import Alert
+from edgeproxy.routing.alerts import Alert, PendingAlert
 from edgeproxy.state import keys
 from edgeproxy.state.dynamodb import conditions as cond
 from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy.state.dynamodb.table import Table
 from edgeproxy.state.items import get_float, get_int, get_text, number, text
-
-
-@dataclass(frozen=True, slots=True)
-class PendingAlert:
-    """An alert won but not delivered: its body, failed attempts, and when it is due."""
-
-    level: str
-    level_id: str
-    name: str
-    body: str
-    attempts: int
-    next_at: float
 
 
 class SpendWatcher(Protocol):
