@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from edgeproxy.aws.session import DeferredSession
 from edgeproxy.clients import open_credentials, open_store
+from edgeproxy.service.alerts.watcher import KeyBudgetAlerts
+from edgeproxy.service.alerts.wiring import alert_notifier
 from edgeproxy.service.config_cache import ConfigCache
 from edgeproxy.service.gateway import Gateway
 from edgeproxy.service.keys import KeyRing
@@ -155,10 +157,15 @@ async def build_gateway(
         auth_off=settings.auth_off,
     )
     upstream = UpstreamClient(http, clock=clock, bedrock=bedrock)
+    config = ConfigCache(store, settings.config_ttl_seconds, clock)
+    # Budget alerts ride the store's spend ADDs; their posts finish before the client closes.
+    alerts = KeyBudgetAlerts(alert_notifier(store, credentials, config.cached, clock))
+    store.spend_watcher = alerts
+    stack.push_async_callback(alerts.aclose)
     return Gateway(
         store,
         upstream,
-        ConfigCache(store, settings.config_ttl_seconds, clock),
+        config,
         Router(requests, outcomes, credentials, clock, rng),
         outcomes,
         clock=clock,

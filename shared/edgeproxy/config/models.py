@@ -13,6 +13,7 @@ from typing import Annotated, Self
 from pydantic import Field, PrivateAttr, model_validator
 
 from edgeproxy.config import levels
+from edgeproxy.config.alerts import AlertSettings, webhook_problem
 from edgeproxy.config.aliases import Alias, AliasName, alias_problems, canonical, names_of
 from edgeproxy.config.base import Positive, Strict
 from edgeproxy.config.deployment import Deployment, shared_reservations
@@ -93,6 +94,17 @@ class GatewaySettings(Strict):
     api_keys: list[ApiKey] = Field(default_factory=list)
     egress: EgressSettings = EgressSettings()  # hosts and ranges upstreams may reach
     request_log: RequestLogSettings = RequestLogSettings()  # the request log and its reports
+    alerts: AlertSettings = AlertSettings()  # where budget alerts go (config.alerts)
+
+    @model_validator(mode="after")
+    def _webhook_egress(self) -> GatewaySettings:
+        url = self.alerts.webhook_url
+        problem = None if url is None else webhook_problem(url, self.egress)
+        if problem is not None:
+            raise ValueError(f"gateway.alerts.{problem}")
+        if url is not None and self.alerts.webhook_secret_ref is None:
+            raise ValueError("gateway.alerts.webhook_secret_ref is required with webhook_url")
+        return self
 
 
 class GatewayConfig(Strict):

@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
@@ -71,6 +72,7 @@ def build_quota_handler(
     """
     # Here, not at the top: the health job shares this module and needs no HTTP client.
     from edgeproxy.jobs.quota import QuotaJob
+    from edgeproxy.service.alerts.wiring import sweep_alerts
     from edgeproxy.upstream.client import make_http_client
 
     settings = settings or Settings.from_env()
@@ -78,6 +80,7 @@ def build_quota_handler(
     loop = asyncio.new_event_loop()
     stack = contextlib.AsyncExitStack()
     jobs: list[QuotaJob] = []
+    sweeps: list[Callable[[], Awaitable[int]]] = []
 
     async def run() -> dict[str, Any]:
         if not jobs:
@@ -85,8 +88,11 @@ def build_quota_handler(
             store = await open_store(settings, stack, aws)
             http = make_http_client()
             stack.push_async_callback(http.aclose)
-            jobs.append(QuotaJob(store, http, open_credentials(settings, stack, aws), clock))
+            credentials = open_credentials(settings, stack, aws)
+            jobs.append(QuotaJob(store, http, credentials, clock))
+            sweeps.append(partial(sweep_alerts, store, credentials, clock))
         results = await jobs[0].run()
+        await sweeps[0]()  # undelivered budget alerts, retried with their backoff
         refreshed = sum(r.error is None for r in results)
         failed = sorted(r.source for r in results if r.error)
         if failed:

@@ -316,3 +316,16 @@ def key_spend_key(account: str) -> Key:
     """
     key_id, _, period = account.partition(ACCOUNT_SEP)
     return f"key#{_part(key_id)}", f"{SPEND}#{_part(period)}" if period else SPEND
+
+
+ALERTS_PENDING_PK = "alerts#pending"
+
+
+def alert_key(level: str, level_id: str, name: str) -> Key:
+    """One budget alert (``routing.alerts.Alert.name``), in its level's partition (``key#<id>``)."""
+    return f"{_part(level)}#{_part(level_id)}", name
+
+
+def pending_alert_key(level: str, level_id: str, name: str) -> Key:
+    """The sweep's pointer to an alert not delivered yet (one partition: alerts are rare)."""
+    return ALERTS_PENDING_PK, f"{_part(level)}#{_part(level_id)}#{name}"

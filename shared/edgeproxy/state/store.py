@@ -38,6 +38,8 @@ split by audience, so each caller depends on what it uses only:
                        and KeyFinder
     TeamStore      get/list/create/update/delete_    organizations, teams, key moves
                    group, move_key, update/create_member_key
+    AlertStore     claim_alert, pending_alerts,      budget alerts: who sends, what is owed
+                   alert_delivered/failed
     Store          all of them                       what a backend implements
 
 Each call is declared by one protocol, and the composed ones (``RouterStore``,
@@ -56,6 +58,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from edgeproxy.routing.access import ClientKey, KeyUsage
+from edgeproxy.routing.alerts import Alert, PendingAlert
 from edgeproxy.routing.hierarchy import Group, Level
 from edgeproxy.routing.snapshot import (
     Circuit,
@@ -342,7 +345,34 @@ class TeamStore(KeyFinder, Protocol):
         ...
 
 
+class AlertStore(Protocol):
+    """Budget alerts (``service.alerts``): the fleet-wide claim, and what is still owed."""
+
+    async def claim_alert(self, alert: Alert, expires_at: float) -> bool:
+        """Write ``alert`` if no process has; True: this caller sends it."""
+        ...
+
+    async def pending_alerts(self, now: float) -> list[PendingAlert]:
+        """Undelivered alerts whose next attempt is due at ``now``."""
+        ...
+
+    async def alert_delivered(self, alert: PendingAlert, now: float) -> None:
+        """Mark ``alert`` delivered and drop it from the pending ones."""
+        ...
+
+    async def alert_failed(self, alert: PendingAlert, next_at: float | None) -> None:
+        """Count a failed attempt; due again at ``next_at`` (None: given up)."""
+        ...
+
+
 class Store(
-    RequestStore, JobStore, AdminStore, KeyReserveStore, KeyLifecycleStore, TeamStore, Protocol
+    RequestStore,
+    JobStore,
+    AdminStore,
+    KeyReserveStore,
+    KeyLifecycleStore,
+    TeamStore,
+    AlertStore,
+    Protocol,
 ):
     """Everything a backend implements (``DynamoStore``); each caller asks for its part."""

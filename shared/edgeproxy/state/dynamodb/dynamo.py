@@ -36,6 +36,7 @@ from edgeproxy.routing.snapshot import (
 from edgeproxy.state import items, keys
 from edgeproxy.state.counter_shards import ShardCounts
 from edgeproxy.state.dynamodb import conditions as cond
+from edgeproxy.state.dynamodb.dynamo_alerts import DynamoAlerts, SpendWatcher
 from edgeproxy.state.dynamodb.dynamo_audit import DynamoAudit
 from edgeproxy.state.dynamodb.dynamo_config import DynamoConfig
 from edgeproxy.state.dynamodb.dynamo_jobs import DynamoJobs
@@ -60,6 +61,7 @@ class DynamoCounters:
     _table: Table
     _schema: TableSchema
     _shards: ShardCounts
+    spend_watcher: SpendWatcher | None
 
     async def _add(
         self, key: keys.Key, counters: dict[str, float], expires_at: float, **condition: Any
@@ -172,13 +174,18 @@ class DynamoCounters:
                 ExpressionAttributeValues={":tokens": number(tokens), ":ttl": number(expires_at)},
             )
         if tokens or spend_usd:
-            await self._table.call(
+            settled = await self._table.call(
                 "update_item",
                 Key=self._table.key(keys.key_spend_key(key_id)),
                 UpdateExpression="ADD #spend :spend, #tokens :tokens",
                 ExpressionAttributeNames={"#spend": "spend_usd", "#tokens": "tokens"},
                 ExpressionAttributeValues={":spend": number(spend_usd), ":tokens": number(tokens)},
+                ReturnValues="ALL_NEW",  # the settled spend, for budget alerts: no extra read
             )
+            if self.spend_watcher is not None:
+                await self.spend_watcher.spend_moved(
+                    key_id, spend_usd, settled.get("Attributes", {})
+                )
 
 
 class DynamoStandingWrites:
@@ -335,6 +342,7 @@ class DynamoStore(
     DynamoJobs,
     DynamoAudit,
     DynamoTeams,
+    DynamoAlerts,
 ):
     """The ``Store`` protocol on one table; the client is injected, never built here.
 
@@ -352,6 +360,7 @@ class DynamoStore(
         DynamoJobs            JobStore, QuotaSink, UsageSource            dynamo_jobs
         DynamoAudit           AuditLog                                    dynamo_audit
         DynamoTeams           TeamStore                                   dynamo_teams
+        DynamoAlerts          AlertStore                                  dynamo_alerts
 
     So ``CounterStore`` (``CounterSink`` and ``SpendSink``) is ``DynamoCounters``.
     """
@@ -361,4 +370,6 @@ class DynamoStore(
     ) -> None:
         self._table = Table(client, table_name, schema)
         self._schema = schema
+        # Told of every spend ADD's settled value (``service.alerts.watcher``); None: no alerts.
+        self.spend_watcher: SpendWatcher | None = None
         self._shards = ShardCounts(rng)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from edgeproxy.state import keys
+from edgeproxy.state.dynamodb.dynamo_alerts import SpendWatcher
 from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy.state.dynamodb.table import Table
 from edgeproxy.state.items import number
@@ -33,6 +34,7 @@ class DynamoKeyReserve:
 
     _table: Table
     _schema: TableSchema
+    spend_watcher: SpendWatcher | None
 
     async def reserve_key_tokens(
         self, key_id: str, minute: int, tokens: int, tpm_limit: int, expires_at: float
@@ -63,13 +65,29 @@ class DynamoKeyReserve:
             "ExpressionAttributeValues": {":spend": number(spend_usd), ":tokens": number(tokens)},
         }
         if budget_usd is None:
+            # A budget removed since: the settlements that follow must not alert against it.
+            request["UpdateExpression"] += " REMOVE #budget"
+            request["ExpressionAttributeNames"] = {
+                **request["ExpressionAttributeNames"],
+                "#budget": "budget_usd",
+            }
             await self._table.call("update_item", **request)
             return True
         request["ConditionExpression"] = SPEND_ROOM
+        # The budget rides on the spend item, so a settlement's returned item tells the
+        # alert watcher what the spend is measured against, with no read of the key.
+        request["UpdateExpression"] += " SET #budget = :budget"
+        request["ExpressionAttributeNames"] = {
+            **request["ExpressionAttributeNames"],
+            "#budget": "budget_usd",
+        }
         request["ExpressionAttributeValues"] = {
             **request["ExpressionAttributeValues"],
             ":budget": number(budget_usd),
             ":room": number(max(0.0, budget_usd - spend_usd)),
         }
-        won, _ = await self._table.write_if("update_item", **request)
+        request["ReturnValues"] = "ALL_NEW"
+        won, response = await self._table.write_if("update_item", **request)
+        if won and self.spend_watcher is not None:
+            await self.spend_watcher.spend_moved(key_id, spend_usd, response.get("Attributes", {}))
         return won

@@ -1,0 +1,134 @@
+"""Who sends a budget alert, and the sweep that retries what was not delivered.
+
+``settled`` is called with a level's spend before and after a settlement
+(the store's returned value, so no extra read): each threshold crossed is
+claimed by a conditional write (one winner fleet-wide) and the winner posts
+it once. A failed post, or a process that died between its claim and its
+post, leaves the alert's pointer pending; ``sweep`` (the scheduled job, or
+a background task) posts every due one again, with backoff, until
+``routing.alerts.MAX_ATTEMPTS``. Levels are named by kind and id, so a
+team's or an organization's budget settles through the same call.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+
+from edgeproxy.config.alerts import AlertSettings
+from edgeproxy.config.egress import EgressSettings
+from edgeproxy.errors import CredentialError
+from edgeproxy.routing.alerts import Alert, PendingAlert, crossed, retry_at
+from edgeproxy.service.alerts import webhook
+from edgeproxy.state.store import AlertStore
+
+LOG = logging.getLogger(__name__)
+TOTAL_PERIOD = "total"
+PERIOD_TTL_S = 40 * 86400.0  # past the longest period (monthly) with room to retry
+TOTAL_TTL_S = 3650 * 86400.0  # a budget without a period alerts once, for good
+
+
+# Resolves the webhook secret's credential reference (``service.credentials``).
+SecretSource = Callable[[str], Awaitable[bytes]]
+
+
+class AlertNotifier:
+    """Claims crossed thresholds and delivers them; ``sweep`` retries."""
+
+    def __init__(
+        self,
+        store: AlertStore,
+        settings: Callable[[], tuple[AlertSettings, EgressSettings]],
+        secret: SecretSource,
+        clock: Callable[[], float],
+    ) -> None:
+        self._store = store
+        self._settings = settings  # the current configuration's (read at a crossing only)
+        self._secret = secret
+        self._clock = clock
+
+    def settings(self) -> AlertSettings:
+        """The alert settings in force now."""
+        return self._settings()[0]
+
+    async def settled(
+        self,
+        level: str,
+        level_id: str,
+        period: str | None,
+        budget_usd: float | None,
+        soft_ratio: float | None,
+        before: float,
+        after: float,
+    ) -> list[Alert]:
+        """Claim and send each threshold ``before`` -> ``after`` crossed; the ones this won."""
+        won = await self.claim(level, level_id, period, budget_usd, soft_ratio, before, after)
+        await self.deliver(won)
+        return won
+
+    async def claim(
+        self,
+        level: str,
+        level_id: str,
+        period: str | None,
+        budget_usd: float | None,
+        soft_ratio: float | None,
+        before: float,
+        after: float,
+    ) -> list[Alert]:
+        """Claim each threshold crossed (fleet-wide, once); the ones this process must send."""
+        now = self._clock()
+        won: list[Alert] = []
+        for threshold in crossed(before, after, budget_usd, soft_ratio):
+            assert budget_usd is not None  # crossed() is empty without a budget
+            alert = Alert(
+                level, level_id, period or TOTAL_PERIOD, threshold, budget_usd, after, now
+            )
+            ttl = now + (PERIOD_TTL_S if period else TOTAL_TTL_S)
+            if await self._store.claim_alert(alert, ttl):
+                won.append(alert)
+        return won
+
+    async def deliver(self, won: list[Alert]) -> None:
+        """Post each claimed alert once (a failure is left to ``sweep``)."""
+        for alert in won:
+            body = json.dumps(alert.body(), separators=(",", ":"), sort_keys=True)
+            pending = PendingAlert(alert.level, alert.level_id, alert.name, body, 0, alert.at)
+            await self._attempt(pending, self._clock())
+
+    async def sweep(self, now: float | None = None) -> int:
+        """Post every undelivered alert due at ``now``; how many were delivered."""
+        at = self._clock() if now is None else now
+        delivered = 0
+        for pending in await self._store.pending_alerts(at):
+            delivered += await self._attempt(pending, at)
+        return delivered
+
+    async def _attempt(self, pending: PendingAlert, now: float) -> bool:
+        alerts, egress = self._settings()
+        url, ref = alerts.webhook_url, alerts.webhook_secret_ref
+        if url is None or ref is None:
+            return False  # recorded, listed as undelivered; sent once a webhook is set
+        try:
+            secret = await self._secret(ref)
+        except CredentialError:
+            ok = False  # counted as a failed attempt: an operator fixes the reference
+        else:
+            ok = await webhook.post(url, egress, secret, pending.body.encode(), int(now))
+        if ok:
+            await self._store.alert_delivered(pending, now)
+            return True
+        next_at = retry_at(pending.attempts + 1, now)
+        # The level and threshold only: never the URL (its query may hold a token) or the secret.
+        LOG.log(
+            logging.WARNING if next_at is not None else logging.ERROR,
+            "budget alert undelivered level=%s id=%s alert=%s attempts=%d %s",
+            pending.level,
+            pending.level_id,
+            pending.name,
+            pending.attempts + 1,
+            f"next_at={next_at:.0f}" if next_at is not None else "given up",
+        )
+        await self._store.alert_failed(pending, next_at)
+        return False
