@@ -12,6 +12,8 @@ writes may not change the owner's sections (``service.admin.owner_guard.owner_se
 
 - ``gateway.egress``: the hosts and ranges upstreams may reach, and the
   Bedrock endpoints SigV4 may be computed for;
+- ``gateway.alerts``: where budget alerts are posted (a destination beside the
+  upstreams) and the credential reference their signature is keyed by;
 - ``gateway.api_keys`` entries with the ``admin`` role: admin keys are table
   keys (listed, revocable); the owner's entries are imported into the table
   and no admin entry is ever stored in the document.
@@ -25,6 +27,9 @@ from __future__ import annotations
 from enum import StrEnum
 
 EGRESS = "gateway.egress"
+# Where budget alerts are posted, and the credential their signature is keyed by: a
+# destination outside the upstreams, so the owner's like the egress rule.
+ALERTS = "gateway.alerts"
 ADMIN_KEYS = "gateway.api_keys"
 
 

@@ -177,3 +177,24 @@ def test_the_owner_moves_the_boundary_and_its_admin_entries_become_table_keys(gw
     # Loading the same file again does not bring the revoked key back.
     ok(_put(gw.base_url, document, key=BOOTSTRAP, force=True))
     assert admin(gw.base_url, "GET", "/admin/keys", key=PLANTED).status_code == 401
+
+
+def test_only_the_owner_points_budget_alerts_somewhere(gw: Any) -> None:
+    # The alert webhook is a destination beside the upstreams, signed with a credential the
+    # document names: a revocable admin key must not redirect it (nor rekey it).
+    before = _stored(gw.base_url)
+    document = {**before["document"]}
+    document["gateway"] = {
+        **document["gateway"],
+        "alerts": {
+            "webhook_url": "https://hooks.example.com/edgeproxy",
+            "webhook_secret_ref": "env:EDGEPROXY_CRED_ALERT_HOOK",
+        },
+    }
+    for order in ({"force": True}, {}):
+        _forbidden(_put(gw.base_url, document, **order), "gateway.alerts")
+    assert _stored(gw.base_url) == before
+    assert {e["target"] for e in _refusals(gw.base_url)} == {"gateway.alerts"}
+    assert ok(_put(gw.base_url, document, key=BOOTSTRAP))["stored"] is True
+    stored = _stored(gw.base_url)["document"]["gateway"]["alerts"]
+    assert stored["webhook_url"] == "https://hooks.example.com/edgeproxy"

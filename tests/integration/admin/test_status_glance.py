@@ -244,8 +244,10 @@ def test_streams_ended_without_a_finish_reason_are_counted_per_deployment_over_t
     report = wait_for(
         lambda: _status(gw.base_url),
         # the counters are written after the answers: wait for all three, not the first two
-        lambda r: _rows(r)["a"]["unfinished_streams"]["count"] == 2
-        and _rows(r)["a"]["errors_5m"]["requests"] == 3,
+        lambda r: (
+            _rows(r)["a"]["unfinished_streams"]["count"] == 2
+            and _rows(r)["a"]["errors_5m"]["requests"] == 3
+        ),
         "a's three answers and two unfinished streams counted",
     )
     a, b = _rows(report)["a"], _rows(report)["b"]

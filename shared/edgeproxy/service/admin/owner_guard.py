@@ -2,8 +2,9 @@
 
 Every write of the configuration document passes here before it is stored
 (an admin edit, ``PUT /admin/config`` with or without ``force``, a load on the
-table): a caller that is not the owner and changes ``gateway.egress`` or the
-admin entries of ``gateway.api_keys`` is refused with 403 naming the
+table): a caller that is not the owner and changes ``gateway.egress``,
+``gateway.alerts`` (the alert webhook: a destination beside the upstreams, and the
+credential its signature is keyed by) or the admin entries of ``gateway.api_keys`` is refused with 403 naming the
 section, and the refusal is audited (``config.refused``; nothing else is
 written). The owner's admin entries are imported into the table as admin
 keys (``key.import``, listed and revocable like any other; a revoked one
@@ -18,7 +19,7 @@ from collections.abc import Callable
 
 from edgeproxy.config.loader import parse_config
 from edgeproxy.config.models import ApiKey, GatewayConfig
-from edgeproxy.config.roles import ADMIN_KEYS, EGRESS, Role
+from edgeproxy.config.roles import ADMIN_KEYS, ALERTS, EGRESS, Role
 from edgeproxy.errors import PermissionDenied
 from edgeproxy.routing.access import key_id_of
 from edgeproxy.service.admin import audit
@@ -46,6 +47,8 @@ def owner_sections(
     out: list[str] = []
     if before.gateway.egress != after.gateway.egress:
         out.append(EGRESS)
+    if before.gateway.alerts != after.gateway.alerts:
+        out.append(ALERTS)
     known = imported | {key.sha256 for key in admin_entries(before)}
     if any(key.sha256 not in known for key in admin_entries(after)):
         out.append(ADMIN_KEYS)
