@@ -137,6 +137,22 @@ def chat_modalities(body: dict[str, Any]) -> frozenset[str]:
     return frozenset(modalities)
 
 
+def tools_shape(body: dict[str, Any]) -> None:
+    """``tools``, when given, is an array of objects (as OpenAI requires).
+
+    A server handed anything else may reset the connection rather than answer 400, and
+    that reset would read as the deployment's failure, not the request's.
+    """
+    tools = body.get("tools")
+    if tools is None:
+        return
+    if not isinstance(tools, list):
+        raise RequestError("'tools' must be an array of tool objects", param="tools")
+    for index, tool in enumerate(tools):
+        if not isinstance(tool, dict):
+            raise RequestError(f"'tools[{index}]' must be an object", param=f"tools[{index}]")
+
+
 def embeddings_input(body: dict[str, Any]) -> None:
     value = body.get("input")
     if value is None:

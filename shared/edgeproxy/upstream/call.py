@@ -64,6 +64,10 @@ class Usage:
             return None
         prompt = usage.get("prompt_tokens", usage.get("input_tokens"))
         completion = usage.get("completion_tokens", usage.get("output_tokens"))
+        if not all(_count_or_absent(value) for value in (prompt, completion)):
+            # Counts that are not counts are no report: the gateway's estimate stands in
+            # (zeros would let the answer's tokens go unspent and uncounted).
+            return None
         details = usage.get("prompt_tokens_details", usage.get("input_tokens_details"))
         details = details if isinstance(details, Mapping) else {}
         return cls(
@@ -156,3 +160,8 @@ class StreamEvent:
 
 
 DONE = StreamEvent(chunk=None, done=True)
+
+
+def _count_or_absent(value: Any) -> bool:
+    """A usage field that is a count (a non-negative integer, not a bool) or not given."""
+    return value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0)

@@ -125,10 +125,16 @@ class UpstreamClient:
             raise self._error(call, response, content, now)
         payload = hide_secrets(parse_json_object(content, "answer"), _echoed(call))
         body = adapter.response(payload, created=int(now))
+        usage = Usage.from_openai(body.get("usage"))
+        if usage is None and isinstance(body.get("usage"), dict):
+            # Counts that are not counts: the answer cannot be billed or rendered as sent.
+            raise fault(
+                FaultKind.MALFORMED, "the upstream's answer has usage counts that are not counts"
+            )
         return UpstreamResponse(
             status=response.status_code,
             body=body,
-            usage=Usage.from_openai(body.get("usage")) or Usage(),
+            usage=usage or Usage(),
             rate_limits=RateLimitInfo.from_headers(response.headers, now),
             elapsed_s=elapsed,
             request_id=request_id(response.headers),

@@ -197,9 +197,11 @@ def test_an_upstream_echoing_its_request_headers_does_not_hand_out_its_key(
             assert "[redacted]" in answer.text
 
 
-def test_an_answer_the_surface_cannot_render_is_a_clean_502_and_releases_in_flight(
-    pair: GatewayServer, upstream_a: MockUpstream, table: TableView
+def test_an_answer_whose_usage_counts_are_not_counts_is_malformed_and_fails_over(
+    pair: GatewayServer, upstream_a: MockUpstream, upstream_b: MockUpstream, table: TableView
 ) -> None:
+    # Such an answer can be neither billed nor rendered as sent: the deployment's malformed
+    # answer (failed over, in-flight released), never a 200 counting zero tokens.
     odd = {
         "id": "x",
         "object": "chat.completion",
@@ -208,8 +210,15 @@ def test_an_answer_the_surface_cannot_render_is_a_clean_502_and_releases_in_flig
     }
     upstream_a.set_faults([{"body": odd}])
     answer = httpx.post(pair.base_url + "/v1/messages", json=MESSAGES, timeout=30)
-    assert answer.status_code == 502
-    assert anthropic_error(answer)["type"] == "api_error"
+    assert answer.status_code == 200, answer.text
+    assert len(upstream_b.requests()) == 1  # b answered
+    assert answer.json()["usage"]["input_tokens"] > 0  # b's own counts
+    # With nowhere to fail over to, the client gets the clean 502.
+    upstream_a.set_faults([], persistent={"body": odd})
+    upstream_b.set_faults([], persistent={"body": odd})
+    failed = httpx.post(pair.base_url + "/v1/messages", json=MESSAGES, timeout=30)
+    assert failed.status_code == 502, failed.text
+    assert anthropic_error(failed)["type"] == "api_error"
     wait_idle(table, "a", "b")
 
 

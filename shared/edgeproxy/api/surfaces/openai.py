@@ -33,6 +33,7 @@ from edgeproxy.api.parsing import (
     embeddings_input,
     require_model,
     stream_flag,
+    tools_shape,
 )
 from edgeproxy.api.rate_headers import OPENAI_RATES
 from edgeproxy.api.stream import UNFINISHED, Renderer, drive
@@ -62,6 +63,7 @@ class OpenAISurface:
         """Check what routing needs: ``model``, ``messages``/``prompt``/``input``, ``stream``."""
         model = require_model(body)
         stream = stream_flag(body)
+        tools_shape(body)
         if self.operation is Operation.CHAT:
             return Parsed(model, body, stream, chat_modalities(body))
         if self.operation is Operation.COMPLETIONS:
