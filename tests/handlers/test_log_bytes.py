@@ -10,8 +10,10 @@ must the DynamoDB size of each item kind the requests left in the table.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -40,10 +42,21 @@ def _kind(item: dict[str, Any]) -> str:
     return "other"
 
 
+def _rebind_stdout(logger: logging.Logger) -> None:
+    """Point ``logger``'s stdout handlers (Powertools') at the current ``sys.stdout``."""
+    for each in logger.handlers:
+        if isinstance(each, logging.StreamHandler) and each.stream is not sys.stderr:
+            each.setStream(sys.stdout)
+
+
 def test_each_request_logs_and_stores_what_the_cost_table_prices(
     environment: ThreadPoolExecutor, table: TableView, capfd: pytest.CaptureFixture[str]
 ) -> None:
     handler = environment.submit(load, "proxy", "lambda_log_bytes").result().handler
+    # A Powertools Logger of a name already built in this process (an earlier test's
+    # handler) keeps that one's stream handler, bound to the stdout of the earlier test's
+    # capture: point it at this process's stdout, as Lambda's fresh process has it.
+    _rebind_stdout(logging.getLogger("edgeproxy"))
     logged: dict[str, list[int]] = {"chat.json": [], "chat_stream.json": []}
     lines: dict[str, str] = {}
     try:

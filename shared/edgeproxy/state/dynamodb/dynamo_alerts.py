@@ -7,7 +7,8 @@ crossing costs no extra read.
 item being absent, in the level's partition, with a TTL past the period;
 the one process whose put lands sends. A pointer in ``alerts#pending`` (the
 same transaction) lets the sweep find what is not delivered yet without a
-scan; delivery deletes it, a failure moves its ``next_at``.
+scan; delivery marks it never due (it lapses a day later, by TTL), a failure moves
+its ``next_at``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,11 @@ from edgeproxy.state.dynamodb import conditions as cond
 from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy.state.dynamodb.table import Table
 from edgeproxy.state.items import get_float, get_int, get_text, number, text
+
+# A next attempt that never comes: given up, or delivered.
+NEVER = 1e18
+# How long a delivered alert's pointer stays (read by the sweep, never due) before its TTL.
+POINTER_LAPSE_S = 86_400.0
 
 
 class SpendWatcher(Protocol):
@@ -92,24 +98,36 @@ class DynamoAlerts:
             request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     async def alert_delivered(self, alert: PendingAlert, now: float) -> None:
-        """Mark ``alert`` delivered and drop its pointer."""
+        """Mark ``alert`` delivered; its pointer is never due again and lapses a day later
+        (its table TTL): the scheduled job's role needs no DeleteItem for it."""
+        done = {
+            "UpdateExpression": "SET delivered = :t, delivered_at = :now, next_at = :never",
+            "ExpressionAttributeValues": {
+                ":t": {"BOOL": True},
+                ":now": number(now),
+                ":never": number(NEVER),
+            },
+        }
+        lapse = {
+            "UpdateExpression": (
+                "SET delivered = :t, delivered_at = :now, next_at = :never, #ttl = :lapse"
+            ),
+            "ExpressionAttributeNames": {"#ttl": self._schema.ttl},
+            "ExpressionAttributeValues": {
+                **done["ExpressionAttributeValues"],
+                ":lapse": number(now + POINTER_LAPSE_S),
+            },
+        }
         await self._table.transact_if(
             [
-                (
-                    "Update",
-                    {
-                        "Key": self._table.key(keys.alert_key(*_id(alert))),
-                        "UpdateExpression": "SET delivered = :t, delivered_at = :now",
-                        "ExpressionAttributeValues": {":t": {"BOOL": True}, ":now": number(now)},
-                    },
-                ),
-                ("Delete", {"Key": self._table.key(keys.pending_alert_key(*_id(alert)))}),
+                ("Update", {"Key": self._table.key(keys.alert_key(*_id(alert))), **done}),
+                ("Update", {"Key": self._table.key(keys.pending_alert_key(*_id(alert))), **lapse}),
             ]
         )
 
     async def alert_failed(self, alert: PendingAlert, next_at: float | None) -> None:
         """Count a failed attempt; retry at ``next_at`` (None: given up, listed, never due)."""
-        due = number(next_at if next_at is not None else float("1e18"))
+        due = number(next_at if next_at is not None else NEVER)
         update = {
             "UpdateExpression": "SET attempts = :n, next_at = :due",
             "ExpressionAttributeValues": {":n": number(alert.attempts + 1), ":due": due},
