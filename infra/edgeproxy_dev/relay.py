@@ -8,13 +8,14 @@ loop and its end are here.
 
 from __future__ import annotations
 
+import abc
 import socket
 import threading
 
 POLL_S = 0.05  # how often a blocked accept looks whether the relay was closed
 
 
-class LoopbackRelay:
+class LoopbackRelay(abc.ABC):
     """Accepts on 127.0.0.1:<port> for a target; each connection gets a thread (``_serve``)."""
 
     def __init__(self, target_port: int, target_host: str = "127.0.0.1") -> None:
@@ -53,5 +54,6 @@ class LoopbackRelay:
             thread.start()
             self._threads.append(thread)
 
+    @abc.abstractmethod
     def _serve(self, client: socket.socket) -> None:
-        raise NotImplementedError
+        """Serve one accepted ``client`` (each relay's own behaviour)."""
