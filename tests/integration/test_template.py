@@ -127,11 +127,13 @@ def test_each_kind_of_function_has_its_own_least_privilege_role(template: dict[s
         "HealthJobFunction": "JobRole",
         "QuotaRefreshFunction": "QuotaRole",
     }
-    # The quota refresh reads credentials (its sources' references) but never deletes or scans.
+    # The quota refresh reads credentials (its sources' references) but never deletes or
+    # scans; its Query is the budget-alert retry sweep over the pending pointers.
     quota = _actions(resources["QuotaRole"])
     assert {a for a in quota if a.startswith("dynamodb:")} == {
         "dynamodb:GetItem",
         "dynamodb:UpdateItem",
+        "dynamodb:Query",
     }
 
 

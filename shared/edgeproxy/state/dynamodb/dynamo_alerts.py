@@ -100,23 +100,21 @@ class DynamoAlerts:
     async def alert_delivered(self, alert: PendingAlert, now: float) -> None:
         """Mark ``alert`` delivered; its pointer is never due again and lapses a day later
         (its table TTL): the scheduled job's role needs no DeleteItem for it."""
+        values: dict[str, Any] = {
+            ":t": {"BOOL": True},
+            ":now": number(now),
+            ":never": number(NEVER),
+        }
         done = {
             "UpdateExpression": "SET delivered = :t, delivered_at = :now, next_at = :never",
-            "ExpressionAttributeValues": {
-                ":t": {"BOOL": True},
-                ":now": number(now),
-                ":never": number(NEVER),
-            },
+            "ExpressionAttributeValues": values,
         }
         lapse = {
             "UpdateExpression": (
                 "SET delivered = :t, delivered_at = :now, next_at = :never, #ttl = :lapse"
             ),
             "ExpressionAttributeNames": {"#ttl": self._schema.ttl},
-            "ExpressionAttributeValues": {
-                **done["ExpressionAttributeValues"],
-                ":lapse": number(now + POINTER_LAPSE_S),
-            },
+            "ExpressionAttributeValues": {**values, ":lapse": number(now + POINTER_LAPSE_S)},
         }
         await self._table.transact_if(
             [
