@@ -41,11 +41,15 @@ LLAMA_VERSION := 0.3.36
 LLAMA_VENV    ?= $(HOME)/.cache/edgeproxy/llama-$(LLAMA_VERSION)
 LLAMA_STAMP   := $(LLAMA_VENV)/.installed-$(LLAMA_VERSION)
 
+# The documentation site (mkdocs.yml, docs/) is built into site/ (git-ignored), strictly:
+# a warning (a broken link or anchor, a page missing from the nav) fails the build.
+DOCS_BUILD := NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 # `make run PORT=8081` serves elsewhere; `make cli ARGS='status'` runs the CLI of .venv-run.
 PORT ?= 8080
 ARGS ?= --help
 
-.PHONY: run cli test test-deps lint typecheck unit bench bench-smoke bench-compare simulate build deploy validate lock clean
+.PHONY: run cli test test-deps docs lint typecheck unit bench bench-smoke bench-compare simulate build deploy validate lock clean
 
 $(STAMP): pyproject.toml
 	@PYTHON=$(PYTHON) infra/venv.sh $(VENV) '.[dev]' make
@@ -89,18 +93,24 @@ $(LLAMA_STAMP):
 	rm -f $(LLAMA_VENV)/.installed-*
 	touch $(LLAMA_STAMP)
 
-## Lint, type-check and run every test (the built-artifact tests run `sam build`).
+## Lint, type-check, build the docs site strictly and run every test (the built-artifact tests run `sam build`).
 ## Installs what they need first: the system's (test-deps), .venv, the SAM CLI's venv.
 # mypy runs beside the tests (it holds no ports; the tests mostly wait on sockets), and
 # either failing fails the target: CI's clean clone saves its ~40 s this way.
 test: test-deps $(STAMP) $(SAM_STAMP) $(LLAMA_STAMP)
 	$(BIN)/ruff check shared functions tests infra bench
 	$(BIN)/ruff format --check shared functions tests infra bench
+	$(DOCS_BUILD)
 	@$(BIN)/mypy > $(VENV)/mypy.log 2>&1 & typing=$$!; \
 	EDGEPROXY_SAM=$(SAM) EDGEPROXY_LLAMA_VENV=$(LLAMA_VENV) \
 	  $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile; tests=$$?; \
 	wait $$typing; typed=$$?; echo "mypy:"; cat $(VENV)/mypy.log; \
 	test $$tests -eq 0 && test $$typed -eq 0
+
+## Build the documentation site into site/ (mkdocs build --strict: links and anchors checked).
+docs: $(STAMP)
+	$(DOCS_BUILD)
+	@echo "make docs: site/index.html (or: $(BIN)/mkdocs serve)"
 
 lint: $(STAMP)
 	$(BIN)/ruff check shared functions tests infra bench

@@ -1,20 +1,20 @@
-"""The README's per-million-requests cost table for the deployed stack, from its inputs.
+"""The docs' per-million-requests cost table for the deployed stack, from its inputs.
 
 Every row is a formula over a few inputs: list prices (us-east-1, June 2025,
-as the README states), the stack's configuration (memory, log retention, PITR), and what
+as docs/deploying.md states), the stack's configuration (memory, log retention, PITR), and what
 was measured: the bytes each Lambda invocation writes to its log
 (``tests/handlers/test_log_bytes.py`` measures them through the handler and
 fails when they drift from ``MEASURED``) and the DynamoDB size of each item
 kind the request path leaves behind. ``python -m bench.deploy_cost`` prints
-the table; ``tests/unit/bench/test_deploy_cost.py`` checks that the README
-holds exactly this text.
+the table; ``tests/unit/bench/test_deploy_cost.py`` checks that docs/deploying.md
+(and docs/performance.md, the item sizes) hold exactly this text.
 
 Storage is billed per GB-month while an item lives, so a million requests'
 share is ``10^6 x bytes x (days kept / 30) / 10^9`` GB-months: the steady
 state's bill at a million requests a month.
 """
 
-# The README writes products with the multiplication sign; the rows are its text.
+# The docs write products with the multiplication sign; the rows are its text.
 # ruff: noqa: RUF001
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""The README's examples run as they stand against ``make run``: every Python block and every
-curl block of the sections a user follows first ("Run it locally" to "Test it").
+"""The docs' examples run as they stand against ``make run``: every code block the README or
+a page of the documentation site marks runnable (``<!-- runnable -->`` on the line above its
+fence; docs/contributing.md, "Runnable examples").
 
 Each block runs on its own (a fresh interpreter or shell), so a block that needs a name
 from an earlier one fails here. The only change made to a block is the gateway's address:
@@ -19,19 +20,13 @@ from pathlib import Path
 import pytest
 
 from edgeproxy.cli import main
+from tests.fixtures.docs import README, Block, every_block
 from tests.fixtures.local_run import REPO, LocalRun, local_run
 
-BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
-
-
-def _blocks(language: str) -> list[str]:
-    text = (REPO / "README.md").read_text()
-    section = text[text.index("## Run it locally") : text.index("## Test it")]
-    return [code for lang, code in BLOCK.findall(section) if lang == language]
-
-
-PYTHON = _blocks("python")
-CURL = [code for code in _blocks("bash") if "curl " in code]
+BLOCKS = every_block()
+RUNNABLE = [block for block in BLOCKS if block.runnable]
+PYTHON = [block for block in RUNNABLE if block.language == "python"]
+SHELL = [block for block in RUNNABLE if block.language == "bash"]
 
 
 @pytest.fixture(scope="module")
@@ -41,10 +36,14 @@ def run() -> Iterator[LocalRun]:
 
 
 def _env(run: LocalRun) -> dict[str, str]:
+    # As a reader has it after the banner's exports and `. .venv-run/bin/activate`: the
+    # keys, the gateway for the CLI, and plain `edgeproxy` on PATH.
     return {
         **os.environ,
         "CLIENT_KEY": run.value("client key:"),
         "EDGEPROXY_ADMIN_KEY": run.value("admin key:"),
+        "EDGEPROXY_URL": run.base_url,
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
     }
 
 
@@ -52,16 +51,23 @@ def _here(code: str, run: LocalRun) -> str:
     return code.replace("http://127.0.0.1:8080", run.base_url)
 
 
-def test_the_sections_have_examples_to_run() -> None:
-    # A renamed heading or fence would make the tests below run nothing.
-    assert len(PYTHON) >= 6
-    assert len(CURL) >= 2
+def test_the_docs_have_examples_to_run() -> None:
+    # A lost marker or a renamed fence would make the tests below run nothing.
+    assert len(PYTHON) >= 7
+    assert len(SHELL) >= 5
+    assert {block.path for block in RUNNABLE if block.path == README}, "the README runs none"
+    assert {block.path.name for block in RUNNABLE} >= {"README.md", "local.md", "api.md"}
 
 
-@pytest.mark.parametrize("code", PYTHON, ids=lambda c: c.splitlines()[-1][:40])
-def test_each_python_example_runs_on_its_own(run: LocalRun, code: str) -> None:
-    done = subprocess.run(  # noqa: S603 - the README's own example
-        [sys.executable, "-c", _here(code, run)],
+def test_every_runnable_block_is_python_or_bash() -> None:
+    # A marker on another language would be silently skipped.
+    assert [b.where for b in RUNNABLE if b.language not in ("python", "bash")] == []
+
+
+@pytest.mark.parametrize("block", PYTHON, ids=lambda b: b.where)
+def test_each_python_example_runs_on_its_own(run: LocalRun, block: Block) -> None:
+    done = subprocess.run(  # noqa: S603 - the docs' own example
+        [sys.executable, "-c", _here(block.code, run)],
         env=_env(run),
         capture_output=True,
         text=True,
@@ -74,14 +80,14 @@ def test_each_python_example_runs_on_its_own(run: LocalRun, code: str) -> None:
     assert "Traceback" not in done.stderr
 
 
-@pytest.mark.parametrize("code", CURL, ids=lambda c: c.splitlines()[0][:40])
-def test_each_curl_example_runs_on_its_own(run: LocalRun, code: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("block", SHELL, ids=lambda b: b.where)
+def test_each_shell_example_runs_on_its_own(run: LocalRun, block: Block, tmp_path: Path) -> None:
     # The placeholder line (`export CLIENT_KEY=ep-...`) stands for the keys the banner
     # printed: the environment holds them instead.
-    lines = [line for line in _here(code, run).splitlines() if "=ep-..." not in line]
+    lines = [line for line in _here(block.code, run).splitlines() if "=ep-..." not in line]
     script = tmp_path / "example.sh"
     script.write_text("set -euo pipefail\n" + "\n".join(lines) + "\n")
-    done = subprocess.run(  # noqa: S603 - the README's own example
+    done = subprocess.run(  # noqa: S603 - the docs' own example
         [shutil.which("bash") or "/bin/bash", str(script)],
         env=_env(run),
         capture_output=True,
@@ -96,11 +102,10 @@ def test_each_curl_example_runs_on_its_own(run: LocalRun, code: str, tmp_path: P
 
 
 def _commands() -> list[str]:
-    """Every ``edgeproxy ...`` command line the README's shell blocks show."""
-    text = (REPO / "README.md").read_text()
+    """Every ``edgeproxy ...`` command line the README's and the pages' shell blocks show."""
     found = []
-    for lang, code in BLOCK.findall(text):
-        for line in code.splitlines() if lang in ("bash", "") else []:
+    for block in BLOCKS:
+        for line in block.code.splitlines() if block.language in ("bash", "") else []:
             command = re.split(r"\s+#|\s*[>|]", line.strip())[0]
             command = re.sub(r"^(\S+=\S+\s+)*", "", command)  # leading VAR=value
             if re.match(r"^(\.venv(-run)?/bin/)?edgeproxy \w", command):
@@ -111,14 +116,12 @@ def _commands() -> list[str]:
 COMMANDS = _commands()
 
 
-def test_the_readme_shows_commands() -> None:
+def test_the_docs_show_commands() -> None:
     assert len(COMMANDS) >= 20
 
 
 @pytest.mark.parametrize("line", COMMANDS)
-def test_each_command_the_readme_shows_exists(
-    line: str, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_each_command_the_docs_show_exists(line: str, capsys: pytest.CaptureFixture[str]) -> None:
     # --help after the words shown: argparse exits 0 for a real command and option set,
     # 2 for a command or option that does not exist. Nothing is contacted.
     with pytest.raises(SystemExit) as exited:

@@ -1,4 +1,5 @@
-"""The README's Layout names every module of the package, in the row of its folder."""
+"""The docs' Layout page (docs/layout.md) names every module of the package, in the row of its
+folder."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ PACKAGE = ROOT / "shared" / "edgeproxy"
 
 
 def _layout() -> str:
-    text = (ROOT / "README.md").read_text()
-    start = text.index("## Layout")
-    return text[start : text.index("\n## ", start + 1)]
+    text = (ROOT / "docs" / "layout.md").read_text()
+    assert text.startswith("# Layout\n")
+    return text
 
 
 def _rows() -> dict[str, str]:

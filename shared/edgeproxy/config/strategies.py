@@ -120,7 +120,7 @@ class WeightedDrawParams(LoadAware):
     )
     prefill: PrefillParams | None = Field(
         None,
-        description="001's prefill-aware choice ({} for its defaults); null (the default): off",
+        description="the prefill-aware choice ({} for its defaults); null (the default): off",
     )
 
 

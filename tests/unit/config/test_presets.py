@@ -1,5 +1,5 @@
-"""Router presets: what each sets, what explicit settings override, and that the README's
-table of them is what the model produces."""
+"""Router presets: what each sets, what explicit settings override, and that the docs' table
+of them (docs/configuration.md) is what the model produces."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from edgeproxy.config.router import CircuitSettings, Continuation, RouterSetting
 from edgeproxy.service.admin.config_changes import router_settings
 from edgeproxy.service.admin.config_edit import as_document, validated
 
-README = Path(__file__).resolve().parents[3] / "README.md"
-TABLE_HEADING = "#### Presets (`router.preset`)"
+README = Path(__file__).resolve().parents[3] / "docs" / "configuration.md"
+TABLE_HEADING = "### Presets (`router.preset`)"
 
 
 def seconds(ms: int | None) -> str:

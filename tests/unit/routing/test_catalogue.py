@@ -1,4 +1,4 @@
-"""The strategy catalogue: the registry's view for the admin API, the CLI and the README."""
+"""The strategy catalogue: the registry's view for the admin API, the CLI and the docs."""
 
 from __future__ import annotations
 
@@ -13,13 +13,13 @@ from edgeproxy.config.router import RouterSettings
 from edgeproxy.config.strategies import Strategy
 from edgeproxy.routing.ordering.catalogue import catalogue, markdown_table
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+README = Path(__file__).resolve().parents[3] / "docs" / "configuration.md"
 BLOCK = re.compile(r"<!-- strategies:begin -->\n(.*?)<!-- strategies:end -->", re.S)
 
 
 def test_the_readme_table_is_the_registry() -> None:
     found = BLOCK.search(README.read_text())
-    assert found is not None, "README lost its strategies table markers"
+    assert found is not None, "docs/configuration.md lost its strategies table markers"
     assert found.group(1).splitlines() == markdown_table(), "run `edgeproxy strategies`"
 
 

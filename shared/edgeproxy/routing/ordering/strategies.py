@@ -118,7 +118,7 @@ def _weighted(c: Sequence[Deployment], _: StrategyInputs, rng: random.Random) ->
 @REGISTRY.register(
     Strategy.SIMPLE_SHUFFLE,
     "A weighted random draw over weight; the less busy of two draws past intervene_inflight;"
-    " with prefill, 001's prefill-aware choice",
+    " with prefill, the prefill-aware choice",
     counters=False,  # only its power-of-two-choices rule reads them (reads_counters)
 )
 def _shuffle(c: Sequence[Deployment], i: StrategyInputs, rng: random.Random) -> list[Deployment]:
