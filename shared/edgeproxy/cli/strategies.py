@@ -2,7 +2,7 @@
 
 Needs no gateway and no table: the registry is part of the package.
 ``--json`` prints what ``GET /admin/strategies`` lists (without a
-configuration's settings); the default is the README's table.
+configuration's settings); the default is the table in docs/configuration.md.
 """
 
 from __future__ import annotations

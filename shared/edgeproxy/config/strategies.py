@@ -193,7 +193,7 @@ def merged(strategy: Strategy, *levels: Mapping[Strategy, Mapping[str, Any]]) ->
 
 
 def describe(strategy: Strategy) -> list[dict[str, Any]]:
-    """``strategy``'s parameters as ``GET /admin/strategies`` and the README list them.
+    """``strategy``'s parameters as ``GET /admin/strategies`` and the docs list them.
 
     A parameter that is a group of settings (``prefill``) is listed, then each
     of its settings as ``<group>.<name>``.

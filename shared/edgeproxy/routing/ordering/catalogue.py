@@ -1,4 +1,4 @@
-"""The strategy catalogue: what ``GET /admin/strategies``, ``edgeproxy strategies`` and the README list.
+"""The strategy catalogue: what ``GET /admin/strategies``, ``edgeproxy strategies`` and the docs list.
 
 Read from the registry itself, so it lists exactly what the configuration
 is validated against (``routing.ordering.strategies`` is imported for its
@@ -42,7 +42,7 @@ def _range(param: dict[str, Any]) -> str:
 
 
 def markdown_table() -> list[str]:
-    """The catalogue as the README's Markdown table, one line per parameter."""
+    """The catalogue as the Markdown table of docs/configuration.md, one line per parameter."""
     lines = [
         "| strategy | picks | parameter | type | range | default | meaning |",
         "|---|---|---|---|---|---|---|",
