@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from markdown.extensions.toc import slugify
 
-from tests.fixtures.docs import DOCS, README, REPO, pages
+from edgeproxy.config.loader import load_config_file
+from tests.fixtures.docs import DOCS, README, REPO, blocks, pages
 
 MAX_LINES = 300
 # What a user outside the project cannot follow: issue numbers, the behavioural
@@ -88,3 +89,14 @@ def test_the_screenshot_renders_from_both_places() -> None:
         prose = re.sub(r"`[^`\n]*`", "", path.read_text(encoding="utf-8"))  # not code spans
         for shot in re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", prose):
             assert (DOCS / shot).is_file(), (path.name, shot)
+
+
+def test_the_readmes_configuration_loads(tmp_path: Path) -> None:
+    # The provider example a user copies first is a configuration the loader accepts.
+    examples = [b for b in blocks(README) if b.language == "yaml"]
+    assert examples
+    for block in examples:
+        path = tmp_path / "config.yaml"
+        path.write_text(block.code)
+        config = load_config_file(path)
+        assert {d.provider.value for d in config.deployments} >= {"openai", "anthropic", "bedrock"}
