@@ -8,7 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.fixtures.docs import DOCS, REPO
+
+pytestmark = pytest.mark.slow  # a few mkdocs builds: about 15 s
 
 
 def build(root: Path, site: Path) -> subprocess.CompletedProcess[str]:

@@ -100,3 +100,13 @@ def test_the_readmes_configuration_loads(tmp_path: Path) -> None:
         path.write_text(block.code)
         config = load_config_file(path)
         assert {d.provider.value for d in config.deployments} >= {"openai", "anthropic", "bedrock"}
+
+
+def test_the_sites_home_has_the_readmes_prerequisites() -> None:
+    # One text in two places (the repository's front page and the site's): kept equal.
+    def prerequisites(text: str) -> str:
+        start = text.index("## Prerequisites")
+        return text[start : text.index("\n## ", start + 1)]
+
+    home = (DOCS / "index.md").read_text(encoding="utf-8")
+    assert prerequisites(home) == prerequisites(README.read_text(encoding="utf-8"))
