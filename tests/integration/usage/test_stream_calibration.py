@@ -5,7 +5,7 @@ per protocol (``service.limits.calibrations``) from the answers that report a
 count, and a stream whose upstream reports none counts its prompt by that ratio
 (``routing.estimates.tokens.unreported_usage``). The mock counts the serialized
 messages (``mock_answers.prompt_tokens``): for many short chat messages about 1.4
-times the estimate's bound, for a legacy completion's prompt a little under it.
+times the estimate's bound, for a legacy completion's prompt about the bound.
 So one ratio per deployment would over-count the completion; one per protocol
 counts each stream's prompt as the JSON answer to the same body did.
 """
@@ -78,6 +78,6 @@ def test_each_protocols_stream_counts_its_prompt_as_its_json_answer_was_counted(
     chat_ratio = reported["/v1/chat/completions"] / prompt_bound(CHAT)
     text_ratio = reported["/v1/completions"] / prompt_bound(TEXT)
     assert chat_ratio > 1.3
-    assert text_ratio < 1.0
+    assert text_ratio < 1.1
     one_key = unreported_usage(TEXT, "", Calibration(chat_ratio, 1))[0]
     assert one_key > 1.3 * reported["/v1/completions"]  # what a per-deployment key counted

@@ -37,21 +37,21 @@ def test_each_deployment_learns_from_its_own_answers() -> None:
 
 def test_a_deployments_chat_and_completion_prompts_are_calibrated_apart() -> None:
     # llama.cpp's server counted 37 for a chat prompt the bound puts at 17 (its template),
-    # and 3 for a raw completion prompt the bound puts at 6.
+    # and 3 for a raw completion prompt the bound puts at 3 (the text alone).
     chat = {"messages": [{"role": "user", "content": "Write one sentence about the sea."}]}
     cals = Calibrations()
     cals.observe("llama", CHAT, chat, reported=37)
     cals.observe("llama", TEXT, PROMPT, reported=3)
     assert cals.of("llama", CHAT).ratio == round(37 / prompt_bound(chat), 6)
-    assert cals.of("llama", TEXT).ratio == 3 / prompt_bound(PROMPT)
+    assert cals.of("llama", TEXT) == Calibration(1.0, 1)
     assert cals.of("llama", "anthropic.messages") == Calibration()  # not learned from chat
     # A stream without a usage chunk counts each as the server did; one key for both
-    # would have counted the completion's prompt at 14.
+    # would have counted the completion's prompt at 7.
     assert unreported_usage(chat, "", cals.of("llama", CHAT))[0] == 37
     assert unreported_usage(PROMPT, "", cals.of("llama", TEXT))[0] == 3
-    assert unreported_usage(PROMPT, "", cals.of("llama", CHAT))[0] == 14
+    assert unreported_usage(PROMPT, "", cals.of("llama", CHAT))[0] == 7
     dep = _deployment("llama")
-    assert cals.ratio([dep], TEXT) == 0.5  # the key reservation's scale clamps it to 1
+    assert cals.ratio([dep], TEXT) == 1.0
     assert cals.ratio([dep], CHAT) == cals.of("llama", CHAT).ratio > 2
 
 

@@ -31,7 +31,8 @@ within the limit.
 A client key's reservation (``service/limits/reserve.py``) cannot take the
 client's word for its prompt: it reserves ``key_estimate``, the prompt's
 ``prompt_bound`` (the estimate above plus what a chat format adds around
-each message, ``MESSAGE_TOKENS``, and before the reply, ``PROMPT_TOKENS``)
+each message, ``MESSAGE_TOKENS``, and before the reply, ``PROMPT_TOKENS``;
+a legacy completion's raw prompt has neither)
 scaled by the serving pool's calibration (``routing.calibration``: how far
 its upstreams' reported counts ran above this estimate), plus the output
 the request may answer. ``max_tokens`` moves only the output part, which an
@@ -89,12 +90,17 @@ def estimate_tokens(body: Mapping[str, Any], operation: Operation) -> int:
 
 
 def prompt_bound(body: Mapping[str, Any]) -> int:
-    """A conservative estimate of the prompt: its text and images, and each message's frame.
+    """A conservative estimate of the prompt: its text and images, each message's frame, and
+    the reply's (a chat's: a legacy completion's raw ``prompt`` is sent with no frame).
 
     >>> prompt_bound({"messages": [{"role": "user", "content": "Hello!"}]})
     10
+    >>> prompt_bound({"prompt": "The sea is"})
+    3
     """
-    return _prompt(body) + MESSAGE_TOKENS * _messages(body) + PROMPT_TOKENS
+    messages = _messages(body)
+    reply = 0 if messages == 0 and "prompt" in body else PROMPT_TOKENS
+    return _prompt(body) + MESSAGE_TOKENS * messages + reply
 
 
 def key_estimate(body: Mapping[str, Any], operation: Operation, ratio: float = 1.0) -> int:
