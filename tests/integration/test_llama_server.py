@@ -10,6 +10,7 @@ interrupted and none that is cut can pass for a complete answer.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -18,8 +19,11 @@ import httpx
 import openai
 import pytest
 
+from edgeproxy.routing.snapshot import CircuitState
 from tests.fixtures.configs import config
 from tests.fixtures.llama import MODEL_ALIAS, LlamaServer
+from tests.fixtures.secrets import remember
+from tests.fixtures.table import TableView
 from tests.integration.resilience.helpers import (
     CLIENT_KEY,
     deployment_status,
@@ -190,3 +194,76 @@ def test_a_server_killed_mid_stream_is_continued_on_the_other_as_one_answer(
     assert prefix[-1].isspace() or rest[0].isspace() or not rest[0].isalpha(), repr(text)
     # One token a delta (llama.cpp streams token by token): within the client's max_tokens.
     assert len(deltas) <= STORY_TOKENS
+
+
+OTHER_KEY = remember("sk-other-llama")
+
+
+def test_over_long_streamed_prompts_without_a_declared_window_cool_no_circuit(
+    start_gateway: Any, table: TableView, llama_server: Callable[..., LlamaServer]
+) -> None:
+    # No context_window: the server itself fails the prompt (a 200 with an empty stream),
+    # on both deployments, while another key's requests are served there. The failure
+    # follows the request (routing.verdict.request_scope): an honest error, no circuit
+    # counts it, and the other key is still served.
+    servers = [llama_server(n_ctx=512), llama_server(n_ctx=512)]
+    deps = [_deployment(f"llama-{i}", s, max_parallel_requests=1) for i, s in enumerate(servers)]
+    section = keys()
+    section["api_keys"].append(
+        {"name": "other", "sha256": hashlib.sha256(OTHER_KEY.encode()).hexdigest()}
+    )
+    cfg = config(
+        *deps,
+        router=router(
+            json=PATIENT,
+            stream=PATIENT,
+            capacity_wait_seconds=60,
+            # One counted failure more than allowed opens a circuit: 000's transient class
+            # would open both on the first over-long prompt.
+            circuit={"allowed_fails": 1, "cooldown_seconds": 60},
+        ),
+        gateway=section,
+    )
+    gw = start_gateway(cfg)
+    short = {"model": "local", "messages": QUESTION, "max_tokens": 4}
+    served: set[str] = set()
+    for _ in range(20):  # the other key is served by both (the evidence that they are up)
+        answer = httpx.post(
+            gw.base_url + "/v1/chat/completions",
+            json=short,
+            headers={"authorization": f"Bearer {OTHER_KEY}"},
+            timeout=120,
+        )
+        assert answer.status_code == 200, answer.text
+        served.add(answer.headers["x-edgeproxy-deployment"])
+        if served == {"llama-0", "llama-1"}:
+            break
+    assert served == {"llama-0", "llama-1"}
+    table.wait_successes(1, "llama-0")
+    table.wait_successes(1, "llama-1")
+
+    long_prompt = [{"role": "user", "content": "tell me about the sea " * 200}]
+    answers = [
+        httpx.post(
+            gw.base_url + "/v1/chat/completions",
+            json={"model": "local", "messages": long_prompt, "stream": True},
+            headers={"authorization": f"Bearer {CLIENT_KEY}"},
+            timeout=120,
+        )
+        for _ in range(4)
+    ]
+    # The empty stream names no cause: the request failed the same way everywhere (502).
+    assert [a.status_code for a in answers] == [502] * 4, [a.text[:200] for a in answers]
+    codes = {a.json()["error"]["code"] for a in answers}
+    assert codes == {"request_failed_on_every_deployment"}
+    for dep_id in ("llama-0", "llama-1"):
+        circuit = table.circuit(dep_id)
+        assert (circuit.state, circuit.failures) == (CircuitState.CLOSED, 0), dep_id
+    for _ in range(2):
+        answer = httpx.post(
+            gw.base_url + "/v1/chat/completions",
+            json=short,
+            headers={"authorization": f"Bearer {OTHER_KEY}"},
+            timeout=120,
+        )
+        assert answer.status_code == 200, answer.text

@@ -6,8 +6,8 @@ asks (``routing.step.next_step`` with ``pool.route_request``) for the first
 step of a fresh request; the answer's ``reasons`` are the core's own account
 of its decision (``routing.explain``). Deployments whose context window cannot
 hold the request are ruled out first, by the router's own rule
-(``routing.estimates.window.unfit``, each deployment's calibration as the run
-has it): ``too_small`` names them, and when that is all of them the request
+(``routing.estimates.window.unfit``, each deployment's calibration for the
+request's protocol, as the run has it): ``too_small`` names them, and when that is all of them the request
 is ``blocked`` by the judge's ``context_window`` reason, with that chain's
 fallbacks, as the router would answer it without a call. Nothing else happens: no probe lease,
 no admission count, no upstream call, no binding written, no outcome.
@@ -156,7 +156,8 @@ def new_run(
     calibrated: Mapping[str, Calibration] | None = None,
 ) -> Run:
     """A ``Run`` for ``req`` as the gateway would start it at ``now`` (owner ``explain``);
-    ``calibrated``: the process's prompt calibrations, by deployment, as its runs get them."""
+    ``calibrated``: the process's prompt calibrations for the request's protocol, by
+    deployment, as its runs get them."""
     policies = config.router.execution_policies[req.operation]
     deadline = policies.stream if req.stream else policies.json_
     budget = Budget.from_deadline(deadline, now)

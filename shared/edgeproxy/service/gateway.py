@@ -83,7 +83,8 @@ class Gateway:
         self._tracer = tracer or NoTracer()
         self._json = JsonCaller(upstream)
         self._stream = StreamCaller(upstream)
-        # Each deployment's prompt calibration, learned from the counts its answers report.
+        # Each deployment's prompt calibration per protocol, learned from the counts its
+        # answers report.
         self.calibrations = Calibrations()
         self._relay = Relay(
             outcomes,
@@ -150,7 +151,7 @@ class Gateway:
             budget=Budget.from_deadline(deadline, self._clock(), self.max_total_ms),
             trace=Trace(requested_model=req.model),
             owner=f"{req.request_id}:{uuid.uuid4().hex[:8]}",
-            calibrated=self.calibrations.view(),
+            calibrated=self.calibrations.view(req.protocol),
         )
 
     async def admit(self, req: ProxyRequest, config: GatewayConfig) -> Admission:
@@ -193,7 +194,7 @@ class Gateway:
             body = {**body, "unified_routing": run.trace.metadata(reasons=req.want_reasons)}
 
         self.calibrations.observe(
-            result.attempt.deployment.id, req.body, response.usage.prompt_tokens
+            result.attempt.deployment.id, req.protocol, req.body, response.usage.prompt_tokens
         )
         success = self._outcomes.success(
             result.ctx,

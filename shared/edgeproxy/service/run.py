@@ -36,8 +36,9 @@ class Run:
     ``resume``: this run carries the continuation of a stream cut after its
     commit (its body ends with the assistant prefill); only deployments with
     ``supports_prefill`` are candidates and no sticky binding is read or moved.
-    ``calibrated``: each deployment's prompt calibration, by id, that context
-    windows count the prompt by (``service.limits.calibrations``).
+    ``calibrated``: each deployment's prompt calibration for the request's protocol,
+    by id, that context windows and a stream's unreported usage count the prompt by
+    (``service.limits.calibrations``).
     """
 
     req: ProxyRequest

@@ -166,3 +166,39 @@ def test_the_explainer_rules_out_the_windows_the_router_rules_out(
         assert answer.headers["x-edgeproxy-deployment"] == served
     # The small one was never called; the large one once (the request it held).
     assert len(model_requests(upstream_a)) == 1
+
+
+def test_a_chat_templates_calibration_does_not_refuse_a_legacy_completion_of_that_size(
+    start_gateway, sdk, upstream_a: MockUpstream
+) -> None:
+    # The calibration is the deployment's for the protocol its answers came in: a chat
+    # template's tokens are not counted against a raw completion prompt, by the router
+    # or by the explainer.
+    gw = start_gateway(
+        config(
+            deployment("a", upstream_a, context_window=200, operations=["chat", "completions"]),
+            router=router(),
+            gateway=keys(),
+        )
+    )
+    client = sdk(gw.base_url)
+    prompt = [{"role": "user", "content": "word " * 100}]
+    upstream_a.set_faults([{"body": _answer_counting(190)}])
+    client.chat.completions.create(model="fast-chat", messages=prompt, max_tokens=50)
+    chat = {"model": "fast-chat", "messages": prompt, "max_tokens": 50}
+    text = {"model": "fast-chat", "prompt": "word " * 100, "max_tokens": 50}  # 125 by the text
+    for path, body, chosen, too_small in [
+        ("/v1/chat/completions", chat, None, ["a"]),
+        ("/v1/completions", text, "a", []),
+    ]:
+        order = {"path": path, "body": body, "caller": "10.0.0.9"}
+        explained = _post(gw.base_url, "/admin/route/explain", ADMIN_KEY, order)
+        assert explained.status_code == 200, explained.text
+        assert (explained.json()["chosen"], explained.json()["too_small"]) == (chosen, too_small)
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(model="fast-chat", messages=prompt, max_tokens=50)
+    assert caught.value.code == "context_length_exceeded"
+    assert len(model_requests(upstream_a)) == 1
+    answer = _post(gw.base_url, "/v1/completions", CLIENT_KEY, text)
+    assert answer.status_code == 200, answer.text
+    assert [r["path"] for r in upstream_a.requests()].count("/v1/completions") == 1

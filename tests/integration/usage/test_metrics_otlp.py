@@ -46,6 +46,7 @@ def test_the_receiver_gets_requests_and_token_usage_under_genai_names(
     gw = start_gateway(gateway_config(priced("a", upstream_a)), env={**METRICS_ENV, **receiver.env})
     key = new_key(gw.base_url)["key"]
     statuses = [chat(gw.base_url, key).status_code for _ in range(2)]
+    upstream_a.set_faults([{"finish_reason": None}])  # a stream that ends without one
     statuses.append(chat(gw.base_url, key, stream=True).status_code)
     statuses.append(chat(gw.base_url, key, model="no-such-model").status_code)  # refused
     assert statuses == [200, 200, 200, 404]
@@ -58,9 +59,13 @@ def test_the_receiver_gets_requests_and_token_usage_under_genai_names(
     assert tokens["output"] > 0
 
     def arrived(got: MetricsReceiver) -> bool:
-        return _sum(got, "edgeproxy.requests") == len(logged) and all(
-            _sum(got, "gen_ai.client.token.usage", **{"gen_ai.token.type": kind}) == n
-            for kind, n in tokens.items()
+        return (
+            _sum(got, "edgeproxy.requests") == len(logged)
+            and _sum(got, "edgeproxy.stream.anomalies") == 1
+            and all(
+                _sum(got, "gen_ai.client.token.usage", **{"gen_ai.token.type": kind}) == n
+                for kind, n in tokens.items()
+            )
         )
 
     receiver.wait_for(arrived)  # pushed every 100 ms: polled, not slept for
@@ -74,6 +79,11 @@ def test_the_receiver_gets_requests_and_token_usage_under_genai_names(
     assert _sum(receiver, "edgeproxy.requests", outcome="refused") == 1
     assert receiver.points("gen_ai.server.request.duration")
     assert [p.count for p in receiver.points("gen_ai.server.time_to_first_token")] == [1]
+    [anomaly] = receiver.points("edgeproxy.stream.anomalies")
+    assert anomaly.attributes == {
+        "edgeproxy.deployment": "a",
+        "anomaly": "missing_finish_reason",
+    }
 
     # The same counts as the scrape, which the other tests tie to the request log.
     samples = scrape(gw.base_url)

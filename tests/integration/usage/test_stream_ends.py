@@ -15,6 +15,7 @@ from tests.fixtures.clock import FleetClock
 from tests.fixtures.upstream import MakeUpstream
 from tests.integration.resilience.helpers import router, sse_events, stream_text
 from tests.integration.usage.helpers import ENV, chat, gateway_config, new_key, one_record, priced
+from tests.integration.usage.test_metrics import METRICS_ENV, scrape, total
 
 CANON = "The quick brown fox jumps over the lazy dog and keeps on running far away."
 NO_FINISH = {"finish_reason": None}
@@ -34,7 +35,7 @@ def test_a_trusted_end_without_a_finish_reason_is_an_anomaly_in_the_request_log(
     start_gateway: Any, clock: FleetClock, make_upstream: MakeUpstream
 ) -> None:
     a = make_upstream("a", default_content=CANON)
-    gw = start_gateway(gateway_config(priced("a", a)), env=ENV)
+    gw = start_gateway(gateway_config(priced("a", a)), env=METRICS_ENV)
     a.set_faults([NO_FINISH])
     key = new_key(gw.base_url)
     events = sse_events(chat(gw.base_url, key["key"], stream=True))
@@ -42,6 +43,11 @@ def test_a_trusted_end_without_a_finish_reason_is_an_anomaly_in_the_request_log(
     record = one_record(gw.base_url, clock.now())
     assert record["outcome"] == "success"
     assert record["anomalies"] == ["a:missing_finish_reason"]
+    # And in the metrics an operator scrapes.
+    samples = scrape(gw.base_url)
+    anomalies = "edgeproxy_stream_anomalies_total"
+    assert total(samples, anomalies, edgeproxy_deployment="a") == 1
+    assert total(samples, anomalies, anomaly="missing_finish_reason") == 1
 
 
 def test_an_untrusted_end_after_the_first_token_is_continued_elsewhere(

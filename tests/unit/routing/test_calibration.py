@@ -19,6 +19,16 @@ def test_a_short_estimate_is_corrected_at_once_and_a_long_one_slowly() -> None:
     assert observed(lower, estimated=100, reported=200).ratio == 2.0
 
 
+def test_the_first_count_sets_the_ratio_even_below_one() -> None:
+    # A raw completion prompt the bound (text, plus a chat reply's frame) puts at 6 and
+    # the server counted at 3: from its first answer on it is counted at half.
+    first = observed(Calibration(), estimated=6, reported=3)
+    assert first == Calibration(0.5, 1)
+    assert scaled(6, first.ratio) == 6  # a reservation still never goes below the bound
+    assert observed(first, estimated=6, reported=6).ratio == 1.0  # later: up at once
+    assert 0.5 < observed(Calibration(0.9, 2), estimated=6, reported=3).ratio < 0.9  # down slowly
+
+
 def test_answers_without_a_count_teach_nothing() -> None:
     cal = Calibration(1.5, 3)
     assert observed(cal, estimated=100, reported=0) == cal

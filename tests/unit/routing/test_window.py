@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from edgeproxy.config.policies import Operation
 from edgeproxy.routing.estimates.calibration import Calibration, observed
-from edgeproxy.routing.estimates.tokens import prompt_bound
-from edgeproxy.routing.estimates.window import FLOOR, Need, need_of, too_small, unfit
+from edgeproxy.routing.estimates.tokens import FLOOR, prompt_bound
+from edgeproxy.routing.estimates.window import Need, need_of, too_small, unfit
 from edgeproxy.routing.faults import FailureClass
 from edgeproxy.routing.refusal import chain_reason
 

@@ -109,7 +109,7 @@ async def explain_route(call: AdminCall) -> Response:
         chat=parsed.chat,
     )
     now = gateway.now()
-    run = new_run(req, call.config, now, gateway.calibrations.view())
+    run = new_run(req, call.config, now, gateway.calibrations.view(req.protocol))
     report = await explain(gateway.store, call.config, run, now=now, rng=random.Random(order.seed))
     report["caller"] = redact_caller(who.caller)
     report["key_id"] = who.key.id if who.key else None

@@ -2,19 +2,22 @@
 
 Upstreams report the prompt tokens they counted; the gateway's estimate
 (``routing.estimates.tokens.prompt_bound``) is made before the call, from the text
-alone. ``Calibration`` keeps, per deployment, a smoothed ratio of reported
-to estimated, so that a reservation made before the next call can scale
-its estimate by what that deployment's tokenizer has been counting:
+alone. ``Calibration`` keeps, per deployment and protocol, a smoothed ratio
+of reported to estimated, so that an estimate made before the next call (or
+after a stream that reported nothing) can scale by what that deployment's
+tokenizer has been counting:
 
     ratio' = ratio + SMOOTHING * (reported / estimated - ratio)
-    ratio used = clamp(ratio, 1, MAX_RATIO)
+    ratio used = clamp(ratio, 1, MAX_RATIO)      (a reservation, ``scaled``)
 
-Never below 1: the estimate is already conservative, and a calibration
-never makes a reservation smaller than it. At most ``MAX_RATIO``: an
-upstream reporting absurd counts can inflate its own pool's reservations
-only so far. A sample above the current ratio moves it at once (an
-estimate that falls short must not stay short for several requests); one
-below moves it by ``SMOOTHING``. Pure: the caller keeps the values (in
+A reservation's ratio is never below 1: the estimate is already
+conservative, and a calibration never makes a reservation smaller than it.
+At most ``MAX_RATIO``: an upstream reporting absurd counts can inflate its
+own pool's reservations only so far. The first sample sets the ratio (there
+is none before it: a raw completion prompt the tokenizer counts at half the
+bound is counted so from the first answer on); after that a sample above the
+current ratio moves it at once (an estimate that falls short must not stay
+short for several requests), one below moves it by ``SMOOTHING``. Pure: the caller keeps the values (in
 process: ``service.limits.calibrations``) and passes them in.
 """
 
@@ -45,11 +48,13 @@ def observed(current: Calibration, estimated: int, reported: int) -> Calibration
     Calibration(ratio=1.5, samples=1)
     >>> observed(Calibration(1.5, 1), estimated=10, reported=10).ratio
     1.4
+    >>> observed(Calibration(), estimated=6, reported=3)
+    Calibration(ratio=0.5, samples=1)
     """
     if estimated <= 0 or reported <= 0:
         return current
     sample = min(MAX_RATIO, reported / estimated)
-    if sample >= current.ratio:
+    if current.samples == 0 or sample >= current.ratio:
         ratio = sample
     else:
         ratio = current.ratio + SMOOTHING * (sample - current.ratio)

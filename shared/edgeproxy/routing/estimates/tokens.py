@@ -31,7 +31,8 @@ within the limit.
 A client key's reservation (``service/limits/reserve.py``) cannot take the
 client's word for its prompt: it reserves ``key_estimate``, the prompt's
 ``prompt_bound`` (the estimate above plus what a chat format adds around
-each message, ``MESSAGE_TOKENS``, and before the reply, ``PROMPT_TOKENS``)
+each message, ``MESSAGE_TOKENS``, and before the reply, ``PROMPT_TOKENS``;
+a legacy completion's raw prompt has neither)
 scaled by the serving pool's calibration (``routing.calibration``: how far
 its upstreams' reported counts ran above this estimate), plus the output
 the request may answer. ``max_tokens`` moves only the output part, which an
@@ -47,7 +48,7 @@ from typing import Any
 
 from edgeproxy.config.deployment import Deployment, ProviderKind
 from edgeproxy.config.policies import Operation
-from edgeproxy.routing.estimates.calibration import scaled
+from edgeproxy.routing.estimates.calibration import MAX_RATIO, Calibration, scaled
 
 CHARS_PER_TOKEN = 4
 IMAGE_TOKENS = 765
@@ -55,6 +56,8 @@ DEFAULT_OUTPUT_TOKENS = 256
 OUTPUT_CEILING = 4096  # the most the gateway itself asks an upstream for
 MESSAGE_TOKENS = 4  # a message's role and delimiters, as chat formats count them
 PROMPT_TOKENS = 3  # what a chat format puts before the reply
+FLOOR = 0.5  # the least a calibration may scale a prompt estimate down to
+UNCALIBRATED = Calibration()
 _INPUT_FIELDS = ("messages", "input", "prompt", "instructions", "system", "tools", "functions")
 _OUTPUT_LIMITS = ("max_completion_tokens", "max_tokens", "max_output_tokens")
 _IMAGE_PARTS = frozenset({"image_url", "image", "input_image"})
@@ -87,12 +90,17 @@ def estimate_tokens(body: Mapping[str, Any], operation: Operation) -> int:
 
 
 def prompt_bound(body: Mapping[str, Any]) -> int:
-    """A conservative estimate of the prompt: its text and images, and each message's frame.
+    """A conservative estimate of the prompt: its text and images, each message's frame, and
+    the reply's (a chat's: a legacy completion's raw ``prompt`` is sent with no frame).
 
     >>> prompt_bound({"messages": [{"role": "user", "content": "Hello!"}]})
     10
+    >>> prompt_bound({"prompt": "The sea is"})
+    3
     """
-    return _prompt(body) + MESSAGE_TOKENS * _messages(body) + PROMPT_TOKENS
+    messages = _messages(body)
+    reply = 0 if messages == 0 and "prompt" in body else PROMPT_TOKENS
+    return _prompt(body) + MESSAGE_TOKENS * messages + reply
 
 
 def key_estimate(body: Mapping[str, Any], operation: Operation, ratio: float = 1.0) -> int:
@@ -128,11 +136,33 @@ def requested_output(body: Mapping[str, Any]) -> int | None:
     return None if limit is None else limit * _choices(body)
 
 
-def unreported_usage(body: Mapping[str, Any], text: str) -> tuple[int, int]:
+def calibrated_prompt(body: Mapping[str, Any], calibration: Calibration) -> int:
+    """The prompt's tokens as a deployment with ``calibration`` would count them.
+
+    Uncalibrated, the text alone (``prompt_estimate``); calibrated, ``prompt_bound``
+    (each message's frame included) times the ratio, so a chat template's tokens are
+    counted and a raw completion prompt the tokenizer counts smaller is not inflated.
+    A ratio below 1 counts down to ``FLOOR`` only.
+
+    >>> body = {"messages": [{"content": "x" * 400}]}
+    >>> calibrated_prompt(body, UNCALIBRATED), calibrated_prompt(body, Calibration(1.5, 3))
+    (100, 161)
+    """
+    if calibration.samples == 0:
+        return prompt_estimate(body)
+    ratio = min(MAX_RATIO, max(FLOOR, calibration.ratio))
+    # The ratio is kept to 6 decimals: a product that close to a whole count is that count.
+    return math.ceil(round(prompt_bound(body) * ratio, 4))
+
+
+def unreported_usage(
+    body: Mapping[str, Any], text: str, calibration: Calibration = UNCALIBRATED
+) -> tuple[int, int]:
     """(prompt, completion) tokens counted for a stream whose upstream reported no usage
-    (an ``openai_compat`` server asked for none): the prompt estimate above, and the
-    streamed text at ``CHARS_PER_TOKEN``. Counted, never shown to the client."""
-    return _prompt(body), math.ceil(len(text) / CHARS_PER_TOKEN)
+    (an ``openai_compat`` server asked for none, or one that ignores the ask): the prompt
+    as the serving deployment counts it (``calibrated_prompt``, by its ``calibration``
+    for the request's protocol), and the streamed text at ``CHARS_PER_TOKEN``."""
+    return calibrated_prompt(body, calibration), math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
 def reservation(

@@ -9,11 +9,12 @@ fails as an upstream would have answered (400 ``context_length_exceeded``),
 without a call: the ``context_window`` fallback chain runs, or the client
 gets that 400.
 
-The prompt is counted per deployment. Until it has a calibration
+The prompt is counted per deployment, by its calibration for the request's
+protocol (the caller passes that protocol's slice). Until it has one
 (``routing.estimates.calibration``: the ratio of the prompt counts its
 answers reported to ``prompt_bound``), the estimate is the text alone
-(``prompt_estimate``). Once it has one, the estimate is ``prompt_bound``
-(each message's frame included) times that ratio, so a chat template's
+(``prompt_estimate``). Once it has one (``tokens.calibrated_prompt``), the
+estimate is ``prompt_bound`` (each message's frame included) times that ratio, so a chat template's
 tokens are counted: a prompt that fits by the text can be refused, and one
 that a deployment's tokenizer counts smaller than the text estimate can be
 let through. A ratio below 1 counts down to ``FLOOR`` only, since a wrong
@@ -26,22 +27,18 @@ False
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.policies import Operation
-from edgeproxy.routing.estimates.calibration import MAX_RATIO, Calibration
-from edgeproxy.routing.estimates.tokens import prompt_bound, prompt_estimate, requested_output
+from edgeproxy.routing.estimates.calibration import Calibration
+from edgeproxy.routing.estimates.tokens import UNCALIBRATED, calibrated_prompt, requested_output
 from edgeproxy.routing.faults import Fault, FaultKind
 from edgeproxy.routing.judge.reasons import too_long
 from edgeproxy.routing.step import PoolFailure
 from edgeproxy.routing.verdict import judge
-
-FLOOR = 0.5  # the least a calibration may scale a prompt estimate down to
-UNCALIBRATED = Calibration()
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,19 +65,6 @@ def need_of(
     return Need(calibrated_prompt(body, calibration), max(1, requested_output(body) or 0))
 
 
-def calibrated_prompt(body: Mapping[str, Any], calibration: Calibration) -> int:
-    """The prompt's tokens as a deployment with ``calibration`` would count them.
-
-    >>> body = {"messages": [{"content": "x" * 400}]}
-    >>> calibrated_prompt(body, UNCALIBRATED), calibrated_prompt(body, Calibration(1.5, 3))
-    (100, 161)
-    """
-    if calibration.samples == 0:
-        return prompt_estimate(body)
-    ratio = min(MAX_RATIO, max(FLOOR, calibration.ratio))
-    return math.ceil(prompt_bound(body) * ratio)
-
-
 def too_small(
     deployments: Sequence[Deployment],
     body: Mapping[str, Any],
@@ -88,7 +72,8 @@ def too_small(
     calibrations: Mapping[str, Calibration],
 ) -> frozenset[str]:
     """The deployments whose declared window or output cap cannot hold the request, each
-    counting its prompt by its own calibration (``calibrations``, by deployment id)."""
+    counting its prompt by its own calibration (``calibrations``: the request's protocol's,
+    by deployment id)."""
     if operation is Operation.EMBEDDINGS:
         return frozenset()
     return frozenset(

@@ -11,7 +11,8 @@ lands after the release.
 
 The estimate is ``routing.estimates.tokens.key_estimate``: the prompt's conservative
 bound scaled by the pool's calibration (the highest ratio of reported to
-estimated prompt tokens among its deployments, ``service.limits.calibrations``),
+estimated prompt tokens among its deployments for the request's protocol,
+``service.limits.calibrations``),
 plus the request's output limit. What remains (the README's bound): an
 admitted request whose actual usage exceeds its estimate overshoots by that
 excess: the prompt the calibrated bound missed, and output beyond the
@@ -69,9 +70,10 @@ def key_snapshot(
     req: ProxyRequest, config: GatewayConfig, calibrations: Calibrations
 ) -> KeySnapshot:
     """What the judge decides ``req``'s key on: the key, the model by its names, and the
-    estimate against the pool that may serve it (its calibration's ratio applied)."""
+    estimate against the pool that may serve it (its calibration's ratio for the request's
+    protocol applied)."""
     pool = priced_pool(config, req.model)
-    usage = estimate(req, pool, calibrations.ratio(pool))
+    usage = estimate(req, pool, calibrations.ratio(pool, req.protocol))
     return KeySnapshot(req.key, req.model, config.names_of(req.model), usage)
 
 

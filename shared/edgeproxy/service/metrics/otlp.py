@@ -86,6 +86,9 @@ class OtlpMetrics:
         self._continuations = meter.create_counter(
             "edgeproxy.stream.continuations", description="Streams continued after a cut"
         )
+        self._anomalies = meter.create_counter(
+            "edgeproxy.stream.anomalies", description="Streams answered with an irregular end"
+        )
         self._store = histogram(
             "edgeproxy.store.operation.duration", "s", "Each DynamoDB call", STORE_BUCKETS
         )
@@ -121,7 +124,7 @@ class OtlpMetrics:
         self._cost.add(record.cost_usd, {MODEL: record.model, DEPLOYMENT: served.id})
 
     def count(self, name: str, value: float = 1, /, **dimensions: str) -> None:
-        """The EMF counts that have a metric here (circuits, continuations)."""
+        """The EMF counts that have a metric here (circuits, continuations, anomalies)."""
         if name == "CircuitTransitions":
             dep, entered = dimensions.get("deployment", ""), dimensions.get("to_state", "")
             self._transitions.add(value, {DEPLOYMENT: dep, "state": entered})
@@ -130,6 +133,9 @@ class OtlpMetrics:
                 self._circuit.set(1 if state.value == entered else 0, attrs)
         elif name == "StreamContinuations":
             self._continuations.add(value)
+        elif name == "StreamAnomalies":
+            dep, anomaly = dimensions.get("deployment", ""), dimensions.get("anomaly", "")
+            self._anomalies.add(value, {DEPLOYMENT: dep, "anomaly": anomaly})
 
     def store_call(self, operation: str, seconds: float, failed: bool) -> None:
         """Time one store call (retries included)."""

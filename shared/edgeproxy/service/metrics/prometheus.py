@@ -8,7 +8,8 @@ callers (``gen_ai_server_request_duration_seconds``,
 upstreams (``gen_ai_client_operation_duration_seconds`` per attempt,
 ``gen_ai_client_token_usage`` per served answer), with the conventions'
 bucket boundaries. What they have no name for is ``edgeproxy_*``: requests
-by outcome and error class, cost, circuits, store calls, continuations.
+by outcome and error class, cost, circuits, store calls, continuations,
+stream anomalies.
 
 Labels are low-cardinality by construction, as the EMF dimensions are:
 models and deployment ids come from the configuration, outcomes and error
@@ -100,6 +101,11 @@ class PrometheusMetrics:
             "Streams cut after their commit and continued on another deployment",
             (),
         )
+        self._anomalies = counter(
+            "edgeproxy_stream_anomalies",
+            "Streams relayed as answers with an irregular end (000's anomalies), by kind",
+            (DEPLOYMENT, "anomaly"),
+        )
         self._store = histogram(
             "edgeproxy_store_operation_duration_seconds",
             "Each DynamoDB call, retries included",
@@ -144,7 +150,8 @@ class PrometheusMetrics:
         self._cost.labels(model, served.id).inc(record.cost_usd)
 
     def count(self, name: str, value: float = 1, /, **dimensions: str) -> None:
-        """The EMF counts that have a Prometheus form here (circuits, continuations)."""
+        """The EMF counts that have a Prometheus form here (circuits, continuations, stream
+        anomalies)."""
         if name == "CircuitTransitions":
             dep, entered = dimensions.get("deployment", ""), dimensions.get("to_state", "")
             self._transitions.labels(dep, entered).inc(value)
@@ -152,6 +159,9 @@ class PrometheusMetrics:
                 self._circuit.labels(dep, state.value).set(1 if state.value == entered else 0)
         elif name == "StreamContinuations":
             self._continuations.inc(value)
+        elif name == "StreamAnomalies":
+            dep, anomaly = dimensions.get("deployment", ""), dimensions.get("anomaly", "")
+            self._anomalies.labels(dep, anomaly).inc(value)
 
     def store_call(self, operation: str, seconds: float, failed: bool) -> None:
         """Time one store call (``BoundedClient``'s, retries included)."""

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from edgeproxy.errors import EdgeproxyError, UpstreamFault
-from edgeproxy.routing.estimates.tokens import unreported_usage
+from edgeproxy.routing.estimates.calibration import Calibration
+from edgeproxy.routing.estimates.tokens import UNCALIBRATED, unreported_usage
 from edgeproxy.routing.refusal import fault_error
 from edgeproxy.routing.stream.completeness import Complete
 from edgeproxy.routing.stream.remainder import delivered_tokens
@@ -205,20 +206,28 @@ class Relay:
             if record is not None:
                 record.anomalies = list(outcome.anomalies)
         own = stream.usage
-        if own is not None and self._calibrations is not None:
+        deployment_id = served.attempt.deployment.id
+        # A continuation's count is of the longer body it was sent (the prefill added):
+        # learning it against the client's own body would inflate the ratio.
+        if own is not None and self._calibrations is not None and not progress.continuations:
             self._calibrations.observe(
-                served.attempt.deployment.id, run.req.body, own.prompt_tokens
+                deployment_id, run.req.protocol, run.req.body, own.prompt_tokens
             )
         if record is not None and own is not None:
             record.usage = own.counts()
         settlement.settled = True
         if isinstance(outcome, Complete) and outcome.anomalies:
             self._anomalies(run, served, outcome.anomalies)
-        # Without the upstream's count (no usage chunk), tpm and throughput count an estimate.
+        # Without the upstream's count (no usage chunk), tpm and throughput count an estimate:
+        # its prompt as this deployment counts this protocol's prompts (its calibration).
         counted = (
             own
             if own is not None
-            else Usage(*unreported_usage(run.req.body, "".join(progress.text)))
+            else Usage(
+                *unreported_usage(
+                    run.req.body, "".join(progress.text), _calibration(run, deployment_id)
+                )
+            )
         )
         closing = Closing(
             finish_reasons=inferred,
@@ -251,7 +260,8 @@ class Relay:
         delivered = delivered_tokens(text, len(progress.text))
         reported = progress.usage
         if reported is None:
-            prompt, _ = unreported_usage(run.req.body, text)
+            calibration = _calibration(run, progress.first_deployment)
+            prompt, _ = unreported_usage(run.req.body, text, calibration)
         else:
             prompt, delivered = reported.prompt_tokens, max(delivered, reported.completion_tokens)
         return Closing(
@@ -284,6 +294,13 @@ class _Leg:
 
     served: Served
     finished_at: float | None = None  # the upstream's last event (latency's end)
+
+
+def _calibration(run: Run, deployment_id: str | None) -> Calibration:
+    """The deployment's prompt calibration for the run's protocol (``Run.calibrated``)."""
+    if deployment_id is None:
+        return UNCALIBRATED
+    return run.calibrated.get(deployment_id, UNCALIBRATED)
 
 
 async def _written(writes: list[asyncio.Future[None]]) -> None:
