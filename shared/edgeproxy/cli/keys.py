@@ -36,7 +36,7 @@ from edgeproxy.cli import key_changes
 from edgeproxy.cli import target as cli_target
 from edgeproxy.config.loader import load_config_file
 from edgeproxy.errors import EdgeproxyError, UsageError
-from edgeproxy.runtime import open_store
+from edgeproxy.runtime import open_store, process_rng
 from edgeproxy.service.admin.key_lifecycle import revoke_key
 from edgeproxy.service.keys import imported_key, mint_key
 
@@ -118,7 +118,7 @@ def _http(args: argparse.Namespace, method: str, path: str, body: Any = None) ->
 
 async def _table(args: argparse.Namespace) -> Any:
     async with contextlib.AsyncExitStack() as stack:
-        store = await open_store(cli_target.table_settings(args), stack)
+        store = await open_store(cli_target.table_settings(args), stack, rng=process_rng())
         now = time.time()
         if args.action == "create":
             body = CreateKey.model_validate(_body(args))
@@ -178,7 +178,7 @@ async def _import(args: argparse.Namespace) -> int:
         return 0
     imported = 0
     async with contextlib.AsyncExitStack() as stack:
-        store = await open_store(settings, stack)
+        store = await open_store(settings, stack, rng=process_rng())
         for legacy in legacy_keys:
             key = imported_key(legacy, time.time())
             created = await store.put_client_key(key)

@@ -32,7 +32,7 @@ from edgeproxy.cli.keys import _http
 from edgeproxy.config.loader import from_document
 from edgeproxy.errors import EdgeproxyError, UsageError
 from edgeproxy.routing.hierarchy import Level
-from edgeproxy.runtime import open_store
+from edgeproxy.runtime import open_store, process_rng
 from edgeproxy.service.admin import teams
 from edgeproxy.service.admin.team_bodies import (
     CreateOrganization,
@@ -134,7 +134,7 @@ def _remote(args: argparse.Namespace) -> Any:
 
 async def _table(args: argparse.Namespace) -> Any:
     async with contextlib.AsyncExitStack() as stack:
-        store = await open_store(cli_target.table_settings(args), stack)
+        store = await open_store(cli_target.table_settings(args), stack, rng=process_rng())
         actor, now, kind, verb = f"cli:{getpass.getuser()}", time.time(), _kind(args), _verb(args)
         if args.action in ("add-key", "remove-key"):
             team = args.id if args.action == "add-key" else None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,7 +71,9 @@ async def test_a_concurrent_burst_over_two_stores_alerts_once_per_threshold(
     # Two stores (as two processes) reserve and settle one key's spend at once; the
     # alerts ride those writes (KeyBudgetAlerts), nothing else calls the notifier.
     clock = [1000.0]
-    stores = [DynamoStore(dynamo_client, table_name, table_schema) for _ in range(2)]
+    stores = [
+        DynamoStore(dynamo_client, table_name, table_schema, random.Random(s)) for s in (1, 2)
+    ]
     watchers = []
     for store in stores:
         watchers.append(KeyBudgetAlerts(_notifier(store, receiver.url, clock)))
