@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
 import statistics
 import time
 from collections import Counter
@@ -25,6 +26,8 @@ from botocore.exceptions import ClientError
 
 from bench.client import Sample
 from edgeproxy.aws.dynamodb import DynamoClient
+from edgeproxy.clients import store_options
+from edgeproxy.settings import Settings
 from edgeproxy_dev.aws import REGION
 from edgeproxy_dev.runner import local_session
 
@@ -98,7 +101,9 @@ async def store_rtt(endpoint: str, samples: dict[str, str], count: int) -> dict[
     """p50 round trip (ms) of the gateway's own BatchGetItem and UpdateItem, replayed."""
     out: dict[str, float] = {}
     async with contextlib.AsyncExitStack() as stack:
-        client = await DynamoClient.open(local_session(), REGION, endpoint)
+        options = store_options(Settings(region=REGION))
+        jitter = random.Random(0).random
+        client = await DynamoClient.open(local_session(), REGION, endpoint, options, jitter)
         stack.push_async_callback(client.close)
         for operation, method in _CLIENT_METHODS.items():
             if operation not in samples:

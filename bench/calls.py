@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import random
 import statistics
 import subprocess
 import sys
@@ -31,6 +32,8 @@ import httpx
 from botocore.config import Config
 
 from edgeproxy.aws.dynamodb import DynamoClient
+from edgeproxy.clients import store_options
+from edgeproxy.settings import Settings
 from edgeproxy.state.dynamodb.dynamo import DynamoStore
 from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy.state.store import SnapshotRequest
@@ -60,7 +63,7 @@ def store_calls(client: Any) -> dict[str, Call]:
     """The request path's three kinds of DynamoDB call, as ``DynamoStore`` sends them."""
     keys = [_key(f"usage#d{i}", f"minute#{MINUTE}") for i in range(12)]
     schema = TableSchema.from_env_value("pk,sk,expires_at")
-    store = DynamoStore(client, TABLE, schema)
+    store = DynamoStore(client, TABLE, schema, random.Random(0))
     request = SnapshotRequest("p", ["d1", "d2", "d3"], ["a"], MINUTE)
     return {
         "BatchGetItem(12)": lambda: client.batch_get_item(
@@ -114,7 +117,10 @@ async def clients(port: int, stack: contextlib.AsyncExitStack) -> dict[str, dict
     boto = await stack.enter_async_context(
         session.client("dynamodb", endpoint_url=endpoint, config=BOTO_CONFIG, region_name=REGION)
     )
-    ours = await DynamoClient.open(session, REGION, endpoint)
+    settings = Settings(region=REGION)
+    ours = await DynamoClient.open(
+        session, REGION, endpoint, store_options(settings), random.Random(0).random
+    )
     stack.push_async_callback(ours.close)
     chat_url = f"{endpoint}/v1/chat/completions"
     httpx_client = httpx.AsyncClient(trust_env=False)

@@ -27,6 +27,8 @@ from bench.fleet.capacity import KB, CapacityModel, wire_item_size, write_units
 from bench.fleet.outcome import outcome
 from bench.fleet.table import SimTable
 from edgeproxy.aws.dynamodb import DynamoClient
+from edgeproxy.clients import store_options
+from edgeproxy.settings import Settings
 from edgeproxy.state import items, keys
 from edgeproxy.state.dynamodb.dynamo import DynamoStore
 from edgeproxy_dev import template
@@ -84,7 +86,7 @@ async def measure(
     """
     name = f"bucket-{uuid.uuid4().hex[:8]}"
     schema = create_table(endpoint, name, template.default_template_path())
-    store = DynamoStore(client, name, schema)
+    store = DynamoStore(client, name, schema, random.Random(0))
     key = keys.usage_key(DEPLOYMENT, MINUTE)
     wire_key = {schema.pk: {"S": key[0]}, schema.sk: {"S": key[1]}}
     sim = SimTable(CapacityModel(partitions=1, burst_s=1e9))
@@ -145,7 +147,11 @@ async def _runs(rates: list[int]) -> list[BucketSizes]:
             aws_secret_access_key=options["aws_secret_access_key"],
         )
         client = await DynamoClient.open(
-            session, options["region_name"], server.endpoint_url, read_timeout_s=60
+            session,
+            options["region_name"],
+            server.endpoint_url,
+            store_options(Settings(store_timeout_seconds=60)),
+            random.Random(0).random,
         )
         try:
             return [await measure(client, server.endpoint_url, rate) for rate in rates]

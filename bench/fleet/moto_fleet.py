@@ -21,6 +21,7 @@ real concurrency, not DynamoDB's throughput (the capacity model does that).
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -30,6 +31,8 @@ import aioboto3
 from botocore.exceptions import ClientError
 
 from edgeproxy.aws.dynamodb import DynamoClient
+from edgeproxy.clients import store_options
+from edgeproxy.settings import Settings
 from edgeproxy.state.dynamodb.dynamo import DynamoStore
 from edgeproxy.state.store import SnapshotRequest, UsageDelta
 from edgeproxy_dev import template
@@ -135,8 +138,14 @@ async def run_on_moto(
         aws_secret_access_key=options["aws_secret_access_key"],
     )
     clients = [
-        await DynamoClient.open(session, options["region_name"], endpoint, read_timeout_s=30)
-        for _ in range(instances)
+        await DynamoClient.open(
+            session,
+            options["region_name"],
+            endpoint,
+            store_options(Settings(store_timeout_seconds=30)),
+            random.Random(i).random,
+        )
+        for i in range(instances)
     ]
     try:
         total = int(rate * seconds)
@@ -146,7 +155,7 @@ async def run_on_moto(
         await asyncio.gather(
             *(
                 _instance(
-                    DynamoStore(_Counted(c, out), name, schema),
+                    DynamoStore(_Counted(c, out), name, schema, random.Random(i)),
                     out,
                     minute,
                     starts[i::instances],
@@ -156,7 +165,7 @@ async def run_on_moto(
             )
         )
         out.elapsed = time.monotonic() - t0
-        check = DynamoStore(clients[0], name, schema)
+        check = DynamoStore(clients[0], name, schema, random.Random(0))
         buckets = await check.read_usage(DEPLOYMENT, minute, minute, shards)
         out.counted = sum(b.requests for b in buckets)
     finally:

@@ -36,7 +36,7 @@ from edgeproxy.config.egress import allow_local_loopback, local_loopback
 from edgeproxy.config.loader import load_config_file, parse_config, to_document
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.config.roles import Role
-from edgeproxy.runtime import build_gateway, open_store
+from edgeproxy.runtime import build_gateway, open_store, process_rng
 from edgeproxy.service.admin.config_edit import ConfigEditor
 from edgeproxy.service.gateway import Gateway
 from edgeproxy.service.keys import mint_key
@@ -74,7 +74,7 @@ async def mint_client_key(settings: Settings, name: str, role: Role = Role.FREE)
     """Create a client key in the table; returns the key (printed once by ``make run``)."""
     new = mint_key(name, role, time.time())
     async with contextlib.AsyncExitStack() as stack:
-        store = await open_store(settings, stack, local_session())
+        store = await open_store(settings, stack, local_session(), rng=process_rng())
         await store.put_client_key(new.key)
     return new.secret
 
@@ -93,7 +93,7 @@ def with_admin_key(settings: Settings) -> tuple[Settings, str]:
 async def store_config(settings: Settings, config: GatewayConfig) -> int:
     """Write ``config`` to the table (over whatever is stored, audited); returns its version."""
     async with contextlib.AsyncExitStack() as stack:
-        store = await open_store(settings, stack, local_session())
+        store = await open_store(settings, stack, local_session(), rng=process_rng())
         return await ConfigEditor(store, time.time, owner=True).replace(
             config, actor="dev", source="runner"
         )

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from edgeproxy.aws.session import DeferredSession
-from edgeproxy.clients import open_credentials, open_store
+from edgeproxy.clients import open_credentials, open_store, process_rng
 from edgeproxy.service.alerts.watcher import KeyBudgetAlerts
 from edgeproxy.service.alerts.wiring import alert_notifier
 from edgeproxy.service.config_cache import ConfigCache
@@ -41,7 +41,14 @@ if TYPE_CHECKING:
 
 # open_store and open_credentials live in clients.py (a job or a CLI command opens them
 # without importing the request path) and are still importable from here.
-__all__ = ["DeferredBedrock", "build_gateway", "open_credentials", "open_store", "warn_about_auth"]
+__all__ = [
+    "DeferredBedrock",
+    "build_gateway",
+    "open_credentials",
+    "open_store",
+    "process_rng",
+    "warn_about_auth",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -104,6 +111,9 @@ async def build_gateway(
     ``session``: an aioboto3 session (default: AWS's default credential chain).
     ``clock`` (epoch seconds) and ``rng`` are the only sources of time and
     chance below this point, so a test can move time instead of sleeping.
+    ``rng`` defaults to a new ``process_rng()``, made here (after any SnapStart restore:
+    the first invocation builds the gateway) and passed to the store, its client and the
+    service.
     ``tracer``: where finished requests go as spans (default: what the
     settings configure, ``service/tracing/setup.py``; none when nothing is).
 
@@ -111,10 +121,12 @@ async def build_gateway(
     """
     stack = contextlib.AsyncExitStack()
     session = session or DeferredSession()
+    rng = rng or process_rng()  # load spreading, not security
     metrics = metrics_for(settings)  # first: a process asked for metrics it cannot serve stops
     if metrics is not None:
         stack.callback(metrics.shutdown)  # runs last: the final push counts the final flushes
-    store = await open_store(settings, stack, session, metrics.store_call if metrics else None)
+    timed = metrics.store_call if metrics else None
+    store = await open_store(settings, stack, session, timed, rng=rng)
     # The request path's reads and counters (single-flight reads; counters flushed
     # per window). Registered after the store: its last flush runs before the client closes.
     requests = CoalescingStore(store, settings.coalesce_ms / 1000.0)
@@ -127,8 +139,9 @@ async def build_gateway(
     if metrics is not None:
         telemetry = FanOut(telemetry, metrics)
     window_s = settings.coalesce_ms / 1000.0
-    timed = metrics.store_call if metrics else None
-    log_store = await open_store(settings, stack, session, timed) if window_s > 0 else store
+    log_store = (
+        await open_store(settings, stack, session, timed, rng=rng) if window_s > 0 else store
+    )
     usage_log = RequestLog(
         DynamoUsageLog.sharing(log_store),
         clock,
@@ -139,13 +152,12 @@ async def build_gateway(
     stack.push_async_callback(usage_log.aclose)
     http = make_http_client()
     stack.push_async_callback(http.aclose)
-    credentials = open_credentials(settings, stack, session)
+    credentials = open_credentials(settings, stack, session, rng)
     # Bedrock deployments sign with this session's credentials (the function's role).
     bedrock = cast("BedrockClient", DeferredBedrock(session, settings.region, clock))
     stack.push_async_callback(bedrock.aclose)
     tracer = tracer or tracer_for(settings)
     stack.callback(tracer.shutdown)  # the last spans are sent before the process ends
-    rng = rng or random.Random()  # load spreading, not security
     outcomes = Outcomes(store, clock, rng, telemetry, counters=requests)
     warn_about_auth(settings)
     keys = KeyRing(

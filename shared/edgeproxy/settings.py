@@ -84,6 +84,21 @@ class Settings:
     metrics: bool = False
     otlp_metrics_endpoint: str | None = None
     otlp_metrics_interval_ms: int = 60000
+    # The AWS client's connections (``aws/wire.ClientOptions``, built in ``clients.py``): the
+    # one place these numbers live. The store's: a short connect, reads bounded by
+    # ``store_timeout_seconds`` (which also caps the connect), one retry.
+    store_connect_timeout_seconds: float = 0.5
+    store_max_attempts: int = 2
+    # SSM and Secrets Manager: one read per reference per process, on the first request that
+    # needs it; a slow or unreachable service fails in seconds (botocore's defaults wait 60 s,
+    # up to 5 times). 3 attempts: botocore's standard mode.
+    secrets_connect_timeout_seconds: float = 2.0
+    secrets_read_timeout_seconds: float = 5.0
+    secrets_max_attempts: int = 3
+    # Connections open at once per endpoint (aiohttp's default); every one may be kept alive
+    # (a burst reuses them instead of churning), for this long while idle.
+    aws_max_connections: int = 100
+    aws_keepalive_seconds: float = 30.0
     environ: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod

@@ -6,13 +6,13 @@ the requests still go to the embedded server.
 
 from __future__ import annotations
 
+import random
 import socket
 from typing import Any
 
 import aioboto3
 import pytest
 
-from edgeproxy.aws.dynamodb import DynamoClient
 from edgeproxy.errors import StoreError, StoreUnavailable
 from edgeproxy.routing.snapshot import Binding, BindingKey, Circuit, CircuitState, Health
 from edgeproxy.state import keys
@@ -20,6 +20,7 @@ from edgeproxy.state.dynamodb.dynamo import DynamoStore
 from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy.state.store import SnapshotRequest, UsageDelta
 from edgeproxy_dev.dynamo_server import client_kwargs
+from tests.fixtures.dynamo import open_client
 
 NOW = 1_700_000_000.0
 MINUTE = int(NOW // 60)
@@ -147,7 +148,7 @@ async def test_circuits_never_expire(
 async def test_a_missing_table_is_a_store_error(
     dynamo_client: Any, table_schema: TableSchema
 ) -> None:
-    store = DynamoStore(dynamo_client, "no-such-table", table_schema)
+    store = DynamoStore(dynamo_client, "no-such-table", table_schema, random.Random(0))
 
     with pytest.raises(StoreError) as caught:
         await store.load_config()
@@ -170,9 +171,9 @@ async def test_an_unreachable_endpoint_is_store_unavailable(
 ) -> None:
     endpoint = f"http://127.0.0.1:{closed_port}"
     session = aioboto3.Session(**{k: v for k, v in client_kwargs(endpoint).items() if "aws_" in k})
-    client = await DynamoClient.open(session, "us-east-1", endpoint, connect_timeout_s=1)
+    client = await open_client(session, "us-east-1", endpoint, store_connect_timeout_seconds=1)
     try:
-        store = DynamoStore(client, "t", table_schema)
+        store = DynamoStore(client, "t", table_schema, random.Random(0))
         with pytest.raises(StoreUnavailable):
             await store.load_config()
     finally:

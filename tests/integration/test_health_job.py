@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 from collections import Counter
 
 import aioboto3
@@ -25,7 +26,9 @@ EWMA_WARMUP = 30
 def run_job(endpoint: str, table: str, now: float) -> list[Health]:
     async def run() -> list[Health]:
         async with aioboto3.Session().client("dynamodb", **client_kwargs(endpoint)) as client:
-            store = DynamoStore(client, table, table_schema(default_template_path()))
+            store = DynamoStore(
+                client, table, table_schema(default_template_path()), random.Random(0)
+            )
             return await HealthJob(store, lambda: now).run()
 
     return asyncio.run(run())

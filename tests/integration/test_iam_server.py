@@ -7,6 +7,7 @@ under it: a denied read is the same ``CredentialError`` as botocore's.
 from __future__ import annotations
 
 import contextlib
+import random
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,7 +17,9 @@ from botocore.exceptions import ClientError
 
 from edgeproxy.aws.secrets import AwsSecrets, lean_opener
 from edgeproxy.aws.session import DeferredSession
+from edgeproxy.clients import secrets_options
 from edgeproxy.errors import CredentialError
+from edgeproxy.settings import Settings
 from edgeproxy_dev.dynamo_server import create_table
 from edgeproxy_dev.iam_actions import table_arn
 from edgeproxy_dev.iam_server import EnforcedAws
@@ -158,7 +161,14 @@ async def test_the_lean_clients_read_what_the_role_allows_and_say_denied_otherwi
         raise AssertionError(f"the lean opener fell back to botocore for {service}")
 
     async with contextlib.AsyncExitStack() as stack:
-        opener = lean_opener(DeferredSession(environ), "us-east-1", environ, botocore_refused)
+        opener = lean_opener(
+            DeferredSession(environ),
+            "us-east-1",
+            environ,
+            botocore_refused,
+            secrets_options(Settings()),
+            random.Random(0).random,
+        )
         secrets = AwsSecrets(opener, stack)
         assert await secrets.parameter("/edgeproxy/k") == "v"
         with pytest.raises(CredentialError) as denied:

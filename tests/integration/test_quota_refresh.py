@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import random
 from typing import Any
 
 import aioboto3
@@ -139,7 +140,9 @@ async def test_a_probe_reads_the_rate_limit_headers_of_the_cheapest_call(
 def run_job(endpoint: str, table: str, now: float) -> list[Refreshed]:
     async def run() -> list[Refreshed]:
         async with aioboto3.Session().client("dynamodb", **client_kwargs(endpoint)) as client:
-            store = DynamoStore(client, table, table_schema(default_template_path()))
+            store = DynamoStore(
+                client, table, table_schema(default_template_path()), random.Random(0)
+            )
             async with httpx.AsyncClient() as http:
                 return await QuotaJob(store, http, CredentialResolver(ENV), lambda: now).run()
 

@@ -14,6 +14,7 @@ import contextlib
 import functools
 import json
 import os
+import random
 import subprocess
 import sys
 import uuid
@@ -26,8 +27,10 @@ from moto.server import ThreadedMotoServer
 
 from edgeproxy.aws.secrets import AwsSecrets, lean_opener
 from edgeproxy.aws.session import DeferredSession
+from edgeproxy.clients import secrets_options
 from edgeproxy.errors import CredentialError
 from edgeproxy.service.credentials import CredentialResolver
+from edgeproxy.settings import Settings
 
 SECRET_VALUE = "sk-live-do-not-print"
 
@@ -75,7 +78,14 @@ async def secrets(
         else:
             environ = lean_environ(moto_kwargs)
             session = DeferredSession(environ)
-            opener = lean_opener(session, "us-east-1", environ, botocore_refused)
+            opener = lean_opener(
+                session,
+                "us-east-1",
+                environ,
+                botocore_refused,
+                secrets_options(Settings()),
+                random.Random(0).random,
+            )
             yield AwsSecrets(opener, stack)
 
 
@@ -129,14 +139,14 @@ async def test_a_missing_secret_is_a_clear_error(
 CHILD = """
 import asyncio, contextlib, json, sys
 from edgeproxy.aws.session import DeferredSession
-from edgeproxy.runtime import open_credentials
+from edgeproxy.runtime import open_credentials, process_rng
 from edgeproxy.settings import Settings
 
 async def main():
     settings = Settings.from_env()
     before = set(sys.modules)
     async with contextlib.AsyncExitStack() as stack:
-        resolver = open_credentials(settings, stack, DeferredSession())
+        resolver = open_credentials(settings, stack, DeferredSession(), process_rng())
         found = await resolver.resolve_bootstrap(settings.admin_key_ref)
     heavy = ("aioboto3", "aiobotocore", "botocore.session")
     print(json.dumps({

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,7 @@ from edgeproxy.state.dynamodb.dynamo import DynamoStore
 from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy.state.dynamodb.table import BoundedClient
 from edgeproxy.state.store import SnapshotRequest
+from tests.fixtures.dynamo import open_client
 
 THROTTLED = (400, {"__type": "com.amazonaws.dynamodb.v20120810#ThrottlingException"})
 INVALID = (
@@ -81,9 +83,9 @@ def session() -> aioboto3.Session:
 async def open_store(
     session: aioboto3.Session, endpoint: Scripted, **options: Any
 ) -> tuple[DynamoClient, DynamoStore]:
-    client = await DynamoClient.open(session, "us-east-1", endpoint.url, **options)
+    client = await open_client(session, "us-east-1", endpoint.url, **options)
     schema = TableSchema.from_env_value("pk,sk,expires_at")
-    return client, DynamoStore(BoundedClient(client, 2.0), "t", schema)
+    return client, DynamoStore(BoundedClient(client, 2.0), "t", schema, random.Random(0))
 
 
 async def test_a_throttle_is_retried_once(session: aioboto3.Session, endpoint: Scripted) -> None:
@@ -143,7 +145,9 @@ async def test_a_stalled_answer_is_store_unavailable_within_the_read_timeout(
     session: aioboto3.Session, endpoint: Scripted
 ) -> None:
     endpoint.stall_s = 10.0
-    client, store = await open_store(session, endpoint, read_timeout_s=0.2, max_attempts=1)
+    client, store = await open_store(
+        session, endpoint, store_timeout_seconds=0.2, store_max_attempts=1
+    )
     loop = asyncio.get_running_loop()
     started = loop.time()
     try:

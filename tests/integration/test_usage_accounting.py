@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from typing import Any
 
@@ -25,7 +26,9 @@ def usage(endpoint: str, table: str, deployment_id: str, now: float) -> Usage:
 
     async def read() -> Usage:
         async with aioboto3.Session().client("dynamodb", **client_kwargs(endpoint)) as client:
-            store = DynamoStore(client, table, table_schema(default_template_path()))
+            store = DynamoStore(
+                client, table, table_schema(default_template_path()), random.Random(0)
+            )
             minute = int(now // 60)
             buckets = await store.read_usage(deployment_id, minute - 1, minute)
         total: dict[str, Any] = {"deployment_id": deployment_id, "minute": minute}

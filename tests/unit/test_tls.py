@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import random
 import ssl
 
 from edgeproxy.aws.dynamodb import DynamoClient
 from edgeproxy.aws.session import DeferredSession
+from edgeproxy.clients import store_endpoint, store_options
+from edgeproxy.settings import Settings
 from edgeproxy.tls import verified_context
 from edgeproxy.upstream.transport import AiohttpTransport
 
@@ -30,7 +33,14 @@ async def test_the_upstream_client_connects_with_the_shared_context() -> None:
 
 async def test_the_store_client_connects_with_the_shared_context() -> None:
     environ = {"AWS_ACCESS_KEY_ID": "AKID", "AWS_SECRET_ACCESS_KEY": "secret"}
-    client = await DynamoClient.open(DeferredSession(environ), "eu-west-1")  # https, the region's
+    settings = Settings(region="eu-west-1")
+    client = await DynamoClient.open(
+        DeferredSession(environ),
+        settings.region,
+        store_endpoint(settings),  # https, the region's
+        store_options(settings),
+        random.Random(0).random,
+    )
     try:
         assert client._http.tls is verified_context()
     finally:

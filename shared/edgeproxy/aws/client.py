@@ -25,7 +25,7 @@ again after a short jittered backoff.
 
 Where a client sends its calls is ``aws/endpoints.py``'s (the caller passes the URL).
 
-    >>> client = await JsonClient.open_for(SSM, session, "eu-west-1", url)  # doctest: +SKIP
+    >>> client = await JsonClient.open_for(SSM, session, "eu-west-1", url, options, rng.random)  # doctest: +SKIP
     >>> await client.get_parameter(Name="/edgeproxy/admin-key", WithDecryption=True)  # doctest: +SKIP
 """
 
@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple, TypeVar
 
@@ -46,7 +45,7 @@ from botocore.exceptions import (
 )
 
 from edgeproxy.aws.signing import SignatureV4
-from edgeproxy.aws.wire import Wire
+from edgeproxy.aws.wire import ClientOptions, Wire
 
 RETRY_BASE_S = 0.025  # first retry after up to 25 ms, then doubling (jittered)
 # Sees each answer's operation and parsed body (errors too) before the caller does:
@@ -80,10 +79,11 @@ class JsonClient:
         signer: SignatureV4,
         protocol: Protocol,
         *,
-        max_attempts: int = 2,
-        jitter: Callable[[], float] = random.random,
+        max_attempts: int,
+        jitter: Callable[[], float],
     ) -> None:
-        """``jitter``: a draw in [0, 1) that spreads the retries (load spreading, not security)."""
+        """``jitter``: a draw in [0, 1) that spreads the retries (load spreading, not
+        security): the process's generator's, passed down from its composition root."""
         self._http = http
         self._endpoint = endpoint
         self._signer = signer
@@ -102,18 +102,19 @@ class JsonClient:
         session: Any,
         region: str,
         endpoint: str,
-        *,
-        connect_timeout_s: float = 0.5,
-        read_timeout_s: float = 2.0,
-        max_attempts: int = 2,
+        options: ClientOptions,
+        jitter: Callable[[], float],
     ) -> Client:
         """A client on ``endpoint``, signed with ``session``'s credentials (found on first call).
 
-        ``session``: an aioboto3 session or a ``DeferredSession``.
+        ``session``: an aioboto3 session or a ``DeferredSession``; ``options``: its
+        timeouts, attempts and pool sizes (the process's settings); ``jitter``: as above.
         """
-        http = Wire(endpoint, connect_timeout_s, read_timeout_s)
+        http = Wire(endpoint, options)
         signer = SignatureV4(session.get_credentials, region, protocol.signing_name, endpoint)
-        return cls(http, endpoint, signer, protocol, max_attempts=max_attempts)
+        return cls(
+            http, endpoint, signer, protocol, max_attempts=options.max_attempts, jitter=jitter
+        )
 
     async def close(self) -> None:
         await self._http.close()

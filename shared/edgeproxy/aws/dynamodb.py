@@ -12,20 +12,22 @@ store builds (typed attribute values, numbers as strings), so a request is
 
 What is DynamoDB's here: its target prefix and JSON 1.0 content type, the
 error codes worth a retry (throttles, transaction conflicts), and the
-endpoint: ``EDGEPROXY_DYNAMODB_ENDPOINT`` when set (the caller passes it),
-else the region's. Retries: ``max_attempts`` (2), after a short jittered
-backoff; ``BoundedClient`` still caps each call as a whole.
+endpoint's default (``default_endpoint``; ``clients.store_endpoint`` passes
+``EDGEPROXY_DYNAMODB_ENDPOINT`` instead when set). Retries: the options'
+``max_attempts``, after a short jittered backoff; ``BoundedClient`` still caps
+each call as a whole.
 
-    >>> client = await DynamoClient.open(session, "eu-west-1", endpoint=None)  # doctest: +SKIP
+    >>> client = await DynamoClient.open(session, "eu-west-1", url, options, rng.random)  # doctest: +SKIP
     >>> await client.get_item(TableName="t", Key={...})  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from edgeproxy.aws.client import JsonClient, Protocol
-from edgeproxy.aws.endpoints import default_endpoint
+from edgeproxy.aws.wire import ClientOptions
 
 TARGET_PREFIX = "DynamoDB_20120810."
 CONTENT_TYPE = "application/x-amz-json-1.0"
@@ -50,22 +52,13 @@ class DynamoClient(JsonClient):
         cls,
         session: Any,
         region: str,
-        endpoint: str | None = None,
-        *,
-        connect_timeout_s: float = 0.5,
-        read_timeout_s: float = 2.0,
-        max_attempts: int = 2,
+        endpoint: str,
+        options: ClientOptions,
+        jitter: Callable[[], float],
     ) -> DynamoClient:
-        """A client on ``endpoint`` (default: the region's), signed with ``session``'s credentials.
+        """A client on ``endpoint``, signed with ``session``'s credentials.
 
-        ``session``: an aioboto3 session or a ``DeferredSession`` (its credential chain is botocore's).
+        ``session``: an aioboto3 session or a ``DeferredSession`` (its credential chain is
+        botocore's); ``options`` and ``jitter``: ``JsonClient.open_for``'s.
         """
-        return await cls.open_for(
-            DYNAMODB,
-            session,
-            region,
-            endpoint or default_endpoint(DYNAMODB, region),
-            connect_timeout_s=connect_timeout_s,
-            read_timeout_s=read_timeout_s,
-            max_attempts=max_attempts,
-        )
+        return await cls.open_for(DYNAMODB, session, region, endpoint, options, jitter)

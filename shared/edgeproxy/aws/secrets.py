@@ -22,7 +22,7 @@ SnapStart), which imports aioboto3 then.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
@@ -30,6 +30,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from edgeproxy.aws.client import JsonClient, Protocol
 from edgeproxy.aws.endpoints import endpoint_url
+from edgeproxy.aws.wire import ClientOptions
 from edgeproxy.errors import CredentialError
 
 # Opens a client for a service name (``session.client`` with its region bound, or ``lean_opener``).
@@ -44,11 +45,6 @@ SECRETS_MANAGER = Protocol(
     "secretsmanager", "secretsmanager.", "application/x-amz-json-1.1", "SECRETS_MANAGER", THROTTLES
 )
 PROTOCOLS = {"ssm": SSM, "secretsmanager": SECRETS_MANAGER}
-# One read per reference per process, on the first request that needs it: a slow or
-# unreachable service fails in seconds (botocore's defaults wait 60 s, up to 5 times).
-CONNECT_TIMEOUT_S = 2.0
-READ_TIMEOUT_S = 5.0
-MAX_ATTEMPTS = 3  # botocore's standard mode
 
 # Error codes for "there is no such parameter / secret", from either service.
 MISSING_CODES = frozenset(
@@ -78,32 +74,32 @@ async def translated_errors(what: str) -> AsyncIterator[None]:
 
 
 def lean_opener(
-    session: Any, region: str, environ: Mapping[str, str], fallback: ClientOpener
+    session: Any,
+    region: str,
+    environ: Mapping[str, str],
+    fallback: ClientOpener,
+    options: ClientOptions,
+    jitter: Callable[[], float],
 ) -> ClientOpener:
     """Opens ``JsonClient``s for ``ssm`` and ``secretsmanager``; ``fallback`` (botocore's
-    ``session.client``) where ``endpoint_url`` leaves the endpoint to botocore."""
+    ``session.client``) where ``endpoint_url`` leaves the endpoint to botocore.
+
+    ``options`` (the process's settings: ``clients.secrets_options``) and ``jitter``:
+    ``JsonClient.open_for``'s."""
 
     def open_client(service: str) -> AbstractAsyncContextManager[Any]:
         protocol = PROTOCOLS[service]
         url = endpoint_url(protocol, region, environ)
         if url is None:
             return fallback(service)
-        return _opened(protocol, session, region, url)
+        return _opened(JsonClient.open_for(protocol, session, region, url, options, jitter))
 
     return open_client
 
 
 @asynccontextmanager
-async def _opened(protocol: Protocol, session: Any, region: str, url: str) -> AsyncIterator[Any]:
-    client = await JsonClient.open_for(
-        protocol,
-        session,
-        region,
-        url,
-        connect_timeout_s=CONNECT_TIMEOUT_S,
-        read_timeout_s=READ_TIMEOUT_S,
-        max_attempts=MAX_ATTEMPTS,
-    )
+async def _opened(opening: Awaitable[JsonClient]) -> AsyncIterator[Any]:
+    client = await opening
     try:
         yield client
     finally:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import cast
 from urllib.parse import urlsplit
 
@@ -40,9 +41,20 @@ from botocore.exceptions import (
 from edgeproxy.aws.signing import host_of
 from edgeproxy.tls import verified_context
 
-MAX_OPEN = 100  # connections open at once per endpoint (aiohttp's default); more calls wait
-MAX_IDLE = MAX_OPEN  # every one may be kept alive: a burst reuses them instead of churning
 MAX_HEAD = 64 * 1024  # an answer's status line and headers, at most
+
+
+@dataclass(frozen=True, slots=True)
+class ClientOptions:
+    """How a client talks to its endpoint. No defaults here: the numbers are the process's
+    settings (``Settings``; ``clients.py`` builds these from them), one source of truth."""
+
+    connect_timeout_s: float
+    read_timeout_s: float  # from the moment the request was written
+    max_attempts: int  # ``JsonClient``'s: one call, retries included
+    max_open: int  # connections open at once to the endpoint; more calls wait
+    max_idle: int  # connections kept alive for reuse
+    keepalive_s: float  # how long an idle connection is reused
 
 
 class Answer:
@@ -192,13 +204,12 @@ class Wire:
     def __init__(
         self,
         url: str,
-        connect_timeout_s: float,
-        read_timeout_s: float,
+        options: ClientOptions,
         *,
-        keepalive_s: float = 30.0,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
-        """``monotonic``: the clock an idle connection's age is read on (a test moves it)."""
+        """``options``: its timeouts and pool sizes; ``monotonic``: the clock an idle
+        connection's age is read on (a test moves it)."""
         parts = urlsplit(url)
         self._url = url
         self._secure = parts.scheme == "https"
@@ -206,12 +217,13 @@ class Wire:
         self._host = parts.hostname or ""
         self._port = parts.port or (443 if self._secure else 80)
         self._prefix = f"POST / HTTP/1.1\r\nHost: {host_of(url)}\r\n".encode()
-        self._connect_s = connect_timeout_s
-        self._read_s = read_timeout_s
-        self._keepalive_s = keepalive_s
+        self._connect_s = options.connect_timeout_s
+        self._read_s = options.read_timeout_s
+        self._keepalive_s = options.keepalive_s
+        self._max_idle = options.max_idle
         self._monotonic = monotonic
         self._idle: list[Connection] = []
-        self._slots = asyncio.Semaphore(MAX_OPEN)
+        self._slots = asyncio.Semaphore(options.max_open)
 
     async def post(self, headers: dict[str, str], body: bytes) -> tuple[int, bytes]:
         """Send ``POST /`` with ``headers`` and ``body``; the answer's status and body."""
@@ -233,7 +245,7 @@ class Wire:
         except BaseException:
             connection.close()
             raise
-        if answer.keep_alive and connection.open and len(self._idle) < MAX_IDLE:
+        if answer.keep_alive and connection.open and len(self._idle) < self._max_idle:
             connection.idle_since = self._monotonic()
             self._idle.append(connection)
         else:

@@ -22,7 +22,7 @@ from typing import Any, TextIO
 from edgeproxy.cli import target as cli_target
 from edgeproxy.cli.admin_client import AdminClient, HttpAdmin, TableAdmin
 from edgeproxy.errors import UsageError
-from edgeproxy.runtime import open_store
+from edgeproxy.runtime import open_store, process_rng
 
 COMMANDS = frozenset({"status", "settings", "audit", "drain", "undrain"})
 
@@ -243,6 +243,6 @@ async def run(args: argparse.Namespace) -> int:
             return await _carry_out(args, admin, sys.stdout)
     settings = cli_target.table_settings(args)
     async with contextlib.AsyncExitStack() as stack:
-        store = await open_store(settings, stack)
+        store = await open_store(settings, stack, rng=process_rng())
         table = TableAdmin(store, time.time, actor=f"cli:{getpass.getuser()}")
         return await _carry_out(args, table, sys.stdout)

@@ -24,7 +24,7 @@ from edgeproxy.cli import target as cli_target
 from edgeproxy.config.loader import from_document
 from edgeproxy.errors import EdgeproxyError, UsageError
 from edgeproxy.routing.affinity import caller_id, key_digest
-from edgeproxy.runtime import open_store
+from edgeproxy.runtime import open_store, process_rng
 from edgeproxy.service.admin.bindings import (
     PROTOCOLS,
     binding_share,
@@ -176,6 +176,8 @@ async def run(args: argparse.Namespace) -> int:
     else:
         settings = cli_target.table_settings(args)
         async with contextlib.AsyncExitStack() as stack:
-            result = await _on_table(args, await open_store(settings, stack), caller)
+            result = await _on_table(
+                args, await open_store(settings, stack, rng=process_rng()), caller
+            )
     _print(args, result, sys.stdout)
     return 0

@@ -27,7 +27,7 @@ import yaml
 from edgeproxy.cli import target as cli_target
 from edgeproxy.cli.admin_client import AdminClient, HttpAdmin, TableAdmin
 from edgeproxy.errors import ConfigError
-from edgeproxy.runtime import open_store
+from edgeproxy.runtime import open_store, process_rng
 from edgeproxy.service.admin.config_roundtrip import base_version, export_text
 
 EXAMPLE = __doc__.split("\n\n")[1] if __doc__ else ""
@@ -139,6 +139,6 @@ async def run(args: argparse.Namespace) -> int:
             return await _carry_out(args, admin, url, sys.stdout)
     settings = cli_target.table_settings(args)
     async with contextlib.AsyncExitStack() as stack:
-        store = await open_store(settings, stack)
+        store = await open_store(settings, stack, rng=process_rng())
         table = TableAdmin(store, time.time, actor=f"cli:{getpass.getuser()}")
         return await _carry_out(args, table, f"table {settings.table}", sys.stdout)

@@ -28,15 +28,15 @@ import json
 import time
 from typing import Any
 
-import httpx
 from pydantic import ValidationError
 
 from edgeproxy.api.admin.keys import CreateKey, epoch_seconds, key_view, usage_now
 from edgeproxy.cli import key_changes
 from edgeproxy.cli import target as cli_target
+from edgeproxy.cli.admin_http import admin_request
 from edgeproxy.config.loader import load_config_file
 from edgeproxy.errors import EdgeproxyError, UsageError
-from edgeproxy.runtime import open_store
+from edgeproxy.runtime import open_store, process_rng
 from edgeproxy.service.admin.key_lifecycle import revoke_key
 from edgeproxy.service.keys import imported_key, mint_key
 
@@ -97,28 +97,9 @@ def _body(args: argparse.Namespace) -> dict[str, Any]:
     return {k: v for k, v in body.items() if v is not None}
 
 
-def _http(args: argparse.Namespace, method: str, path: str, body: Any = None) -> Any:
-    admin_key = cli_target.admin_key(args)
-    base = cli_target.url_of(args) or ""
-    headers = {"authorization": f"Bearer {admin_key}"}
-    try:
-        answer = httpx.request(
-            method, base.rstrip("/") + path, json=body, headers=headers, timeout=30
-        )
-    except httpx.HTTPError as exc:
-        raise EdgeproxyError(f"cannot reach {base}: {type(exc).__name__}") from None
-    if answer.status_code >= 400:
-        try:
-            message = answer.json()["error"]["message"]
-        except (ValueError, KeyError, TypeError):
-            message = answer.text[:200]
-        raise EdgeproxyError(f"{answer.status_code}: {message}")
-    return answer.json()
-
-
 async def _table(args: argparse.Namespace) -> Any:
     async with contextlib.AsyncExitStack() as stack:
-        store = await open_store(cli_target.table_settings(args), stack)
+        store = await open_store(cli_target.table_settings(args), stack, rng=process_rng())
         now = time.time()
         if args.action == "create":
             body = CreateKey.model_validate(_body(args))
@@ -156,14 +137,14 @@ async def _table(args: argparse.Namespace) -> Any:
 
 def _remote(args: argparse.Namespace) -> Any:
     if args.action == "create":
-        return _http(args, "POST", "/admin/keys", _body(args))
+        return admin_request(args, "POST", "/admin/keys", _body(args))
     if args.action == "list":
-        return _http(args, "GET", "/admin/keys")
+        return admin_request(args, "GET", "/admin/keys")
     if args.action == "show":
-        return _http(args, "GET", f"/admin/keys/{args.id}")
+        return admin_request(args, "GET", f"/admin/keys/{args.id}")
     if args.action in ("update", "rotate"):
-        return _http(args, *key_changes.remote_path(args))
-    return _http(args, "POST", f"/admin/keys/{args.id}/revoke")
+        return admin_request(args, *key_changes.remote_path(args))
+    return admin_request(args, "POST", f"/admin/keys/{args.id}/revoke")
 
 
 async def _import(args: argparse.Namespace) -> int:
@@ -178,7 +159,7 @@ async def _import(args: argparse.Namespace) -> int:
         return 0
     imported = 0
     async with contextlib.AsyncExitStack() as stack:
-        store = await open_store(settings, stack)
+        store = await open_store(settings, stack, rng=process_rng())
         for legacy in legacy_keys:
             key = imported_key(legacy, time.time())
             created = await store.put_client_key(key)

@@ -26,7 +26,7 @@ from edgeproxy.config.aliases import Alias
 from edgeproxy.config.effective import report
 from edgeproxy.config.policies import Operation
 from edgeproxy.errors import NotFound, UsageError
-from edgeproxy.runtime import open_store
+from edgeproxy.runtime import open_store, process_rng
 from edgeproxy.service.admin import model_changes
 from edgeproxy.service.admin.config_edit import ConfigEditor, checked
 
@@ -143,7 +143,7 @@ async def _http(args: argparse.Namespace, url: str) -> Any:
 
 async def _table(args: argparse.Namespace) -> Any:
     async with contextlib.AsyncExitStack() as stack:
-        store = await open_store(cli_target.table_settings(args), stack)
+        store = await open_store(cli_target.table_settings(args), stack, rng=process_rng())
         editor = ConfigEditor(store, time.time, owner=True)
         current = await editor.current()
         if args.command == "pools":

@@ -28,11 +28,11 @@ from pydantic import ValidationError
 
 from edgeproxy.api.admin.keys import parsed
 from edgeproxy.cli import target as cli_target
-from edgeproxy.cli.keys import _http
+from edgeproxy.cli.admin_http import admin_request
 from edgeproxy.config.loader import from_document
 from edgeproxy.errors import EdgeproxyError, UsageError
 from edgeproxy.routing.hierarchy import Level
-from edgeproxy.runtime import open_store
+from edgeproxy.runtime import open_store, process_rng
 from edgeproxy.service.admin import teams
 from edgeproxy.service.admin.team_bodies import (
     CreateOrganization,
@@ -117,24 +117,24 @@ def _path(args: argparse.Namespace) -> str:
 
 def _remote(args: argparse.Namespace) -> Any:
     if args.action == "add-key":
-        return _http(args, "PUT", f"/admin/keys/{args.key_id}/team", {"team_id": args.id})
+        return admin_request(args, "PUT", f"/admin/keys/{args.key_id}/team", {"team_id": args.id})
     if args.action == "remove-key":
-        return _http(args, "PUT", f"/admin/keys/{args.key_id}/team", {"team_id": None})
+        return admin_request(args, "PUT", f"/admin/keys/{args.key_id}/team", {"team_id": None})
     if args.action == "effective":
-        return _http(args, "GET", f"/admin/keys/{args.key_id}/effective")
+        return admin_request(args, "GET", f"/admin/keys/{args.key_id}/effective")
     verb, path = _verb(args), _path(args)
     if verb == "create":
-        return _http(args, "POST", path, _body(args))
+        return admin_request(args, "POST", path, _body(args))
     if verb == "list":
-        return _http(args, "GET", path)
+        return admin_request(args, "GET", path)
     if verb == "update":
-        return _http(args, "PATCH", f"{path}/{args.id}", _body(args))
-    return _http(args, "DELETE" if verb == "delete" else "GET", f"{path}/{args.id}")
+        return admin_request(args, "PATCH", f"{path}/{args.id}", _body(args))
+    return admin_request(args, "DELETE" if verb == "delete" else "GET", f"{path}/{args.id}")
 
 
 async def _table(args: argparse.Namespace) -> Any:
     async with contextlib.AsyncExitStack() as stack:
-        store = await open_store(cli_target.table_settings(args), stack)
+        store = await open_store(cli_target.table_settings(args), stack, rng=process_rng())
         actor, now, kind, verb = f"cli:{getpass.getuser()}", time.time(), _kind(args), _verb(args)
         if args.action in ("add-key", "remove-key"):
             team = args.id if args.action == "add-key" else None

@@ -20,7 +20,7 @@ import httpx
 
 from edgeproxy.cli import target as cli_target
 from edgeproxy.errors import EdgeproxyError, UpstreamError, UsageError
-from edgeproxy.runtime import open_store
+from edgeproxy.runtime import open_store, process_rng
 from edgeproxy.service.usage.report import (
     ReportQuery,
     json_ready,
@@ -93,7 +93,7 @@ async def _on_table(args: argparse.Namespace) -> dict[str, Any]:
     settings = cli_target.table_settings(args)
     now = time.time()
     async with contextlib.AsyncExitStack() as stack:
-        log = DynamoUsageLog.sharing(await open_store(settings, stack))
+        log = DynamoUsageLog.sharing(await open_store(settings, stack, rng=process_rng()))
         if args.log:
             at = parse_time(args.at, "at") if args.at else now
             records = await log.read_requests(int(at // HOUR_S), args.limit, now)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger
 
 from edgeproxy.aws.session import DeferredSession
-from edgeproxy.clients import open_credentials, open_store
+from edgeproxy.clients import open_credentials, open_store, process_rng
 from edgeproxy.entrypoint import Entrypoint
 from edgeproxy.errors import QuotaRefreshFailed
 from edgeproxy.jobs.health import HealthJob
@@ -37,7 +37,8 @@ def build_health_handler(
 ) -> Entrypoint:
     """The health job's ``handler``; one event loop and one client per execution environment.
 
-    ``clock`` (epoch seconds) dates the scores; the job draws nothing at random.
+    ``clock`` (epoch seconds) dates the scores; the job draws nothing at random (the
+    store's client jitters its retries with the process's generator, ``process_rng``).
     """
     settings = settings or Settings.from_env()
     logger = Logger(service="edgeproxy-health", level=settings.log_level)
@@ -47,7 +48,9 @@ def build_health_handler(
 
     async def run() -> int:
         if not jobs:
-            jobs.append(HealthJob(await open_store(settings, stack, session), clock))
+            jobs.append(
+                HealthJob(await open_store(settings, stack, session, rng=process_rng()), clock)
+            )
         return len(await jobs[0].run())
 
     def invoke(event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -85,10 +88,11 @@ def build_quota_handler(
     async def run() -> dict[str, Any]:
         if not jobs:
             aws = session or DeferredSession()
-            store = await open_store(settings, stack, aws)
+            rng = process_rng()  # the clients' retry jitter and the store's shard picks
+            store = await open_store(settings, stack, aws, rng=rng)
             http = make_http_client()
             stack.push_async_callback(http.aclose)
-            credentials = open_credentials(settings, stack, aws)
+            credentials = open_credentials(settings, stack, aws, rng)
             jobs.append(QuotaJob(store, http, credentials, clock))
             sweeps.append(partial(sweep_alerts, store, credentials, clock))
         results = await jobs[0].run()

@@ -20,9 +20,10 @@ from edgeproxy.state.items import Item
 class ShardCounts:
     """Each deployment's shard count as last passed in; 1 for one never seen."""
 
-    def __init__(self, rng: random.Random | None = None) -> None:
+    def __init__(self, rng: random.Random) -> None:
+        """``rng``: the process's generator (load spreading, not security), passed down."""
         self._counts: dict[str, int] = {}
-        self._rng = rng or random.Random()  # load spreading, not security
+        self._rng = rng
 
     def note(self, deployment_id: str, shards: int) -> int:
         """Remember ``shards`` for ``deployment_id``; returns it (at least 1)."""

@@ -18,6 +18,7 @@ import yaml
 from edgeproxy.cli import main
 from edgeproxy.config.loader import load_config_file
 from edgeproxy_dev.mock_upstream import MockUpstream
+from tests.fixtures.cli import point_the_cli_at
 from tests.fixtures.configs import config, deployment
 from tests.fixtures.secrets import remember
 from tests.integration.admin.helpers import ADMIN_KEY, admin, chat, keys, ok
@@ -28,13 +29,7 @@ QUERY_SECRET = remember("qs-tenant-fedcba9876543210")  # a query value is as sec
 
 @pytest.fixture(autouse=True)
 def cli_env(monkeypatch: pytest.MonkeyPatch, dynamo_endpoint: str, gateway_table: str) -> None:
-    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_DEFAULT_PROFILE", "EDGEPROXY_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("EDGEPROXY_ADMIN_KEY", ADMIN_KEY)
-    monkeypatch.setenv("EDGEPROXY_DYNAMODB_ENDPOINT", dynamo_endpoint)
-    monkeypatch.setenv("AWS_REGION", "us-east-1")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    point_the_cli_at(monkeypatch, dynamo_endpoint, admin_key=ADMIN_KEY)
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ import pytest
 
 from edgeproxy.cli import main
 from edgeproxy_dev.mock_upstream import MockUpstream
+from tests.fixtures.cli import point_the_cli_at
 from tests.integration.admin.helpers import (
     ADMIN_KEY,
     CLIENT_KEY,
@@ -35,14 +36,7 @@ RULES = {
 
 @pytest.fixture(autouse=True)
 def cli_env(monkeypatch: pytest.MonkeyPatch, dynamo_endpoint: str, gateway_table: str) -> None:
-    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_DEFAULT_PROFILE", "EDGEPROXY_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("EDGEPROXY_ADMIN_KEY", ADMIN_KEY)
-    monkeypatch.setenv("EDGEPROXY_DYNAMODB_ENDPOINT", dynamo_endpoint)
-    monkeypatch.setenv("EDGEPROXY_TABLE", gateway_table)
-    monkeypatch.setenv("AWS_REGION", "us-east-1")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    point_the_cli_at(monkeypatch, dynamo_endpoint, gateway_table, admin_key=ADMIN_KEY)
 
 
 def _put(base: str, path: str, body: dict[str, Any]) -> httpx.Response:

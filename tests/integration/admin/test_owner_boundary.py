@@ -23,7 +23,7 @@ import pytest
 from edgeproxy.cli import main
 from edgeproxy.errors import PermissionDenied
 from edgeproxy.routing.access import key_id_of
-from edgeproxy.runtime import open_store
+from edgeproxy.runtime import open_store, process_rng
 from edgeproxy.service.admin.config_edit import ConfigEditor
 from edgeproxy_dev.mock_upstream import MockUpstream
 from edgeproxy_dev.runner import local_session, local_settings
@@ -115,7 +115,7 @@ def test_the_editor_refuses_every_route_that_would_touch_the_owners_sections(
         seen: list[str] = []
         settings = local_settings(dynamo_endpoint, gateway_table)
         async with contextlib.AsyncExitStack() as stack:
-            store = await open_store(settings, stack, local_session())
+            store = await open_store(settings, stack, local_session(), rng=process_rng())
             editor = ConfigEditor(store, lambda: 0.0)  # not the owner: the default
             version = (await editor.current()).version
             for change in (widen, plant):

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from edgeproxy.cli import main
 from edgeproxy_dev.mock_upstream import MockUpstream
+from tests.fixtures.cli import point_the_cli_at
+from tests.fixtures.cli import run_cli as run
 from tests.fixtures.configs import config, deployment
 from tests.fixtures.secrets import remember
 from tests.integration.keys.helpers import ADMIN_KEY, ENV, chat
@@ -18,26 +19,13 @@ from tests.integration.keys.helpers import ADMIN_KEY, ENV, chat
 
 @pytest.fixture(autouse=True)
 def cli_env(monkeypatch: pytest.MonkeyPatch, dynamo_endpoint: str, gateway_table: str) -> None:
-    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_DEFAULT_PROFILE", "EDGEPROXY_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("EDGEPROXY_DYNAMODB_ENDPOINT", dynamo_endpoint)
-    monkeypatch.setenv("EDGEPROXY_TABLE", gateway_table)
-    monkeypatch.setenv("AWS_REGION", "us-east-1")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("EDGEPROXY_ADMIN_KEY", ADMIN_KEY)
+    point_the_cli_at(monkeypatch, dynamo_endpoint, gateway_table, admin_key=ADMIN_KEY)
 
 
 @pytest.fixture
 def gateway(start_gateway: Callable[..., Any], upstream_a: MockUpstream) -> Any:
     cfg = config(deployment("a", upstream_a), deployment("o", upstream_a, model="other-chat"))
     return start_gateway(cfg, env=ENV)
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    status = main(list(argv))
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 def _secret(out: str) -> str:

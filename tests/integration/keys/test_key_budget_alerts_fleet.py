@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -19,7 +20,6 @@ from typing import Any
 import aioboto3
 import pytest
 
-from edgeproxy.aws.dynamodb import DynamoClient
 from edgeproxy.config.alerts import AlertSettings
 from edgeproxy.config.egress import EgressSettings
 from edgeproxy.routing.alerts import RETRY_CAP_S
@@ -30,6 +30,7 @@ from edgeproxy_dev.dynamo_server import client_kwargs
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.clock import FleetClock
 from tests.fixtures.configs import LOOPBACK, config, deployment
+from tests.fixtures.dynamo import open_client
 from tests.fixtures.table import TableView, wait_for
 from tests.integration.keys.helpers import ENV, create_key
 from tests.integration.keys.test_key_limits_fleet import PRICE, burst
@@ -137,9 +138,9 @@ async def _sweep(
         aws_access_key_id=options["aws_access_key_id"],
         aws_secret_access_key=options["aws_secret_access_key"],
     )
-    client = await DynamoClient.open(session, options["region_name"], endpoint)
+    client = await open_client(session, options["region_name"], endpoint)
     try:
-        store = DynamoStore(client, table.name, table.schema)
+        store = DynamoStore(client, table.name, table.schema, random.Random(0))
         settings = (AlertSettings(**alerts), EgressSettings(allow=LOOPBACK))
         notifier = AlertNotifier(store, lambda: settings, _secret, lambda: now)
         delivered = await notifier.sweep(now)

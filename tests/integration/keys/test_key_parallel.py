@@ -70,7 +70,7 @@ def counting(dynamo_client: Any) -> CountingClient:
 def parallel(
     counting: CountingClient, table_name: str, table_schema: TableSchema, clock: Clock
 ) -> KeyParallel:
-    store = DynamoStore(counting, table_name, table_schema)
+    store = DynamoStore(counting, table_name, table_schema, random.Random(0))
     return KeyParallel(store, clock.now, random.Random(7))
 
 
@@ -142,7 +142,7 @@ async def test_the_slot_and_the_rpm_count_are_one_verdict_s_writes(
     """The gateway's admission makes the slot write and the rpm count its verdict names,
     in that order; a request its rpm refuses gives its slot back at once."""
     key = replace(CAPPED_KEY, rpm_limit=1)
-    store = DynamoStore(counting, table_name, table_schema)
+    store = DynamoStore(counting, table_name, table_schema, random.Random(0))
     config = GatewayConfig.model_validate({"deployments": []})
 
     def request(request_id: str) -> ProxyRequest:

@@ -9,6 +9,7 @@ spend is refused, and nothing after a refused write is counted.
 
 from __future__ import annotations
 
+import random
 from dataclasses import replace
 from typing import Any
 
@@ -34,7 +35,7 @@ ESTIMATE = Estimate(tokens=80, spend_usd=0.004)
 
 @pytest.fixture
 def store(dynamo_client: Any, table_name: str, table_schema: TableSchema) -> DynamoStore:
-    return DynamoStore(dynamo_client, table_name, table_schema)
+    return DynamoStore(dynamo_client, table_name, table_schema, random.Random(0))
 
 
 async def _admit(store: DynamoStore, key: ClientKey, now: float) -> Reservation | None:

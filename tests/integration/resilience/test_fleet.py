@@ -9,6 +9,7 @@ on the test's clock, so the cooldown passes by moving it.
 from __future__ import annotations
 
 import asyncio
+import random
 from typing import Any
 
 import httpx
@@ -41,7 +42,7 @@ def _read_circuit(endpoint: str, table: str, dep_id: str) -> Circuit:
     async def read() -> Circuit:
         schema = table_schema(default_template_path())
         async with local_session().client("dynamodb", **client_kwargs(endpoint)) as dynamo:
-            snapshot = await DynamoStore(dynamo, table, schema).read_pool(
+            snapshot = await DynamoStore(dynamo, table, schema, random.Random(0)).read_pool(
                 SnapshotRequest(pool="fast-chat", deployment_ids=[dep_id], domains=[], minute=0)
             )
         return snapshot.circuit(dep_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,7 +14,7 @@ from aiohttp import web
 
 from edgeproxy.config.alerts import AlertSettings
 from edgeproxy.config.egress import EgressSettings
-from edgeproxy.routing.alerts import RETRY_BASE_S
+from edgeproxy.routing.alerts import RETRY_BASE_S, Alert
 from edgeproxy.service.alerts.notifier import AlertNotifier
 from edgeproxy.service.alerts.signature import HEADER, verify
 from edgeproxy.service.alerts.watcher import KeyBudgetAlerts
@@ -70,7 +71,9 @@ async def test_a_concurrent_burst_over_two_stores_alerts_once_per_threshold(
     # Two stores (as two processes) reserve and settle one key's spend at once; the
     # alerts ride those writes (KeyBudgetAlerts), nothing else calls the notifier.
     clock = [1000.0]
-    stores = [DynamoStore(dynamo_client, table_name, table_schema) for _ in range(2)]
+    stores = [
+        DynamoStore(dynamo_client, table_name, table_schema, random.Random(s)) for s in (1, 2)
+    ]
     watchers = []
     for store in stores:
         watchers.append(KeyBudgetAlerts(_notifier(store, receiver.url, clock)))
@@ -99,13 +102,21 @@ async def test_a_concurrent_burst_over_two_stores_alerts_once_per_threshold(
     assert await stores[0].pending_alerts(1e12) == []
 
 
+async def _settle(notifier: AlertNotifier, before: float, after: float) -> list[Alert]:
+    """Key ``k1``'s spend moved ``before`` -> ``after`` over a 10 USD total budget: claimed,
+    then delivered, as ``KeyBudgetAlerts`` does (here in the test's task)."""
+    won = await notifier.claim("key", "k1", None, 10.0, None, before, after)
+    await notifier.deliver(won)
+    return won
+
+
 async def test_a_failed_delivery_is_sent_again_by_the_sweep(
     store: DynamoStore, receiver: Receiver
 ) -> None:
     receiver.fail = 2
     clock = [1000.0]
     notifier = _notifier(store, receiver.url, clock)
-    won = await notifier.settled("key", "k1", None, 10.0, None, 9.0, 10.0)
+    won = await _settle(notifier, 9.0, 10.0)
     assert [a.threshold for a in won] == [1.0]
     assert receiver.got == []
     # Not due yet: the backoff holds it.
@@ -118,7 +129,7 @@ async def test_a_failed_delivery_is_sent_again_by_the_sweep(
     assert verify(SECRET, receiver.got[0][1], receiver.got[0][0])
     assert await store.pending_alerts(1e12) == []
     # Claimed once for good: a later settlement over the same threshold sends nothing.
-    assert await notifier.settled("key", "k1", None, 10.0, None, 9.5, 10.5) == []
+    assert await _settle(notifier, 9.5, 10.5) == []
 
 
 async def test_a_key_whose_budget_was_removed_stops_alerting(

@@ -244,7 +244,7 @@ async def test_a_failed_binding_write_is_counted_and_never_raised(
     )
     ctx = PoolContext("fast-chat", [DEP], snapshot, key, StickySettings(), CircuitSettings())
     telemetry = Recorded()
-    gone = DynamoStore(dynamo_client, "edgeproxy-no-such-table", table_schema)
+    gone = DynamoStore(dynamo_client, "edgeproxy-no-such-table", table_schema, random.Random(0))
     outcomes = Outcomes(gone, lambda: NOW, random.Random(1), telemetry)
     attempt = Attempt(DEP, int(NOW // 60), NOW - 1, False, False, "req-1")
 

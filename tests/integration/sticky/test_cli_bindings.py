@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from edgeproxy.cli import main
+from tests.fixtures.cli import point_the_cli_at
+from tests.fixtures.cli import run_cli as run
 from tests.fixtures.clock import FleetClock
 from tests.fixtures.configs import config, deployment
 from tests.fixtures.table import TableView
@@ -27,20 +28,8 @@ CONFIG_REFRESH_S = 0.3  # the test gateways cache configuration for 0.2 s
 @pytest.fixture(autouse=True)
 def cli_env(monkeypatch: pytest.MonkeyPatch, dynamo_endpoint: str, gateway_table: str) -> None:
     """Point the CLI at this test's table with dummy credentials."""
-    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_DEFAULT_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("EDGEPROXY_DYNAMODB_ENDPOINT", dynamo_endpoint)
-    monkeypatch.setenv("EDGEPROXY_TABLE", gateway_table)
-    monkeypatch.setenv("AWS_REGION", "us-east-1")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    point_the_cli_at(monkeypatch, dynamo_endpoint, gateway_table)
     monkeypatch.setenv("ALICE_KEY", ALICE_KEY)
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    status = main(list(argv))
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 def test_config_load_reaches_running_gateways(

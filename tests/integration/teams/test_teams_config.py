@@ -14,19 +14,14 @@ import yaml
 from edgeproxy.cli import main
 from edgeproxy.config.loader import load_config_file
 from edgeproxy_dev.mock_upstream import MockUpstream
+from tests.fixtures.cli import point_the_cli_at
 from tests.fixtures.configs import config, deployment
 from tests.integration.keys.helpers import ADMIN_KEY, ENV, bearer, create_key
 
 
 @pytest.fixture(autouse=True)
 def cli_env(monkeypatch: pytest.MonkeyPatch, dynamo_endpoint: str) -> None:
-    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_DEFAULT_PROFILE", "EDGEPROXY_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("EDGEPROXY_ADMIN_KEY", ADMIN_KEY)
-    monkeypatch.setenv("EDGEPROXY_DYNAMODB_ENDPOINT", dynamo_endpoint)
-    monkeypatch.setenv("AWS_REGION", "us-east-1")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    point_the_cli_at(monkeypatch, dynamo_endpoint, admin_key=ADMIN_KEY)
 
 
 @pytest.fixture

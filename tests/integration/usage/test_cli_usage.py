@@ -8,8 +8,9 @@ import json
 
 import pytest
 
-from edgeproxy.cli import main
 from edgeproxy_dev.mock_upstream import MockUpstream
+from tests.fixtures.cli import point_the_cli_at
+from tests.fixtures.cli import run_cli as run
 from tests.fixtures.clock import FleetClock
 from tests.integration.usage.helpers import (
     ADMIN_KEY,
@@ -25,20 +26,7 @@ from tests.integration.usage.test_usage_report import settled_report
 
 @pytest.fixture(autouse=True)
 def cli_env(monkeypatch: pytest.MonkeyPatch, dynamo_endpoint: str, gateway_table: str) -> None:
-    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_DEFAULT_PROFILE", "EDGEPROXY_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("EDGEPROXY_ADMIN_KEY", ADMIN_KEY)
-    monkeypatch.setenv("EDGEPROXY_DYNAMODB_ENDPOINT", dynamo_endpoint)
-    monkeypatch.setenv("EDGEPROXY_TABLE", gateway_table)
-    monkeypatch.setenv("AWS_REGION", "us-east-1")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    status = main(list(argv))
-    out, err = capsys.readouterr()
-    return status, out, err
+    point_the_cli_at(monkeypatch, dynamo_endpoint, gateway_table, admin_key=ADMIN_KEY)
 
 
 def test_usage_prints_the_same_report_over_http_and_from_the_table(

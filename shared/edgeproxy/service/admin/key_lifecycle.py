@@ -24,7 +24,7 @@ from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import NotFound, RequestError, VersionConflict
 from edgeproxy.routing.access import KEY_PREFIX, ClientKey, display_prefix
 from edgeproxy.routing.affinity import key_digest
-from edgeproxy.state.store import KeyLifecycleStore
+from edgeproxy.state.store import KeyFinder, KeyLifecycleStore
 
 ATTEMPTS = 5  # re-reads after lost races before answering 409
 DEFAULT_GRACE_S = 24 * 3600.0
@@ -61,7 +61,9 @@ def check_models(models: Iterable[str] | None, config: GatewayConfig) -> None:
         )
 
 
-async def _current(store: KeyLifecycleStore, key_id: str, expected: int | None) -> ClientKey:
+async def current_key(store: KeyFinder, key_id: str, expected: int | None) -> ClientKey:
+    """The stored key ``key_id`` (404 without one) at version ``expected`` (409 at another;
+    None: any): where every change to a key starts (here and ``teams``)."""
     key = await store.find_client_key(key_id)
     if key is None:
         raise NotFound(f"No API key has the id `{key_id}`.", param="id")
@@ -85,7 +87,7 @@ async def update_key(
 ) -> Change:
     """Apply ``fields`` (``ClientKey`` field names) to the key; 404, or 409 on a stale version."""
     for _ in range(ATTEMPTS):
-        key = await _current(store, key_id, expected_version)
+        key = await current_key(store, key_id, expected_version)
         if key.revoked:
             raise RequestError(f"Key `{key_id}` is revoked; it cannot be changed.", param="id")
         after = replace(key, **fields, version=key.version + 1)
@@ -99,7 +101,7 @@ async def update_key(
 async def revoke_key(store: KeyLifecycleStore, key_id: str) -> Change:
     """Mark the key revoked; a revoked key is answered as it is (``changed`` False)."""
     for _ in range(ATTEMPTS):
-        key = await _current(store, key_id, None)
+        key = await current_key(store, key_id, None)
         if key.revoked:
             return Change(key, key, changed=False)
         after = replace(key, revoked=True, version=key.version + 1)
@@ -114,7 +116,7 @@ async def rotate_key(
     """A new secret for the key; the current one accepted until ``now + grace_seconds``."""
     until = now + grace_seconds
     for _ in range(ATTEMPTS):
-        key = await _current(store, key_id, None)
+        key = await current_key(store, key_id, None)
         if key.revoked:
             raise RequestError(f"Key `{key_id}` is revoked; it cannot be rotated.", param="id")
         secret = KEY_PREFIX + secrets.token_urlsafe(SECRET_BYTES)

@@ -34,7 +34,7 @@ from edgeproxy.routing.hierarchy import (
     models_outside,
 )
 from edgeproxy.service.admin import audit
-from edgeproxy.service.admin.key_lifecycle import check_models
+from edgeproxy.service.admin.key_lifecycle import check_models, current_key
 from edgeproxy.state.store import KeyRegistry, TeamStore
 
 # Fields the model carries but admission does not reserve against yet (issue 36, item 2).
@@ -253,14 +253,7 @@ async def move_key(
 ) -> tuple[ClientKey, ClientKey]:
     """Put the key into team ``team_id`` (None: out of its team); (before, after)."""
     for _ in range(ATTEMPTS):
-        key = await store.find_client_key(key_id)
-        if key is None:
-            raise NotFound(f"No API key has the id `{key_id}`.", param="id")
-        if expected is not None and key.version != expected:
-            raise VersionConflict(
-                f"Key `{key_id}` is at version {key.version}, not {expected}: re-read it first.",
-                param="version",
-            )
+        key = await current_key(store, key_id, expected)
         team = None
         if team_id is not None:
             check_id(team_id, "team_id")
@@ -289,14 +282,7 @@ async def update_member_key(
     """``key_lifecycle.update_key`` for a key in a team: new models must fit the team, checked
     against the team's version and committed only while it holds; (before, after)."""
     for _ in range(ATTEMPTS):
-        key = await store.find_client_key(key_id)
-        if key is None:
-            raise NotFound(f"No API key has the id `{key_id}`.", param="id")
-        if expected is not None and key.version != expected:
-            raise VersionConflict(
-                f"Key `{key_id}` is at version {key.version}, not {expected}: re-read it first.",
-                param="version",
-            )
+        key = await current_key(store, key_id, expected)
         if key.revoked:
             raise RequestError(f"Key `{key_id}` is revoked; it cannot be changed.", param="id")
         after = replace(key, **fields, version=key.version + 1)

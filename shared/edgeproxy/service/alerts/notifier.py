@@ -1,13 +1,14 @@
 """Who sends a budget alert, and the sweep that retries what was not delivered.
 
-``settled`` is called with a level's spend before and after a settlement
+``claim`` is called with a level's spend before and after a settlement
 (the store's returned value, so no extra read): each threshold crossed is
 claimed by a conditional write (one winner fleet-wide) and the winner posts
-it once. A failed post, or a process that died between its claim and its
+it once with ``deliver`` (``watcher.KeyBudgetAlerts``: off the request's
+path). ``deliver`` and ``sweep`` send through one attempt (``_attempt``). A failed post, or a process that died between its claim and its
 post, leaves the alert's pointer pending; ``sweep`` (the scheduled job, or
 a background task) posts every due one again, with backoff, until
 ``routing.alerts.MAX_ATTEMPTS``. Levels are named by kind and id, so a
-team's or an organization's budget settles through the same call.
+team's or an organization's budget is claimed through the same call.
 """
 
 from __future__ import annotations
@@ -51,21 +52,6 @@ class AlertNotifier:
     def settings(self) -> AlertSettings:
         """The alert settings in force now."""
         return self._settings()[0]
-
-    async def settled(
-        self,
-        level: str,
-        level_id: str,
-        period: str | None,
-        budget_usd: float | None,
-        soft_ratio: float | None,
-        before: float,
-        after: float,
-    ) -> list[Alert]:
-        """Claim and send each threshold ``before`` -> ``after`` crossed; the ones this won."""
-        won = await self.claim(level, level_id, period, budget_usd, soft_ratio, before, after)
-        await self.deliver(won)
-        return won
 
     async def claim(
         self,

@@ -14,9 +14,9 @@ standing writes are in this module. Reads are in ``DynamoReads``:
 ``dynamo_reads``' docstring says which are eventually consistent and why a
 stale read cannot break a transition.
 
-    >>> client = await DynamoClient.open(aioboto3.Session(), "eu-west-1")
+    >>> client = await DynamoClient.open(session, "eu-west-1", url, options, rng.random)
     >>> schema = TableSchema.from_env_value("pk,sk,expires_at")
-    >>> store = DynamoStore(client, "edgeproxy-state", schema)
+    >>> store = DynamoStore(client, "edgeproxy-state", schema, rng)
     >>> snapshot = await store.read_pool(request)
 """
 
@@ -366,9 +366,12 @@ class DynamoStore(
     """
 
     def __init__(
-        self, client: Any, table_name: str, schema: TableSchema, rng: random.Random | None = None
+        self, client: Any, table_name: str, schema: TableSchema, rng: random.Random
     ) -> None:
+        """``rng``: the process's generator (``clients.process_rng``), passed down: the store
+        makes none of its own."""
         self._table = Table(client, table_name, schema)
+        self._rng = rng
         self._schema = schema
         # Told of every spend ADD's settled value (``service.alerts.watcher``); None: no alerts.
         self.spend_watcher: SpendWatcher | None = None

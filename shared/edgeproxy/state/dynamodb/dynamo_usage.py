@@ -107,10 +107,11 @@ class DynamoUsageLog:
         client: Any,
         table_name: str,
         schema: TableSchema,
-        rng: random.Random | None = None,
+        rng: random.Random,
     ) -> None:
-        """``rng``: picks each aggregate increment's shard (load spreading, not security)."""
-        self._rng = rng or random.Random()
+        """``rng``: picks each aggregate increment's shard (load spreading, not security);
+        the process's generator, passed down from its composition root."""
+        self._rng = rng
         self._client = client
         self._name = table_name
         self._table = Table(client, table_name, schema)
@@ -120,7 +121,7 @@ class DynamoUsageLog:
     def sharing(cls, store: DynamoStore) -> DynamoUsageLog:
         """One on ``store``'s table and client (its bounded budget and retries)."""
         table = store._table  # same package: the one client a process opens for the table
-        return cls(table._client, table._name, store._schema)
+        return cls(table._client, table._name, store._schema, store._rng)
 
     def _item(self, record: RequestRecord) -> Item:
         item = {**self._table.key(layout.log_key(record)), **record_item(record)}
