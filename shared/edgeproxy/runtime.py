@@ -29,6 +29,7 @@ from edgeproxy.service.telemetry import NoTelemetry, Telemetry
 from edgeproxy.service.token_count import TokenCounter
 from edgeproxy.service.tracing.setup import tracer_for
 from edgeproxy.service.tracing.span import Tracer
+from edgeproxy.service.usage.organizations import TeamOrganizations
 from edgeproxy.service.usage.request_log import RequestLog
 from edgeproxy.settings import Settings
 from edgeproxy.state.dynamodb.dynamo_usage import DynamoUsageLog
@@ -135,6 +136,7 @@ async def build_gateway(
         window_s,
         telemetry=telemetry,
         observe=metrics.observe if metrics else None,
+        organizations=TeamOrganizations(store, clock, settings.key_cache_ttl_seconds),
     )
     stack.push_async_callback(usage_log.aclose)
     http = make_http_client()
