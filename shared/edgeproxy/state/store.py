@@ -328,6 +328,11 @@ class TeamStore(KeyFinder, Protocol):
         changed."""
         ...
 
+    async def move_team(self, team: Group, into: Group, audit: AuditEntry) -> bool:
+        """Move ``team`` (at its version) into organization ``into`` (at its version), counted
+        out of its old one; False (nothing written) if any of them changed."""
+        ...
+
     async def delete_group(self, group: Group, audit: AuditEntry) -> bool:
         """Delete ``group`` at its version if it owns nothing; False if not."""
         ...
