@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 from edgeproxy.aws.session import DeferredSession
 from edgeproxy.clients import open_credentials, open_store
 from edgeproxy.service.alerts.watcher import KeyBudgetAlerts
-from edgeproxy.service.alerts.wiring import alert_notifier
+from edgeproxy.service.alerts.wiring import alert_notifier, alert_topic
 from edgeproxy.service.config_cache import ConfigCache
 from edgeproxy.service.gateway import Gateway
 from edgeproxy.service.keys import KeyRing
@@ -161,9 +161,10 @@ async def build_gateway(
     upstream = UpstreamClient(http, clock=clock, bedrock=bedrock)
     config = ConfigCache(store, settings.config_ttl_seconds, clock)
     # Budget alerts ride the store's spend ADDs; their posts finish before the client closes.
-    alerts = KeyBudgetAlerts(alert_notifier(store, credentials, config.cached, clock))
+    topic = alert_topic(settings.alert_topic_arn, session, stack)
+    alerts = KeyBudgetAlerts(alert_notifier(store, credentials, config.cached, clock, topic))
     store.spend_watcher = alerts
-    stack.push_async_callback(alerts.aclose)
+    stack.push_async_callback(alerts.aclose)  # runs before the topic's client closes
     return Gateway(
         store,
         upstream,
