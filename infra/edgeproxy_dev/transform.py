@@ -55,6 +55,7 @@ COMBINATIONS: dict[str, list[str]] = {
         f"arn:aws:bedrock:{REGION}::foundation-model/amazon.nova-pro-v1:0",
     ],
     "AlarmTopicArn": ["", f"arn:aws:sns:{REGION}:{ACCOUNT}:edgeproxy-alarms"],
+    "AlertTopicArn": ["", f"arn:aws:sns:{REGION}:{ACCOUNT}:edgeproxy-budget-alerts"],
     "TableDeletionProtection": ["off", "on"],
     "SnapStart": ["off", "on"],
     "XRayTracing": ["off", "on"],
@@ -64,6 +65,7 @@ COMBINATIONS: dict[str, list[str]] = {
     "TableMaxWriteRequestUnits": ["0", "1000"],
 }
 PAIRED: dict[str, tuple[str, ...]] = {
+    "AlertTopicArn": ("AuthMode", "AlarmTopicArn"),
     "SnapStart": ("AuthMode", "BedrockModelArns"),
     "XRayTracing": ("BedrockModelArns", "AlarmTopicArn"),
     "StreamReservedConcurrency": ("AuthMode", "AlarmTopicArn"),

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 from edgeproxy.aws.session import DeferredSession
 from edgeproxy.clients import open_credentials, open_store, process_rng
 from edgeproxy.service.alerts.watcher import KeyBudgetAlerts
-from edgeproxy.service.alerts.wiring import alert_notifier
+from edgeproxy.service.alerts.wiring import alert_notifier, alert_topic
 from edgeproxy.service.config_cache import ConfigCache
 from edgeproxy.service.gateway import Gateway
 from edgeproxy.service.keys import KeyRing
@@ -29,6 +29,7 @@ from edgeproxy.service.telemetry import NoTelemetry, Telemetry
 from edgeproxy.service.token_count import TokenCounter
 from edgeproxy.service.tracing.setup import tracer_for
 from edgeproxy.service.tracing.span import Tracer
+from edgeproxy.service.usage.organizations import TeamOrganizations
 from edgeproxy.service.usage.request_log import RequestLog
 from edgeproxy.settings import Settings
 from edgeproxy.state.dynamodb.dynamo_usage import DynamoUsageLog
@@ -148,6 +149,7 @@ async def build_gateway(
         window_s,
         telemetry=telemetry,
         observe=metrics.observe if metrics else None,
+        organizations=TeamOrganizations(store, clock, settings.key_cache_ttl_seconds),
     )
     stack.push_async_callback(usage_log.aclose)
     http = make_http_client()
@@ -171,9 +173,10 @@ async def build_gateway(
     upstream = UpstreamClient(http, clock=clock, bedrock=bedrock)
     config = ConfigCache(store, settings.config_ttl_seconds, clock)
     # Budget alerts ride the store's spend ADDs; their posts finish before the client closes.
-    alerts = KeyBudgetAlerts(alert_notifier(store, credentials, config.cached, clock))
+    topic = alert_topic(settings.alert_topic_arn, session, stack)
+    alerts = KeyBudgetAlerts(alert_notifier(store, credentials, config.cached, clock, topic))
     store.spend_watcher = alerts
-    stack.push_async_callback(alerts.aclose)
+    stack.push_async_callback(alerts.aclose)  # runs before the topic's client closes
     return Gateway(
         store,
         upstream,

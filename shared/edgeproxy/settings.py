@@ -20,6 +20,7 @@
 | ``EDGEPROXY_XRAY`` | ``off`` | ``on``: X-Ray subsegments per request and attempt through Powertools' Tracer (Lambda; template.yaml's ``XRayTracing``) |
 | ``EDGEPROXY_METRICS`` | ``off`` | ``on``: ``GET /metrics`` (admin keys only) serves Prometheus metrics (``service/metrics/``; needs the ``metrics`` extra); long-lived processes only, ignored on Lambda (EMF there) |
 | ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`` | ``OTEL_EXPORTER_OTLP_ENDPOINT`` + ``/v1/metrics`` | with ``EDGEPROXY_METRICS=on``: the same metrics also pushed over OTLP/HTTP (``service/metrics/otlp.py``; needs the ``otel`` extra); ``OTEL_METRICS_EXPORTER=none`` turns only this off; ``OTEL_METRIC_EXPORT_INTERVAL`` (ms, default 60000) is the push interval |
+| ``EDGEPROXY_ALERT_TOPIC_ARN`` | unset (none) | an SNS topic every budget alert is also published to (template.yaml's ``AlertTopicArn``; ``service/alerts/topic.py``) |
 | ``EDGEPROXY_AUTH`` | ``required`` | ``off``: serve ``/v1/*`` requests without a key as anonymous ``free`` callers (local demos only; ignored on Lambda) |
 """
 
@@ -99,6 +100,7 @@ class Settings:
     # (a burst reuses them instead of churning), for this long while idle.
     aws_max_connections: int = 100
     aws_keepalive_seconds: float = 30.0
+    alert_topic_arn: str | None = None
     environ: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -136,6 +138,7 @@ class Settings:
             otlp_metrics_interval_ms=max(
                 10, int(env.get("OTEL_METRIC_EXPORT_INTERVAL", "").strip() or "60000")
             ),
+            alert_topic_arn=(env.get("EDGEPROXY_ALERT_TOPIC_ARN") or "").strip() or None,
             environ=env,
         )
 

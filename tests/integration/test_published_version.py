@@ -24,6 +24,7 @@ Resources = dict[str, dict[str, Any]]
 ALIAS = "ProxyFunctionAliaslive"
 # The longest layer version ARN of any partition and region (SAM names the layer SharedLayer).
 LONGEST_LAYER_ARN = f"arn:aws-iso-b:lambda:ap-southeast-77:{ACCOUNT}:layer:SharedLayer:99999999"
+LONGEST_LAYER_VERSION = "99999999"
 
 
 @pytest.fixture(scope="module")
@@ -125,11 +126,19 @@ def _longest(spec: dict[str, Any]) -> str:
 
 def test_the_version_description_fits_lambdas_256_characters_at_its_longest() -> None:
     template = load_template(default_template_path())
-    text = template["Resources"]["ProxyFunction"]["Properties"]["VersionDescription"]["Fn::Sub"]
+    sub = template["Resources"]["ProxyFunction"]["Properties"]["VersionDescription"]["Fn::Sub"]
+    text, variables = (sub, {}) if isinstance(sub, str) else sub
+    # The layer as its version number (the last part of its version ARN), or its whole ARN.
+    assert variables in (
+        {},
+        {"Layer": {"Fn::Select": [7, {"Fn::Split": [":", {"Ref": "SharedLayer"}]}]}},
+    )
+    assert LONGEST_LAYER_ARN.split(":")[7] == LONGEST_LAYER_VERSION
     parameters = template["Parameters"]
+    layer = {"SharedLayer": LONGEST_LAYER_ARN, "Layer": LONGEST_LAYER_VERSION}
     longest = re.sub(
         r"\$\{([^}]+)\}",
-        lambda m: LONGEST_LAYER_ARN if m[1] == "SharedLayer" else _longest(parameters[m[1]]),
+        lambda m: layer[m[1]] if m[1] in layer else _longest(parameters[m[1]]),
         text,
     )
     assert len(longest) <= 256, longest

@@ -189,7 +189,7 @@ def test_the_admin_key_is_a_reference_the_proxy_reads(template: dict[str, Any]) 
     reads = {
         s["Sid"]: s["Resource"]["Fn::Sub"]
         for s in _statements(template["Resources"]["ProxyRole"])
-        if s["Sid"] not in ("StateTableItems", "BedrockModels", "XRayWrites")
+        if s["Sid"] not in ("StateTableItems", "BedrockModels", "XRayWrites", "AlertTopic")
     }
     assert reads["CredentialParameters"].endswith(":parameter/edgeproxy/*")
     assert "ssm:GetParameter" not in _actions(template["Resources"]["JobRole"])
@@ -251,3 +251,33 @@ def test_xray_tracing_is_a_parameter_off_by_default_with_write_access_only_when_
     # The Powertools Tracer runs where the invocation's trace id reaches it: the buffered proxy.
     env = resources["ProxyFunction"]["Properties"]["Environment"]["Variables"]
     assert env["EDGEPROXY_XRAY"] == {"Ref": "XRayTracing"}
+
+
+def test_budget_alerts_may_publish_only_to_the_alert_topic_and_only_when_one_is_set(
+    template: dict[str, Any],
+) -> None:
+    parameter = template["Parameters"]["AlertTopicArn"]
+    assert (parameter["Type"], parameter["Default"]) == ("String", "")  # off by default
+    assert template["Conditions"]["HasAlertTopic"] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "AlertTopicArn"}, ""]}]
+    }
+    resources = template["Resources"]
+    for role in ("ProxyRole", "QuotaRole"):
+        [conditional] = [
+            s["Fn::If"]
+            for policy in resources[role]["Properties"]["Policies"]
+            for s in policy["PolicyDocument"]["Statement"]
+            if "Fn::If" in s and s["Fn::If"][0] == "HasAlertTopic"
+        ]
+        _, statement, otherwise = conditional
+        assert statement["Action"] == "sns:Publish"
+        assert statement["Resource"] == {"Ref": "AlertTopicArn"}  # that topic, never "*"
+        assert otherwise == {"Ref": "AWS::NoValue"}  # no topic: no statement at all
+        assert {a for a in _actions(resources[role]) if a.startswith("sns:")} == {"sns:Publish"}
+    assert not any(a.startswith("sns:") for a in _actions(resources["JobRole"]))
+    switch = {"Fn::If": ["HasAlertTopic", {"Ref": "AlertTopicArn"}, {"Ref": "AWS::NoValue"}]}
+    for name in ("ProxyFunction", "StreamFunction", "QuotaRefreshFunction"):
+        env = resources[name]["Properties"]["Environment"]["Variables"]
+        assert env["EDGEPROXY_ALERT_TOPIC_ARN"] == switch, name
+    health = resources["HealthJobFunction"]["Properties"].get("Environment", {})
+    assert "EDGEPROXY_ALERT_TOPIC_ARN" not in health.get("Variables", {})

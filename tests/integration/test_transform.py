@@ -24,6 +24,7 @@ from edgeproxy_dev.transform import (
 
 Resources = dict[str, dict[str, Any]]
 TOPIC = COMBINATIONS["AlarmTopicArn"][1]
+ALERTS = COMBINATIONS["AlertTopicArn"][1]
 MODEL = COMBINATIONS["BedrockModelArns"][1]
 
 
@@ -322,3 +323,28 @@ def test_the_table_outlives_the_stack_but_not_a_failed_create_and_the_rest_goes(
             n for n, r in resources.items() if r.get("DeletionPolicy") in ("Retain", "Snapshot")
         }
         assert kept == set()
+
+
+def test_the_alert_topic_may_be_published_to_exactly_when_it_is_set(
+    every: list[tuple[dict[str, str], Resources]],
+) -> None:
+    assert {o["AlertTopicArn"] for o, _ in every} == {"", ALERTS}  # both values transformed
+    for overrides, resources in every:
+        topic = overrides["AlertTopicArn"]
+        for role in ("ProxyRole", "QuotaRole", "JobRole"):
+            publishing = [
+                s for s in _statements(resources, role) if "sns:Publish" in str(s["Action"])
+            ]
+            if topic and role != "JobRole":
+                assert publishing == [
+                    {"Sid": "AlertTopic", "Effect": "Allow", "Action": "sns:Publish",
+                     "Resource": topic}
+                ], (role, overrides)  # fmt: skip
+            else:
+                assert publishing == [], (role, overrides)
+        for function in ("ProxyFunction", "StreamFunction", "QuotaRefreshFunction"):
+            env = _props(resources, function)["Environment"]["Variables"]
+            if topic:
+                assert env["EDGEPROXY_ALERT_TOPIC_ARN"] == topic
+            else:
+                assert "EDGEPROXY_ALERT_TOPIC_ARN" not in env

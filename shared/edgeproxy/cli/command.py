@@ -14,6 +14,7 @@
     edgeproxy route explain --model M --key-id ID  # which deployment, and why (cli/route.py)
     edgeproxy keys create|list|show|revoke|import   # client keys (cli_keys)
     edgeproxy usage [--from --to --group-by --format] # spend and tokens (cli_usage)
+    edgeproxy alerts                             # budget alerts not delivered (cli/alerts.py)
     edgeproxy job health|quota-refresh           # one pass of a scheduled job (cli_jobs)
 
 Every admin command acts through a running gateway (``--url`` or
@@ -89,7 +90,11 @@ COMMANDS: dict[str, tuple[Group, str]] = {
     ),
     "usage": (
         Group("edgeproxy.cli.usage", "add_command"),
-        "spend and tokens by key, model and deployment (or the request log)",
+        "spend and tokens by key, model, deployment, team, organization (or the log)",
+    ),
+    "alerts": (
+        Group("edgeproxy.cli.alerts", "add_command"),
+        "budget alerts not delivered yet (pending or given up)",
     ),
 }
 

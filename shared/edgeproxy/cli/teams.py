@@ -6,6 +6,7 @@
     edgeproxy teams list                 # or: org-list, show ID, org-show ID
     edgeproxy teams update search --model fast-chat --model other-chat
     edgeproxy teams add-key search 3f9a0c1d2e4b5a6c    # or: remove-key 3f9a0c1d2e4b5a6c
+    edgeproxy teams move search --org globex           # the team to another organization
     edgeproxy teams effective 3f9a0c1d2e4b5a6c         # each limit and the level it is from
     edgeproxy teams delete search        # or: org-delete acme (only once empty)
 
@@ -33,7 +34,7 @@ from edgeproxy.config.loader import from_document
 from edgeproxy.errors import EdgeproxyError, UsageError
 from edgeproxy.routing.hierarchy import Level
 from edgeproxy.runtime import open_store, process_rng
-from edgeproxy.service.admin import teams
+from edgeproxy.service.admin import team_moves, teams
 from edgeproxy.service.admin.team_bodies import (
     CreateOrganization,
     CreateTeam,
@@ -77,11 +78,14 @@ def register(commands: Any) -> None:
     add = actions.add_parser("add-key", help="move a key into a team")
     add.add_argument("id", help="the team")
     add.add_argument("key_id")
+    move = actions.add_parser("move", help="move a team to another organization")
+    move.add_argument("id", help="the team")
+    move.add_argument("--org", required=True, help="the organization it moves to")
     remove = actions.add_parser("remove-key", help="take a key out of its team")
     effective = actions.add_parser("effective", help="a key's limits and their levels")
     for sub in (remove, effective):
         sub.add_argument("key_id")
-    for sub in (*subs, add, remove, effective):
+    for sub in (*subs, add, move, remove, effective):
         cli_target.add_options(sub)
 
 
@@ -122,6 +126,9 @@ def _remote(args: argparse.Namespace) -> Any:
         return admin_request(args, "PUT", f"/admin/keys/{args.key_id}/team", {"team_id": None})
     if args.action == "effective":
         return admin_request(args, "GET", f"/admin/keys/{args.key_id}/effective")
+    if args.action == "move":
+        body = {"organization_id": args.org}
+        return admin_request(args, "PUT", f"/admin/teams/{args.id}/organization", body)
     verb, path = _verb(args), _path(args)
     if verb == "create":
         return admin_request(args, "POST", path, _body(args))
@@ -140,6 +147,9 @@ async def _table(args: argparse.Namespace) -> Any:
             team = args.id if args.action == "add-key" else None
             _, moved = await teams.move_key(store, args.key_id, team, None, actor, now)
             return {"object": "api_key", "id": moved.id, "team_id": moved.team_id}
+        if args.action == "move":
+            _, after = await team_moves.move_team(store, args.id, args.org, None, actor, now)
+            return teams.group_view(after)
         if args.action == "effective":
             key = await store.find_client_key(args.key_id)
             if key is None:

@@ -1,4 +1,4 @@
-"""``edgeproxy usage``: spend and tokens by key, model and deployment; the request log.
+"""``edgeproxy usage``: spend and tokens by key, model, deployment, team and organization.
 
 Reads ``GET /admin/usage`` of a running gateway (``--url``, with the admin
 key in ``$EDGEPROXY_ADMIN_KEY``) or the aggregates in a state table
@@ -22,6 +22,7 @@ from edgeproxy.cli import target as cli_target
 from edgeproxy.errors import EdgeproxyError, UpstreamError, UsageError
 from edgeproxy.runtime import open_store, process_rng
 from edgeproxy.service.usage.report import (
+    DIMENSIONS,
     ReportQuery,
     json_ready,
     parse_time,
@@ -35,6 +36,7 @@ EXAMPLE = """examples:
   export EDGEPROXY_ADMIN_KEY=ep-... EDGEPROXY_URL=http://127.0.0.1:8080
   edgeproxy usage                                    # last 24 h by key and model
   edgeproxy usage --from 2026-11-01 --to 2026-12-01 --group-by key,model,deployment
+  edgeproxy usage --group-by organization,team       # spend per organization and team
   edgeproxy usage --granularity hour --format csv > usage.csv
   edgeproxy usage --log --limit 20                   # this hour's request log
   edgeproxy usage --table edgeproxy-local            # read the table itself"""
@@ -44,14 +46,18 @@ def add_command(commands: Any) -> None:
     """Register ``usage`` on the main parser's subcommands."""
     usage = commands.add_parser(
         "usage",
-        help="spend and tokens by key, model and deployment (or the request log)",
+        help="spend and tokens by key, model, deployment, team, organization (or the log)",
         epilog=EXAMPLE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     cli_target.add_options(usage)
     usage.add_argument("--from", dest="start", help="start: ISO date/time or epoch seconds")
     usage.add_argument("--to", dest="end", help="end (exclusive); default now")
-    usage.add_argument("--group-by", default="key,model", help="any of key,model,deployment")
+    usage.add_argument(
+        "--group-by",
+        default="key,model",
+        help=f"any of {','.join(DIMENSIONS)} (a team admin's key: its team's rows only)",
+    )
     usage.add_argument("--granularity", default="day", choices=("day", "hour"))
     usage.add_argument("--format", default="table", choices=("table", "json", "csv"))
     usage.add_argument("--log", action="store_true", help="list the request log of one hour")
@@ -104,13 +110,16 @@ async def _on_table(args: argparse.Namespace) -> dict[str, Any]:
 
 def print_report(report: dict[str, Any], out: TextIO) -> None:
     """The report as an aligned table, with a totals line."""
-    dims = [d for d in ("key_name", "model", "deployment") if d[:3] in "".join(report["group_by"])]
+    dims = ["key_name" if d == "key" else d for d in DIMENSIONS if d in report["group_by"]]
     head = ("period", *dims, "requests", "failures", "tokens", "cache_read", "cache_write")
     head = (*head, "cost_usd")
     rows = [
         (
             r["period"],
-            *(str(r[d] or r.get("key_id") or "-") if d == "key_name" else str(r[d]) for d in dims),
+            *(
+                str(r[d] or r.get("key_id") or "-") if d == "key_name" else _cell(r, d)
+                for d in dims
+            ),
             str(r["requests"]),
             str(r["failures"]),
             str(r["tokens"]),
@@ -142,6 +151,11 @@ async def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     else:
         print_report(body, out)
     return 0
+
+
+def _cell(row: dict[str, Any], column: str) -> str:
+    value = row.get(column)  # a server from before a label reports no column for it
+    return "-" if value is None else str(value)
 
 
 def _cache(row: dict[str, Any]) -> tuple[str, str]:

@@ -75,7 +75,7 @@ def build_quota_handler(
     """
     # Here, not at the top: the health job shares this module and needs no HTTP client.
     from edgeproxy.jobs.quota import QuotaJob
-    from edgeproxy.service.alerts.wiring import sweep_alerts
+    from edgeproxy.service.alerts.wiring import alert_topic, sweep_alerts
     from edgeproxy.upstream.client import make_http_client
 
     settings = settings or Settings.from_env()
@@ -94,7 +94,8 @@ def build_quota_handler(
             stack.push_async_callback(http.aclose)
             credentials = open_credentials(settings, stack, aws, rng)
             jobs.append(QuotaJob(store, http, credentials, clock))
-            sweeps.append(partial(sweep_alerts, store, credentials, clock))
+            topic = alert_topic(settings.alert_topic_arn, aws, stack)
+            sweeps.append(partial(sweep_alerts, store, credentials, clock, topic))
         results = await jobs[0].run()
         await sweeps[0]()  # undelivered budget alerts, retried with their backoff
         refreshed = sum(r.error is None for r in results)

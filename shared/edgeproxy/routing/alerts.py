@@ -85,7 +85,12 @@ class Alert:
 
 @dataclass(frozen=True, slots=True)
 class PendingAlert:
-    """An alert won but not delivered: its body, failed attempts, and when it is due."""
+    """An alert won but not delivered: its body, failed attempts, and when it is due.
+
+    ``sent``: the destinations (``webhook``, ``sns``) that already took it, so a
+    retry goes only to the others; it is delivered when every destination
+    configured has. ``next_at`` is ``NEVER`` once given up (or delivered).
+    """
 
     level: str
     level_id: str
@@ -93,3 +98,8 @@ class PendingAlert:
     body: str
     attempts: int
     next_at: float
+    sent: frozenset[str] = frozenset()
+    delivered: bool = False
+
+
+NEVER = 1e18  # the next attempt of an alert given up, or delivered

@@ -37,8 +37,10 @@ split by audience, so each caller depends on what it uses only:
     KeyLifecycleStore  update/rotate_client_key,     key updates and rotations
                        and KeyFinder
     TeamStore      get/list/create/update/delete_    organizations, teams, key moves
-                   group, move_key, update/create_member_key
+                   group, move_key, move_team,
+                   update/create_member_key
     AlertStore     claim_alert, pending_alerts,      budget alerts: who sends, what is owed
+                   undelivered_alerts,
                    alert_delivered/failed
     Store          all of them                       what a backend implements
 
@@ -328,6 +330,11 @@ class TeamStore(KeyFinder, Protocol):
         changed."""
         ...
 
+    async def move_team(self, team: Group, into: Group, audit: AuditEntry) -> bool:
+        """Move ``team`` (at its version) into organization ``into`` (at its version), counted
+        out of its old one; False (nothing written) if any of them changed."""
+        ...
+
     async def delete_group(self, group: Group, audit: AuditEntry) -> bool:
         """Delete ``group`` at its version if it owns nothing; False if not."""
         ...
@@ -356,12 +363,22 @@ class AlertStore(Protocol):
         """Undelivered alerts whose next attempt is due at ``now``."""
         ...
 
-    async def alert_delivered(self, alert: PendingAlert, now: float) -> None:
-        """Mark ``alert`` delivered and drop it from the pending ones."""
+    async def undelivered_alerts(self) -> list[PendingAlert]:
+        """Every alert not delivered yet: pending or given up."""
         ...
 
-    async def alert_failed(self, alert: PendingAlert, next_at: float | None) -> None:
-        """Count a failed attempt; due again at ``next_at`` (None: given up)."""
+    async def alert_delivered(
+        self, alert: PendingAlert, now: float, sent: frozenset[str] = frozenset()
+    ) -> None:
+        """Mark ``alert`` delivered (``sent``: the destinations that took it now) and drop it
+        from the pending ones."""
+        ...
+
+    async def alert_failed(
+        self, alert: PendingAlert, next_at: float | None, sent: frozenset[str] = frozenset()
+    ) -> None:
+        """Count a failed attempt (``sent``: the destinations that took it all the same); due
+        again at ``next_at`` (None: given up)."""
         ...
 
 

@@ -11,14 +11,23 @@ request log record  ``log#<hour>``          ``<epoch ms, 13 digits>#<request>`` 
                                                                                 fields (below),
                                                                                 expires_at
 usage aggregate     ``usage#<day>``         ``<hour, 7 digits>#<key>#<model>#   requests,
-                                            <deployment>``                      failures,
+                                            <deployment>[#<label>=<value>]...`` failures,
                                                                                 prompt_tokens,
                                                                                 completion_tokens,
                                                                                 cost_usd,
                                                                                 key_id, key_name,
                                                                                 model, deployment,
+                                                                                each set label,
                                                                                 hour, expires_at
 ==================  ======================  ==================================  ==================
+
+Labels (``LABELS``): record fields the aggregates keep as dimensions of
+their own, so reports group and filter by them: the key's ``team`` and
+``organization`` (ids, as they were when the request ran). A label that is
+not set adds nothing to the sort key or the item, so a request of a key
+without a team writes the same aggregate as before labels existed. A new
+label is one more record field named in ``LABELS``; writers, readers and
+reports take it from there.
 
 ``<hour>`` and ``<day>`` are whole hours and days since the epoch (UTC).
 ``<key>`` is the client key's public id (``-``: no table key, e.g. the
@@ -48,6 +57,7 @@ newest records) what they find.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Protocol
@@ -57,6 +67,9 @@ DAY_S = 86400
 NO_KEY = "-"  # a request without a table key
 NONE_SERVED = "-"  # a request no deployment served
 LOG_SHARDS = 32  # partitions per hour of the log and per day of the aggregates
+# Record fields the aggregates keep as dimensions (in sort-key order): see the module doc.
+LABELS: tuple[str, ...] = ("team", "organization")
+Labels = tuple[tuple[str, str], ...]  # (label, value) of each set label, in ``LABELS`` order
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,15 +122,32 @@ class RequestRecord:
     anomalies: tuple[str, ...] = ()
     prompt: str | None = None
     answer: str | None = None
+    # The key's team and that team's organization when the request ran (ids; ``LABELS``).
+    team: str | None = None
+    organization: str | None = None
 
     @property
     def hour(self) -> int:
         return int(self.at // HOUR_S)
 
+    @property
+    def labels(self) -> Labels:
+        """The set ``LABELS`` of this record, in order."""
+        return labels_of(getattr(self, name) for name in LABELS)
+
+
+def labels_of(values: Iterable[str | None]) -> Labels:
+    """``(label, value)`` of each value set, for values given in ``LABELS`` order."""
+    return tuple((n, v) for n, v in zip(LABELS, values, strict=True) if v)
+
+
+Bucket = tuple[int, str, str, str, Labels]  # hour, key, model, deployment, labels
+
 
 @dataclass(frozen=True, slots=True)
 class UsageRow:
-    """The counters of one (hour, key, model, deployment): an increment or a stored total.
+    """The counters of one (hour, key, model, deployment, labels): an increment or a stored
+    total.
 
     ``cost_usd`` is a ``Decimal`` (DynamoDB numbers are decimal): increments
     enter as the exact decimal of the float the key's spend got, so the
@@ -136,10 +166,15 @@ class UsageRow:
     cost_usd: Decimal = field(default_factory=Decimal)
     cache_read_tokens: int = 0  # of prompt_tokens
     cache_write_tokens: int = 0
+    labels: Labels = ()  # the records' set ``LABELS``: part of the bucket
 
     @property
-    def bucket(self) -> tuple[int, str, str, str]:
-        return (self.hour, self.key_id, self.model, self.deployment)
+    def bucket(self) -> Bucket:
+        return (self.hour, self.key_id, self.model, self.deployment, self.labels)
+
+    def label(self, name: str) -> str | None:
+        """The value of label ``name`` (None: not set)."""
+        return dict(self.labels).get(name)
 
     def plus(self, other: UsageRow) -> UsageRow:
         """The sum of two rows of one bucket (the later key name wins)."""
@@ -156,6 +191,7 @@ class UsageRow:
             self.cost_usd + other.cost_usd,
             self.cache_read_tokens + other.cache_read_tokens,
             self.cache_write_tokens + other.cache_write_tokens,
+            self.labels,
         )
 
 
@@ -187,6 +223,7 @@ def usage_key(row: UsageRow, shard: int = 0) -> tuple[str, str]:
     """The ``(pk, sk)`` of the aggregate's item in ``shard``."""
     day = row.hour * HOUR_S // DAY_S
     parts = "#".join(_part(p) for p in (row.key_id, row.model, row.deployment))
+    parts += "".join(f"#{name}={_part(value)}" for name, value in row.labels)
     return (usage_partition(day, shard), f"{row.hour:07d}#{parts}")
 
 
@@ -215,6 +252,9 @@ class UsageLogStore(Protocol):
         """Every aggregate of the hours ``[first_hour, last_hour]`` (every shard's, summed)."""
         ...
 
-    async def read_requests(self, hour: int, limit: int, now: float) -> list[RequestRecord]:
-        """Up to ``limit`` log records of ``hour``, newest first (across every shard)."""
+    async def read_requests(
+        self, hour: int, limit: int, now: float, where: tuple[str, str] | None = None
+    ) -> list[RequestRecord]:
+        """Up to ``limit`` log records of ``hour``, newest first (across every shard);
+        ``where``: only records whose label (``LABELS``) has that value."""
         ...

@@ -146,3 +146,32 @@ def test_an_entry_named_like_a_default_still_exports(gw: Any) -> None:
     assert document["organizations"] == [{"id": "total", "name": "total"}]
     answer = call(gw, "PUT", "/admin/config", {"document": document, "dry_run": True})
     assert answer.json()["changes"] == []
+
+
+def test_a_file_moves_a_team_to_another_organization_and_drops_the_old_one(gw: Any) -> None:
+    seed(gw)
+    key = create_key(gw.base_url, team_id="search", models=["fast-chat"])
+    current = call(gw, "GET", "/admin/config").json()
+    document = current["document"]
+    document["organizations"] = [{"id": "globex", "name": "G", "models": ["other-chat"]}]
+    document["teams"][0]["organization_id"] = "globex"
+    refused = call(gw, "PUT", "/admin/config", {"document": document})
+    assert refused.status_code == 400, refused.text  # globex does not allow fast-chat
+    assert refused.json()["error"]["param"] == "teams[0].models"
+    assert call(gw, "GET", "/admin/teams/search").json()["organization_id"] == "acme"
+    assert call(gw, "GET", "/admin/organizations/globex").status_code == 404
+    document["organizations"][0]["models"] = ["fast-chat", "other-chat"]
+    document["teams"][0]["name"] = "Search, moved"
+    loaded = call(gw, "PUT", "/admin/config", {"document": document})
+    assert loaded.status_code == 200, loaded.text
+    team = call(gw, "GET", "/admin/teams/search").json()
+    assert (team["organization_id"], team["name"], team["keys"]) == ("globex", "Search, moved", 1)
+    assert call(gw, "GET", "/admin/organizations/globex").json()["teams"] == 1
+    assert call(gw, "GET", "/admin/organizations/acme").status_code == 404  # empty, dropped
+    assert call(gw, "GET", f"/admin/keys/{key['id']}/effective").json()["organization_id"] == (
+        "globex"
+    )
+    actions = [e["action"] for e in call(gw, "GET", "/admin/audit").json()["data"]]
+    assert "team.move" in actions
+    again = call(gw, "GET", "/admin/config").json()["document"]
+    assert again["teams"] == document["teams"]  # it round-trips

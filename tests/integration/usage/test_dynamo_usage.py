@@ -96,16 +96,48 @@ async def test_aggregates_add_up_exactly_and_keep_names_apart(log: DynamoUsageLo
     await log.add_usage(UsageRow(HOUR + 30, "k1", "m", "d", "renamed", 1), NOW + 9e5)
     rows = {r.bucket: r for r in await log.read_usage_rows(HOUR, HOUR + 30, NOW)}
     assert set(rows) == {
-        (HOUR, "k1", "m#1", "d"),
-        (HOUR, "k1", "m", "1#d"),
-        (HOUR + 30, "k1", "m", "d"),
+        (HOUR, "k1", "m#1", "d", ()),
+        (HOUR, "k1", "m", "1#d", ()),
+        (HOUR + 30, "k1", "m", "d", ()),
     }
-    summed = rows[(HOUR, "k1", "m#1", "d")]
+    summed = rows[(HOUR, "k1", "m#1", "d", ())]
     assert (summed.requests, summed.prompt_tokens, summed.completion_tokens) == (10, 20, 30)
     assert summed.cost_usd == Decimal("1.0")  # DynamoDB's decimal sum: no float drift
-    assert rows[(HOUR + 30, "k1", "m", "d")].key_name == "renamed"
+    assert rows[(HOUR + 30, "k1", "m", "d", ())].key_name == "renamed"
     # A range reads only its hours (across days: one query per day).
     assert {r.hour for r in await log.read_usage_rows(HOUR + 1, HOUR + 30, NOW)} == {HOUR + 30}
+
+
+async def test_labels_are_dimensions_of_the_aggregates_and_filters_of_the_log(
+    log: DynamoUsageLog,
+) -> None:
+    team_a = layout.labels_of(("a", "acme"))
+    for labels, requests in ((team_a, 1), (team_a, 2), (layout.labels_of(("b#1", "acme")), 4)):
+        row = UsageRow(HOUR, "k1", "m", "d", "billing", requests, labels=labels)
+        await log.add_usage(row, NOW + 9e5)
+    await log.add_usage(UsageRow(HOUR, "k1", "m", "d", "billing", 8), NOW + 9e5)  # no team
+    rows = {r.bucket: r.requests for r in await log.read_usage_rows(HOUR, HOUR, NOW)}
+    assert rows == {
+        (HOUR, "k1", "m", "d", (("team", "a"), ("organization", "acme"))): 3,
+        (HOUR, "k1", "m", "d", (("team", "b#1"), ("organization", "acme"))): 4,
+        (HOUR, "k1", "m", "d", ()): 8,  # the same bucket as before labels existed
+    }
+    await log.put_requests(
+        [
+            record(i, key_id="k1", team=team, organization=org)
+            for i, (team, org) in enumerate(
+                [("a", "acme"), ("b", "acme"), (None, None), ("a", "acme"), ("c", "globex")] * 12
+            )
+        ]
+    )
+    mine = await log.read_requests(HOUR, 1000, NOW, ("team", "a"))
+    assert len(mine) == 24
+    assert {(r.team, r.organization) for r in mine} == {("a", "acme")}
+    newest = await log.read_requests(HOUR, 5, NOW, ("organization", "acme"))
+    assert [r.request_id for r in newest] == ["req058", "req056", "req055", "req053", "req051"]
+    assert await log.read_requests(HOUR, 5, NOW, ("team", "z")) == []
+    with pytest.raises(ValueError, match="no label"):
+        await log.read_requests(HOUR, 5, NOW, ("key_id", "k1"))
 
 
 async def test_records_and_aggregates_spread_over_every_shard_are_all_read_back(

@@ -178,7 +178,7 @@ def test_csv_has_a_header_and_exact_decimal_costs(
 @pytest.mark.parametrize(
     ("params", "param"),
     [
-        ({"group_by": "team"}, "group_by"),
+        ({"group_by": "tenant"}, "group_by"),
         ({"granularity": "week"}, "granularity"),
         ({"format": "xml"}, "format"),
         ({"from": "yesterday"}, "from"),

@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from edgeproxy.api.admin import alerts as admin_alerts
 from edgeproxy.api.admin import config as admin_config
 from edgeproxy.api.admin import deployments as admin_deployments
 from edgeproxy.api.admin import explain as admin_explain
@@ -57,6 +58,7 @@ ROUTE_TABLES: tuple[Sequence[AdminRoute], ...] = (
     admin_config.ROUTES,
     admin_usage.ROUTES,
     admin_teams.ROUTES,
+    admin_alerts.ROUTES,
     [AdminRoute("GET", OPENAPI_PATH, openapi, "This document", "meta")],
 )
 

@@ -11,9 +11,11 @@ Viewers may only read; a gateway-wide viewer may read every route.
 
 Listings (``GET /admin/keys``, ``/admin/teams``, ``/admin/organizations``)
 are allowed and filtered to the caller's scope by their endpoints
-(``visible``). Not open to scoped admins yet: usage reports and the request
-log (not grouped by team yet), moving keys between teams, changing or
-deleting an organization, and everything gateway-level.
+(``visible``); so are the usage report and the request log (``GET
+/admin/usage``, ``/admin/usage/requests``: held to the caller's team or
+organization label, ``api/admin/usage.scope_label``). Not open to scoped
+admins: moving keys between teams, moving a team to another organization,
+changing or deleting an organization, and everything gateway-level.
 """
 
 from __future__ import annotations
@@ -102,6 +104,8 @@ RULES: dict[tuple[str, str], Rule] = {
     ("DELETE", "/admin/teams/{team_id}"): Rule(ORG_ADMINS, team_in_path),
     ("GET", "/admin/organizations"): Rule(ORG_ADMINS, listing),
     ("GET", "/admin/organizations/{org_id}"): Rule(ORG_ADMINS, org_in_path),
+    ("GET", "/admin/usage"): Rule(TEAM_ADMINS, listing),
+    ("GET", "/admin/usage/requests"): Rule(TEAM_ADMINS, listing),
 }
 
 

@@ -6,6 +6,7 @@
     PATCH  /admin/organizations/{org_id}       the fields to change (If-Match)
     DELETE /admin/organizations/{org_id}       only without teams (If-Match or ?version=)
     ... the same under /admin/teams, with "organization_id" on creation
+    PUT    /admin/teams/{team_id}/organization {"organization_id": "b"} (If-Match: the team's)
     PUT    /admin/keys/{key_id}/team           {"team_id": "a" | null} (If-Match: the key's)
     GET    /admin/keys/{key_id}/effective      each limit, the strictest, and its level
 
@@ -23,11 +24,12 @@ from edgeproxy.api.admin import scopes
 from edgeproxy.api.admin.guard import AdminCall, AdminRoute, json_body, sent_version, versioned
 from edgeproxy.api.admin.keys import ONE, found_key, parsed
 from edgeproxy.routing.hierarchy import Level
-from edgeproxy.service.admin import teams
+from edgeproxy.service.admin import team_moves, teams
 from edgeproxy.service.admin.team_bodies import (
     CreateOrganization,
     CreateTeam,
     MoveKey,
+    MoveTeam,
     UpdateGroup,
     group_fields,
     new_group,
@@ -118,6 +120,18 @@ async def move(call: AdminCall) -> Response:
     return versioned({"object": "api_key", "id": after.id, "team_id": after.team_id}, after.version)
 
 
+async def move_team(call: AdminCall) -> Response:
+    """``PUT /admin/teams/{team_id}/organization``: move a team to another organization."""
+    raw = await json_body(call)
+    expected = sent_version(call, raw)
+    body = parsed(MoveTeam, raw)
+    gateway = call.gateway
+    _, after = await team_moves.move_team(
+        gateway.store, _id(call), body.organization_id, expected, call.actor, gateway.now()
+    )
+    return versioned(teams.group_view(after), after.version)
+
+
 async def effective_limits(call: AdminCall) -> Response:
     """``GET /admin/keys/{key_id}/effective``: each limit as it applies, and its level."""
     key = await found_key(call.gateway, call.request.path_params["key_id"])
@@ -164,6 +178,16 @@ ROUTES = [
         remove,
         "Delete a team without keys",
         TAG,
+        versioned=True,
+        unconditional=True,
+    ),
+    AdminRoute(
+        "PUT",
+        TEAM + "/organization",
+        move_team,
+        "Move a team to another organization",
+        TAG,
+        MoveTeam,
         versioned=True,
         unconditional=True,
     ),

@@ -1,10 +1,14 @@
-"""``/admin/usage``: spend and tokens by key, model and deployment; the request log.
+"""``/admin/usage``: spend and tokens by key, model, deployment, team and organization; the log.
 
-    GET /admin/usage?from=&to=&group_by=key,model,deployment&granularity=day|hour&format=json|csv
+    GET /admin/usage?from=&to=&group_by=key,model,deployment,team,organization
+                    &granularity=day|hour&format=json|csv
     GET /admin/usage/requests?at=<time in the hour>&limit=50      one hour of the log, newest first
 
 The report reads the hourly aggregates only (``service/usage/report.py``);
-the log is read one hour partition at a time.
+the log is read one hour partition at a time. A team admin (an organization
+admin) gets both held to its team's (organization's) label: rows and records
+of requests made with that team's keys while they were in it
+(``scope_label``); a viewer of the gateway sees everything.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from starlette.responses import JSONResponse, Response
 
 from edgeproxy.api.admin.guard import AdminCall, AdminRoute
 from edgeproxy.errors import RequestError
+from edgeproxy.routing.hierarchy import AdminScope, Level
 from edgeproxy.service.usage.report import (
     ReportQuery,
     json_ready,
@@ -26,6 +31,15 @@ from edgeproxy.service.usage.report import (
 from edgeproxy.state.usage_log import HOUR_S, UsageLogStore
 
 MAX_RECORDS = 1000
+# The record label a scoped admin's level holds its reports and log view to.
+SCOPE_LABELS = {Level.TEAM: "team", Level.ORGANIZATION: "organization"}
+
+
+def scope_label(scope: AdminScope | None) -> tuple[str, str] | None:
+    """``(label, value)`` the caller's report and log are held to (None: everything)."""
+    if scope is None or scope.level is None or scope.id is None:
+        return None
+    return SCOPE_LABELS[scope.level], scope.id
 
 
 def _store(call: AdminCall) -> UsageLogStore:
@@ -38,7 +52,7 @@ def _store(call: AdminCall) -> UsageLogStore:
 async def usage(call: AdminCall) -> Response:
     """Usage and cost grouped by key, model, deployment and day or hour (JSON or CSV)."""
     now = call.gateway.now()
-    query = ReportQuery.parse(dict(call.request.query_params), now)
+    query = ReportQuery.parse(dict(call.request.query_params), now, scope_label(call.scope))
     report = await usage_report(_store(call), query, now)
     if query.format == "csv":
         return Response(
@@ -58,7 +72,7 @@ async def requests(call: AdminCall) -> Response:
     if not limit.isdigit() or not 0 < int(limit) <= MAX_RECORDS:
         raise RequestError(f"`limit` must be an integer from 1 to {MAX_RECORDS}.", param="limit")
     hour = int(at // HOUR_S)
-    records = await _store(call).read_requests(hour, int(limit), now)
+    records = await _store(call).read_requests(hour, int(limit), now, scope_label(call.scope))
     return JSONResponse(
         {
             "object": "list",
@@ -74,7 +88,7 @@ ROUTES = [
         "GET",
         "/admin/usage",
         usage,
-        "Usage and cost by key, model and deployment",
+        "Usage and cost by key, model, deployment, team and organization",
         TAG,
         query=(
             (
@@ -83,7 +97,11 @@ ROUTES = [
                 "start (ISO date or time, epoch seconds); default: 24 h before `to`",
             ),
             ("to", "string", "end, exclusive; default: now"),
-            ("group_by", "string", "any of key,model,deployment; default key,model"),
+            (
+                "group_by",
+                "string",
+                "any of key,model,deployment,team,organization; default key,model",
+            ),
             ("granularity", "string", "day (default) or hour"),
             ("format", "string", "json (default) or csv"),
         ),

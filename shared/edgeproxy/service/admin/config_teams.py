@@ -5,7 +5,10 @@ stored document: an export reads them into two top-level sections, and a
 load takes the sections off the document and turns them into writes. A file
 without either section leaves them alone (a file from before teams deletes
 nothing); a file with one declares that level whole: an id missing from it is
-deleted, which is refused while it owns keys (or teams).
+deleted, which is refused while it owns keys (or teams). A team declared under
+another organization is moved there (``TeamStore.move_team``: counted out of
+the old one, audited as ``team.move``), so a file may move a team and drop its
+old, now empty, organization in one load.
 
 Every entry is validated like an admin API body, against the file's own
 configuration and the table's keys, before anything is written (a 400 naming
@@ -137,13 +140,6 @@ async def plan(
                 f"organization `{team.parent}` is neither declared nor stored",
                 "unknown_organization",
             )
-        old = stored[Level.TEAM].get(team.id)
-        if old is not None and old.parent != team.parent:
-            raise _fail(
-                f"{where}.organization_id",
-                "a team cannot move to another organization (not built yet)",
-                "not_supported",
-            )
         if models_outside(team.models, org) != []:
             raise _fail(
                 f"{where}.models", f"not within organization `{org.id}`'s", "models_not_allowed"
@@ -155,10 +151,17 @@ async def plan(
                     f"its key `{key.id}` uses models outside them",
                     "models_not_allowed",
                 )
+    # Teams the file moves to another organization leave their old one's count.
+    leaving: dict[str, int] = {}
+    for team in team_set.values():
+        old = stored[Level.TEAM].get(team.id)
+        if old is not None and old.parent is not None and old.parent != team.parent:
+            leaving[old.parent] = leaving.get(old.parent, 0) + 1
     for kind, declared_groups in wanted.items():
         for gone in set(stored[kind]) - set(declared_groups):
             owner = stored[kind][gone]
-            if owner.members:
+            left = leaving.get(gone, 0) if kind is Level.ORGANIZATION else 0
+            if owner.members - left > 0:
                 raise _fail(
                     "teams" if kind is Level.TEAM else "organizations",
                     f"`{gone}` is not declared but still owns {owner.members} members",
@@ -228,9 +231,31 @@ async def _write(store: RoundTripStore, step: Step, actor: str, now: float) -> b
         return await store.delete_group(before, entry)
     if before is None or after is None:
         return True
+    if kind is Level.TEAM and after.parent is not None and before.parent != after.parent:
+        moved = await _move(store, before, after.parent, actor, now)
+        if moved is None:
+            return False
+        before, step = moved, Step(kind, moved, after)
+        if teams.group_view(before, counters=False) == teams.group_view(after, counters=False):
+            return True
     kept = replace(
         after, created_at=before.created_at, members=before.members, members_rev=before.members_rev
     )
     target = f"{kind.value}:{before.id}"
     entry = audit.entry(actor, f"{kind.value}.update", target, changes([step]), now)
     return await store.update_group(kept, before.version, entry)
+
+
+async def _move(
+    store: RoundTripStore, team: Group, org_id: str, actor: str, now: float
+) -> Group | None:
+    """Move ``team`` into ``org_id`` (``TeamStore.move_team``, audited as ``team.move``); the
+    team as moved, or None when it or the organization changed since the plan read them."""
+    org = await store.get_group(Level.ORGANIZATION, org_id)
+    if org is None or models_outside(team.models, org) != []:
+        return None
+    change = [{"path": "organization_id", "old": team.parent, "new": org_id}]
+    entry = audit.entry(actor, "team.move", f"team:{team.id}", change, now)
+    if not await store.move_team(team, org, entry):
+        return None
+    return replace(team, parent=org_id, version=team.version + 1)

@@ -57,6 +57,13 @@ class UpdateGroup(GroupFields):
     version: int | None = None
 
 
+class MoveTeam(Strict):
+    """The body of ``PUT /admin/teams/{team_id}/organization``."""
+
+    organization_id: Annotated[str, Field(min_length=1, max_length=63)]
+    version: int | None = None
+
+
 class MoveKey(Strict):
     """The body of ``PUT /admin/keys/{key_id}/team``."""
 

@@ -8,7 +8,14 @@ path). ``deliver`` and ``sweep`` send through one attempt (``_attempt``). A fail
 post, leaves the alert's pointer pending; ``sweep`` (the scheduled job, or
 a background task) posts every due one again, with backoff, until
 ``routing.alerts.MAX_ATTEMPTS``. Levels are named by kind and id, so a
-team's or an organization's budget is claimed through the same call.
+team's or an organization's budget settles through the same call.
+
+Destinations: the webhook (``gateway.alerts``, when a URL and a secret are
+set) and the SNS topic (``topic``: the deployed stack's ``AlertTopicArn``).
+An attempt sends to each configured destination that has not taken the alert
+yet; the ones that do are recorded (``PendingAlert.sent``), so a retry never
+sends one twice; the alert is delivered once every configured one has.
+With none configured it stays pending, uncounted, and is sent once one is.
 """
 
 from __future__ import annotations
@@ -16,18 +23,21 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from functools import partial
 
 from edgeproxy.config.alerts import AlertSettings
 from edgeproxy.config.egress import EgressSettings
 from edgeproxy.errors import CredentialError
 from edgeproxy.routing.alerts import Alert, PendingAlert, crossed, retry_at
 from edgeproxy.service.alerts import webhook
+from edgeproxy.service.alerts.topic import AlertTopic
 from edgeproxy.state.store import AlertStore
 
 LOG = logging.getLogger(__name__)
 TOTAL_PERIOD = "total"
 PERIOD_TTL_S = 40 * 86400.0  # past the longest period (monthly) with room to retry
 TOTAL_TTL_S = 3650 * 86400.0  # a budget without a period alerts once, for good
+WEBHOOK, SNS = "webhook", "sns"  # the destinations, as ``PendingAlert.sent`` names them
 
 
 # Resolves the webhook secret's credential reference (``service.credentials``).
@@ -43,11 +53,13 @@ class AlertNotifier:
         settings: Callable[[], tuple[AlertSettings, EgressSettings]],
         secret: SecretSource,
         clock: Callable[[], float],
+        topic: AlertTopic | None = None,
     ) -> None:
         self._store = store
         self._settings = settings  # the current configuration's (read at a crossing only)
         self._secret = secret
         self._clock = clock
+        self._topic = topic
 
     def settings(self) -> AlertSettings:
         """The alert settings in force now."""
@@ -94,27 +106,42 @@ class AlertNotifier:
     async def _attempt(self, pending: PendingAlert, now: float) -> bool:
         alerts, egress = self._settings()
         url, ref = alerts.webhook_url, alerts.webhook_secret_ref
-        if url is None or ref is None:
-            return False  # recorded, listed as undelivered; sent once a webhook is set
-        try:
-            secret = await self._secret(ref)
-        except CredentialError:
-            ok = False  # counted as a failed attempt: an operator fixes the reference
-        else:
-            ok = await webhook.post(url, egress, secret, pending.body.encode(), int(now))
-        if ok:
-            await self._store.alert_delivered(pending, now)
+        senders: dict[str, Callable[[str], Awaitable[bool]]] = {}
+        if url is not None and ref is not None:
+            senders[WEBHOOK] = partial(self._post, url, ref, egress, now=now)
+        if self._topic is not None:
+            senders[SNS] = self._topic.publish
+        configured = list(senders)
+        if not configured:
+            return False  # recorded, listed as undelivered; sent once a destination is set
+        took = {
+            d for d, send in senders.items() if d not in pending.sent and await send(pending.body)
+        }
+        sent = frozenset(took)
+        if set(configured) <= pending.sent | sent:
+            await self._store.alert_delivered(pending, now, sent)
             return True
+        failed = sorted(set(configured) - pending.sent - sent)
         next_at = retry_at(pending.attempts + 1, now)
         # The level and threshold only: never the URL (its query may hold a token) or the secret.
         LOG.log(
             logging.WARNING if next_at is not None else logging.ERROR,
-            "budget alert undelivered level=%s id=%s alert=%s attempts=%d %s",
+            "budget alert undelivered level=%s id=%s alert=%s to=%s attempts=%d %s",
             pending.level,
             pending.level_id,
             pending.name,
+            ",".join(failed),
             pending.attempts + 1,
             f"next_at={next_at:.0f}" if next_at is not None else "given up",
         )
-        await self._store.alert_failed(pending, next_at)
+        await self._store.alert_failed(pending, next_at, sent)
         return False
+
+    async def _post(
+        self, url: str, ref: str, egress: EgressSettings, body: str, *, now: float
+    ) -> bool:
+        try:
+            secret = await self._secret(ref)
+        except CredentialError:
+            return False  # counted as a failed attempt: an operator fixes the reference
+        return await webhook.post(url, egress, secret, body.encode(), int(now))

@@ -35,7 +35,7 @@ from typing import Any
 
 from edgeproxy.errors import StoreError, StoreUnavailable
 from edgeproxy.service.telemetry import NoTelemetry, Telemetry
-from edgeproxy.state.usage_log import RequestRecord, UsageLogStore, UsageRow
+from edgeproxy.state.usage_log import Bucket, RequestRecord, UsageLogStore, UsageRow
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +48,6 @@ BATCH = 25  # records per BatchWriteItem
 RETRY_S = 1.0
 GIVE_UP_S = 120.0
 REPORT_EVERY_S = 10.0  # drops are logged at most this often
-Bucket = tuple[int, str, str, str]
 
 
 class LogBuffer:

@@ -1,4 +1,5 @@
-"""Usage reports: the hourly aggregates grouped by key, model, deployment and day or hour.
+"""Usage reports: the hourly aggregates grouped by key, model, deployment, the labels (team,
+organization: ``state.usage_log.LABELS``) and day or hour.
 
 A report reads only the aggregates (``state/usage_log.py``: one Query per
 day of the range), never the request log, so its cost grows with the
@@ -13,7 +14,9 @@ with the number of requests.
 ``from`` is inclusive, ``to`` exclusive; both are whole hours (a time inside
 an hour takes the whole hour). Costs are decimal sums of the same figures
 the keys' spend got; JSON shows them as numbers rounded to 1e-6 USD, CSV
-as decimal text.
+as decimal text. A query may be held to one label's value (``ReportQuery.only``:
+a team admin's report is its team's rows only, an organization admin's its
+organization's), applied to the aggregates before they are summed.
 """
 
 from __future__ import annotations
@@ -26,9 +29,9 @@ from decimal import Decimal
 from typing import Any
 
 from edgeproxy.errors import RequestError
-from edgeproxy.state.usage_log import DAY_S, HOUR_S, UsageLogStore, UsageRow
+from edgeproxy.state.usage_log import DAY_S, HOUR_S, LABELS, UsageLogStore, UsageRow
 
-DIMENSIONS = ("key", "model", "deployment")
+DIMENSIONS = ("key", "model", "deployment", *LABELS)
 GRANULARITIES = ("hour", "day")
 FORMATS = ("json", "csv")
 MAX_DAYS = 400
@@ -38,6 +41,7 @@ COLUMNS = (
     "key_name",
     "model",
     "deployment",
+    *LABELS,
     "requests",
     "failures",
     "prompt_tokens",
@@ -49,6 +53,7 @@ COLUMNS = (
     "cache_write_tokens",
     "uncached_prompt_tokens",
 )
+COUNTERS = COLUMNS[COLUMNS.index("requests") :]
 MICRO = Decimal("0.000001")
 
 
@@ -87,9 +92,12 @@ class ReportQuery:
     group_by: tuple[str, ...]
     granularity: str
     format: str = "json"
+    only: tuple[str, str] | None = None  # (label, value): the rows of that value only
 
     @classmethod
-    def parse(cls, params: dict[str, str], now: float) -> ReportQuery:
+    def parse(
+        cls, params: dict[str, str], now: float, only: tuple[str, str] | None = None
+    ) -> ReportQuery:
         """The query of ``/admin/usage``'s parameters (a 400 for anything malformed).
 
         Defaults: the last 24 hours, grouped by key and model, per day, JSON.
@@ -113,6 +121,7 @@ class ReportQuery:
             group_by=tuple(d for d in DIMENSIONS if d in group),
             granularity=_choice(params, "granularity", GRANULARITIES, "day"),
             format=_choice(params, "format", FORMATS, "json"),
+            only=only,
         )
 
 
@@ -130,6 +139,7 @@ class ReportRow:
     model: str | None
     deployment: str | None
     counters: UsageRow
+    labels: tuple[str | None, ...] = (None,) * len(LABELS)  # in ``LABELS`` order
 
     def as_dict(self) -> dict[str, Any]:
         c = self.counters
@@ -139,6 +149,7 @@ class ReportRow:
             "key_name": self.key_name,
             "model": self.model,
             "deployment": self.deployment,
+            **dict(zip(LABELS, self.labels, strict=True)),
             "requests": c.requests,
             "failures": c.failures,
             "prompt_tokens": c.prompt_tokens,
@@ -154,27 +165,36 @@ class ReportRow:
 
 
 def grouped(rows: list[UsageRow], query: ReportQuery) -> list[ReportRow]:
-    """``rows`` summed per period and the query's dimensions (the others left None)."""
-    sums: dict[tuple[str, str | None, str | None, str | None], UsageRow] = {}
+    """``rows`` summed per period and the query's dimensions (the others left None), only
+    the rows of ``query.only``'s label value when it names one."""
+    Bucket = tuple[str, str | None, str | None, str | None, tuple[str | None, ...]]
+    sums: dict[Bucket, UsageRow] = {}
     names: dict[str, str] = {}
     for row in sorted(rows, key=lambda r: r.hour):
         if not query.first_hour <= row.hour <= query.last_hour:
+            continue
+        if query.only is not None and row.label(query.only[0]) != query.only[1]:
             continue
         if row.key_name:
             names[row.key_id] = row.key_name  # the latest name of the key
         key = row.key_id if "key" in query.group_by else None
         model = row.model if "model" in query.group_by else None
         dep = row.deployment if "deployment" in query.group_by else None
-        bucket = (period_of(row.hour, query.granularity), key, model, dep)
+        labels = tuple(row.label(n) if n in query.group_by else None for n in LABELS)
+        bucket = (period_of(row.hour, query.granularity), key, model, dep, labels)
         held = sums.get(bucket)
         plain = UsageRow(0, "", "", "", "", *_counts(row))
         sums[bucket] = plain if held is None else held.plus(plain)
     return [
-        ReportRow(period, key, names.get(key, "") if key else None, model, dep, counters)
-        for (period, key, model, dep), counters in sorted(
-            sums.items(), key=lambda kv: tuple(p or "" for p in kv[0])
-        )
+        ReportRow(period, key, names.get(key, "") if key else None, model, dep, counters, labels)
+        for (period, key, model, dep, labels), counters in sorted(sums.items(), key=_order)
     ]
+
+
+def _order(item: tuple[tuple[Any, ...], UsageRow]) -> tuple[str, ...]:
+    """Per period, by label (a team's rows together), then key, model and deployment."""
+    period, *plain, labels = item[0]
+    return tuple(p or "" for p in (period, *labels, *plain))
 
 
 def _counts(row: UsageRow) -> tuple[int, int, int, int, Decimal, int, int]:
@@ -202,7 +222,7 @@ async def usage_report(store: UsageLogStore, query: ReportQuery, now: float) -> 
         "granularity": query.granularity,
         "group_by": list(query.group_by),
         "rows": [r.as_dict() for r in rows],
-        "totals": {k: v for k, v in totals.items() if k in COLUMNS[5:]},
+        "totals": {k: v for k, v in totals.items() if k in COUNTERS},
     }
 
 

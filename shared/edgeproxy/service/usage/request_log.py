@@ -12,6 +12,10 @@ one ADD each, on the log's own store client and task (``LogBuffer``: bounded;
 what it drops is counted, sent as a metric and logged).
 
 A store failure costs the record (logged, never raised): the answer is the client's.
+
+Each record is labelled with its key's team and the team's organization
+(``state.usage_log.LABELS``; the organization from ``TeamOrganizations``, a
+cached lookup: a key without a team costs nothing more).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from decimal import Decimal
 
 from edgeproxy.errors import StoreError
@@ -26,6 +31,7 @@ from edgeproxy.service.run import Run, Served
 from edgeproxy.service.telemetry import Telemetry
 from edgeproxy.service.usage.entry import Entry
 from edgeproxy.service.usage.log_buffer import LogBuffer
+from edgeproxy.service.usage.organizations import TeamOrganizations
 from edgeproxy.state.usage_log import (
     DAY_S,
     HOUR_S,
@@ -56,6 +62,7 @@ def usage_row(record: RequestRecord) -> UsageRow:
         cost_usd=Decimal(repr(record.cost_usd)),
         cache_read_tokens=record.cache_read_tokens,
         cache_write_tokens=record.cache_write_tokens,
+        labels=record.labels,
     )
 
 
@@ -74,8 +81,12 @@ class RequestLog:
         *,
         telemetry: Telemetry | None = None,
         observe: Callable[[RequestRecord, Run], None] | None = None,
+        organizations: TeamOrganizations | None = None,
     ) -> None:
         """``store`` None: no log (tests and tools that build a gateway by hand).
+
+        ``organizations``: where a team's organization is looked up (None: records carry
+        the team only).
 
         ``telemetry``: where the buffer's drops are counted (``RequestLogDropped``).
         ``observe``: told every request's record, whether or not it is stored
@@ -84,6 +95,7 @@ class RequestLog:
         self.store = store
         self._clock = clock
         self._observe = observe
+        self._organizations = organizations
         self.buffer: LogBuffer | None = None
         if store is not None and window_s > 0:
             self.buffer = LogBuffer(store, max(window_s, LOG_WINDOW_S), telemetry=telemetry)
@@ -126,6 +138,8 @@ class RequestLog:
             self._observe(record, entry.run)
         if self.store is None or not entry.stored:
             return
+        if record.team is not None and self._organizations is not None:
+            record = replace(record, organization=await self._organizations.of(record.team))
         row = usage_row(record)
         expires = row_expiry(row, entry.settings.report_days)
         if self.buffer is not None:

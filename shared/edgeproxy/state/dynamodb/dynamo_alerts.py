@@ -8,7 +8,9 @@ item being absent, in the level's partition, with a TTL past the period;
 the one process whose put lands sends. A pointer in ``alerts#pending`` (the
 same transaction) lets the sweep find what is not delivered yet without a
 scan; delivery marks it never due (it lapses a day later, by TTL), a failure moves
-its ``next_at``.
+its ``next_at``. Both items record the destinations that took the alert
+(``sent``, a string set ADDed as each does), so a retry skips them; the
+undelivered ones are the pointers not marked delivered (``undelivered_alerts``).
 """
 
 from __future__ import annotations
@@ -16,15 +18,13 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol
 
-from edgeproxy.routing.alerts import Alert, PendingAlert
+from edgeproxy.routing.alerts import NEVER, Alert, PendingAlert
 from edgeproxy.state import keys
 from edgeproxy.state.dynamodb import conditions as cond
 from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy.state.dynamodb.table import Table
 from edgeproxy.state.items import get_float, get_int, get_text, number, text
 
-# A next attempt that never comes: given up, or delivered.
-NEVER = 1e18
 # How long a delivered alert's pointer stays (read by the sweep, never due) before its TTL.
 POINTER_LAPSE_S = 86_400.0
 
@@ -97,21 +97,48 @@ class DynamoAlerts:
                 return out
             request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
-    async def alert_delivered(self, alert: PendingAlert, now: float) -> None:
-        """Mark ``alert`` delivered; its pointer is never due again and lapses a day later
-        (its table TTL): the scheduled job's role needs no DeleteItem for it."""
+    async def undelivered_alerts(self) -> list[PendingAlert]:
+        """Every alert not delivered: pending (due again at ``next_at``) or given up."""
+        out: list[PendingAlert] = []
+        request: dict[str, Any] = {
+            "KeyConditionExpression": "#pk = :pk",
+            "FilterExpression": "#delivered = :f",
+            "ExpressionAttributeNames": {"#pk": self._schema.pk, "#delivered": "delivered"},
+            "ExpressionAttributeValues": {
+                ":pk": text(keys.ALERTS_PENDING_PK),
+                ":f": {"BOOL": False},
+            },
+            "ConsistentRead": True,
+        }
+        while True:
+            page = await self._table.call("query", **request)
+            out += [_pending(item) for item in page.get("Items", [])]
+            if "LastEvaluatedKey" not in page:
+                return out
+            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    async def alert_delivered(
+        self, alert: PendingAlert, now: float, sent: frozenset[str] = frozenset()
+    ) -> None:
+        """Mark ``alert`` delivered (``sent``: the destinations that took it on this attempt);
+        its pointer is never due again and lapses a day later (its table TTL): the
+        scheduled job's role needs no DeleteItem for it."""
         values: dict[str, Any] = {
             ":t": {"BOOL": True},
             ":now": number(now),
             ":never": number(NEVER),
         }
+        add = ""
+        if sent:
+            values[":sent"] = {"SS": sorted(sent)}
+            add = " ADD sent :sent"
         done = {
-            "UpdateExpression": "SET delivered = :t, delivered_at = :now, next_at = :never",
+            "UpdateExpression": "SET delivered = :t, delivered_at = :now, next_at = :never" + add,
             "ExpressionAttributeValues": values,
         }
         lapse = {
             "UpdateExpression": (
-                "SET delivered = :t, delivered_at = :now, next_at = :never, #ttl = :lapse"
+                "SET delivered = :t, delivered_at = :now, next_at = :never, #ttl = :lapse" + add
             ),
             "ExpressionAttributeNames": {"#ttl": self._schema.ttl},
             "ExpressionAttributeValues": {**values, ":lapse": number(now + POINTER_LAPSE_S)},
@@ -123,13 +150,18 @@ class DynamoAlerts:
             ]
         )
 
-    async def alert_failed(self, alert: PendingAlert, next_at: float | None) -> None:
-        """Count a failed attempt; retry at ``next_at`` (None: given up, listed, never due)."""
+    async def alert_failed(
+        self, alert: PendingAlert, next_at: float | None, sent: frozenset[str] = frozenset()
+    ) -> None:
+        """Count a failed attempt; retry at ``next_at`` (None: given up, listed, never due).
+        ``sent``: the destinations that took it on this attempt (not sent to again)."""
         due = number(next_at if next_at is not None else NEVER)
-        update = {
-            "UpdateExpression": "SET attempts = :n, next_at = :due",
-            "ExpressionAttributeValues": {":n": number(alert.attempts + 1), ":due": due},
-        }
+        values: dict[str, Any] = {":n": number(alert.attempts + 1), ":due": due}
+        expression = "SET attempts = :n, next_at = :due"
+        if sent:
+            values[":sent"] = {"SS": sorted(sent)}
+            expression += " ADD sent :sent"
+        update = {"UpdateExpression": expression, "ExpressionAttributeValues": values}
         await self._table.transact_if(
             [
                 ("Update", {"Key": self._table.key(keys.alert_key(*_id(alert))), **update}),
@@ -158,4 +190,6 @@ def _pending(item: dict[str, Any]) -> PendingAlert:
         body=get_text(item, "body") or "{}",
         attempts=get_int(item, "attempts"),
         next_at=get_float(item, "next_at"),
+        sent=frozenset(str(v) for v in item.get("sent", {}).get("SS", ())),
+        delivered=bool(item.get("delivered", {}).get("BOOL", False)),
     )

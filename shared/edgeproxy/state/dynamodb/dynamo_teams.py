@@ -14,7 +14,10 @@ stored without it and a refused write leaves nothing behind:
 - a team's key given new models: the key over its version, and the team (at the
   version its models were checked against) ``members_rev`` +1;
 - a key moved: the key over its version read, the team it joins (at the
-  version its models were checked against) ``members`` +1, the one it leaves -1.
+  version its models were checked against) ``members`` +1, the one it leaves -1;
+- a team moved to another organization: the team over its version read (its
+  ``organization_id`` set), the organization it joins (at the version its
+  models were checked against) ``members`` +1, the one it leaves -1.
 
 A False answer means a condition failed: the caller re-reads to say which.
 """
@@ -262,4 +265,33 @@ class DynamoTeams:
             ("Update", joined),
             ("Put", audit_put(self._table, self._schema, audit)),
         ]
+        return await self._table.transact_if(writes)
+
+    async def move_team(self, team: Group, into: Group, audit: AuditEntry) -> bool:
+        """Move ``team`` (as read: its version and organization) into organization ``into``,
+        counting it out of its organization and into ``into`` at ``into.version``."""
+        move = {
+            "Key": self._table.key(group_key(Level.TEAM, team.id)),
+            "UpdateExpression": "SET #org = :org, #version = :next",
+            "ConditionExpression": GROUP_UNCHANGED,
+            "ExpressionAttributeNames": {
+                "#pk": self._schema.pk,
+                "#org": "organization_id",
+                "#version": "version",
+                "#gone": TOMBSTONE,
+            },
+            "ExpressionAttributeValues": {
+                **_version_values(team.version),
+                ":org": text(into.id),
+                ":next": number(team.version + 1),
+            },
+        }
+        joined = self._count(Level.ORGANIZATION, into.id, 1)
+        joined["ConditionExpression"] = GROUP_UNCHANGED
+        joined["ExpressionAttributeNames"]["#version"] = "version"
+        joined["ExpressionAttributeValues"][":expected"] = number(into.version)
+        writes: list[tuple[str, dict[str, Any]]] = [("Update", move), ("Update", joined)]
+        if team.parent is not None:
+            writes.append(("Update", self._count(Level.ORGANIZATION, team.parent, -1)))
+        writes.append(("Put", audit_put(self._table, self._schema, audit)))
         return await self._table.transact_if(writes)

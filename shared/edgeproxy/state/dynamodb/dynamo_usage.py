@@ -96,6 +96,7 @@ def row_from(item: Item) -> UsageRow:
         cost_usd=Decimal(item["cost_usd"]["N"]) if "cost_usd" in item else Decimal(0),
         cache_read_tokens=count("cache_read_tokens"),
         cache_write_tokens=count("cache_write_tokens"),
+        labels=layout.labels_of(item.get(n, {}).get("S") for n in layout.LABELS),
     )
 
 
@@ -172,7 +173,11 @@ class DynamoUsageLog:
         names = {f"#{n}": n for n in _COUNTERS}
         names.update({"#ttl": self._schema.ttl, "#hour": "hour", "#key_id": "key_id"})
         names.update({"#key_name": "key_name", "#model": "model", "#deployment": "deployment"})
-        sets = ("hour", "key_id", "key_name", "model", "deployment")
+        sets: tuple[str, ...] = ("hour", "key_id", "key_name", "model", "deployment")
+        for label, value in row.labels:
+            values[f":{label}"] = text(value)
+            names[f"#{label}"] = label
+            sets += (label,)
         await self._table.call(
             "update_item",
             Key=self._table.key(layout.usage_key(row, self._rng.randrange(layout.LOG_SHARDS))),
@@ -184,14 +189,28 @@ class DynamoUsageLog:
             ExpressionAttributeValues=values,
         )
 
-    async def _query(self, pk: str, first: str, last: str, **extra: Any) -> list[Item]:
+    async def _query(
+        self,
+        pk: str,
+        first: str,
+        last: str,
+        *,
+        names: dict[str, str] | None = None,
+        values: dict[str, Any] | None = None,
+        **extra: Any,
+    ) -> list[Item]:
         query: dict[str, Any] = {
             "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :first AND :last",
-            "ExpressionAttributeNames": {"#pk": self._schema.pk, "#sk": self._schema.sk},
+            "ExpressionAttributeNames": {
+                "#pk": self._schema.pk,
+                "#sk": self._schema.sk,
+                **(names or {}),
+            },
             "ExpressionAttributeValues": {
                 ":pk": text(pk),
                 ":first": text(first),
                 ":last": text(last),
+                **(values or {}),
             },
             **extra,
         }
@@ -225,16 +244,31 @@ class DynamoUsageLog:
                 for shard in range(layout.LOG_SHARDS)
             )
         )
-        summed: dict[tuple[int, str, str, str], UsageRow] = {}
+        summed: dict[layout.Bucket, UsageRow] = {}
         for item in (item for items in parts for item in items if self._live(item, now)):
             row = row_from(item)
             held = summed.get(row.bucket)
             summed[row.bucket] = row if held is None else held.plus(row)
         return list(summed.values())
 
-    async def read_requests(self, hour: int, limit: int, now: float) -> list[RequestRecord]:
-        """Up to ``limit`` records of ``hour``, newest first: each shard's newest, merged."""
+    async def read_requests(
+        self, hour: int, limit: int, now: float, where: tuple[str, str] | None = None
+    ) -> list[RequestRecord]:
+        """Up to ``limit`` records of ``hour``, newest first: each shard's newest, merged.
+
+        ``where`` (label, value): a filter on each shard's Query, paged until ``limit``
+        records pass it or the shard ends (a scoped admin's view of the log)."""
         gate = asyncio.Semaphore(PARALLEL_QUERIES)
+        extra: dict[str, Any] = {}
+        if where is not None:
+            label, value = where
+            if label not in layout.LABELS:
+                raise ValueError(f"no label {label!r}")
+            extra = {
+                "FilterExpression": "#label = :label",
+                "names": {"#label": label},
+                "values": {":label": text(value)},
+            }
 
         async def newest(shard: int) -> list[Item]:
             async with gate:
@@ -245,6 +279,7 @@ class DynamoUsageLog:
                     ScanIndexForward=False,
                     Limit=limit,
                     ConsistentRead=True,
+                    **extra,
                 )
 
         shards = await asyncio.gather(*(newest(s) for s in range(layout.LOG_SHARDS)))

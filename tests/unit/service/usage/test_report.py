@@ -11,7 +11,7 @@ import pytest
 
 from edgeproxy.errors import RequestError
 from edgeproxy.service.usage.report import ReportQuery, grouped, json_ready, report_csv
-from edgeproxy.state.usage_log import UsageRow
+from edgeproxy.state.usage_log import UsageRow, labels_of
 
 NOW = datetime(2026, 12, 1, 13, 30, tzinfo=UTC).timestamp()
 H = int(NOW // 3600)  # 13:00 on 2026-12-01
@@ -41,7 +41,8 @@ def test_a_range_takes_whole_hours_from_inclusive_to_exclusive() -> None:
 @pytest.mark.parametrize(
     ("params", "param"),
     [
-        ({"group_by": "key,team"}, "group_by"),
+        ({"group_by": "key,tenant"}, "group_by"),
+        ({"group_by": "team,team"}, "group_by"),
         ({"group_by": "key,key"}, "group_by"),
         ({"granularity": "minute"}, "granularity"),
         ({"format": "xlsx"}, "format"),
@@ -83,6 +84,56 @@ def test_rows_are_summed_per_period_and_the_asked_dimensions_only() -> None:
     ]
 
 
+def labelled(hour: int, key: str, team: str | None, org: str | None, **counts: object) -> UsageRow:
+    return UsageRow(hour, key, "gpt-4o", "a", labels=labels_of((team, org)), **counts)  # type: ignore[arg-type]
+
+
+LABELLED = [
+    labelled(H, "k1", "search", "acme", requests=1, cost_usd=Decimal("0.1")),
+    labelled(H, "k2", "search", "acme", requests=2, cost_usd=Decimal("0.2")),
+    labelled(H, "k3", "ads", "acme", requests=4, cost_usd=Decimal("0.4")),
+    labelled(H, "k4", "web", "globex", requests=8, cost_usd=Decimal("0.8")),
+    labelled(H, "k5", None, None, requests=16, cost_usd=Decimal("1.6")),
+]
+
+
+def test_rows_group_by_team_and_organization_like_any_dimension() -> None:
+    by_team = grouped(LABELLED, ReportQuery.parse({"group_by": "team"}, NOW))
+    assert [(r.as_dict()["team"], r.counters.requests) for r in by_team] == [
+        (None, 16),  # requests of keys without a team: a row of their own
+        ("ads", 4),
+        ("search", 3),
+        ("web", 8),
+    ]
+    assert all(r.as_dict()["organization"] is None for r in by_team)  # not asked for
+    by_org = grouped(LABELLED, ReportQuery.parse({"group_by": "organization"}, NOW))
+    assert [(r.as_dict()["organization"], r.counters.cost_usd) for r in by_org] == [
+        (None, Decimal("1.6")),
+        ("acme", Decimal("0.7")),
+        ("globex", Decimal("0.8")),
+    ]
+    both = grouped(LABELLED, ReportQuery.parse({"group_by": "organization,team,key"}, NOW))
+    assert [(r.as_dict()["organization"], r.as_dict()["team"], r.key_id) for r in both] == [
+        (None, None, "k5"),
+        ("acme", "ads", "k3"),
+        ("acme", "search", "k1"),
+        ("acme", "search", "k2"),
+        ("globex", "web", "k4"),
+    ]
+
+
+def test_a_query_held_to_one_label_value_sees_only_its_rows() -> None:
+    team = ReportQuery.parse({"group_by": "key"}, NOW, only=("team", "search"))
+    assert [r.key_id for r in grouped(LABELLED, team)] == ["k1", "k2"]
+    org = ReportQuery.parse({"group_by": "team"}, NOW, only=("organization", "acme"))
+    assert [(r.as_dict()["team"], r.counters.requests) for r in grouped(LABELLED, org)] == [
+        ("ads", 4),
+        ("search", 3),
+    ]
+    nobody = ReportQuery.parse({}, NOW, only=("team", "gone"))
+    assert grouped(LABELLED, nobody) == []
+
+
 def test_the_latest_key_name_labels_its_rows() -> None:
     rows = [row(H - 2, key_name="old", requests=1), row(H - 1, key_name="new", requests=1)]
     [out] = grouped(rows, ReportQuery.parse({"group_by": "key"}, NOW))
@@ -106,7 +157,9 @@ def test_csv_keeps_exact_decimals_and_defuses_formulas() -> None:
         ("'=cmd()", "gpt-4o", "0.0000123"),
         ("-", "-", "10"),
     ]
-    assert text.splitlines()[0].startswith("period,key_id,key_name,model,deployment,requests")
+    assert text.splitlines()[0].startswith(
+        "period,key_id,key_name,model,deployment,team,organization,requests"
+    )
 
 
 def test_json_costs_are_numbers_rounded_to_a_millionth() -> None:
