@@ -68,6 +68,7 @@ from edgeproxy.routing.snapshot import (
     Usage,
 )
 from edgeproxy.state.audit import AuditEntry
+from edgeproxy.state.levels import LevelStore as LevelStore
 from edgeproxy.state.reads import SnapshotRequest as SnapshotRequest
 
 # Re-exported: each caller imports the protocols it names from here.
@@ -370,6 +371,7 @@ class Store(
     JobStore,
     AdminStore,
     KeyReserveStore,
+    LevelStore,
     KeyLifecycleStore,
     TeamStore,
     AlertStore,
