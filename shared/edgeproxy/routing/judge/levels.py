@@ -159,15 +159,21 @@ def charges(
     levels: Sequence[LevelLimits], estimate: Estimate | None, now: float, routed: bool = True
 ) -> tuple[LevelCharge, ...]:
     """The writes that hold one request at ``now`` to every level of ``levels``. A request
-    without an estimate (a token count) is held to the rpm limits only; one not ``routed``
-    holds no slot."""
+    without an estimate is held to the rpm limits and slots only; one not ``routed`` (a
+    token count) holds no slot."""
     minute = int(now // 60)
     out: list[LevelCharge] = []
     for limits in levels:
         if not routed:
             limits = _without_slots(limits)
         if estimate is None:
-            limits = LevelLimits(limits.level, limits.id, limits.partition, limits.rpm_limit)
+            limits = LevelLimits(
+                limits.level,
+                limits.id,
+                limits.partition,
+                limits.rpm_limit,
+                max_parallel_requests=limits.max_parallel_requests,
+            )
         if not limits.limited:
             continue
         out.append(

@@ -82,6 +82,7 @@ class LevelHold:
     charges: tuple[LevelCharge, ...]
     slots: list[int | None]
     holder: str
+    until: float  # when its slots lapse if never freed (its lease)
     _settled: bool = field(default=False)
 
     async def settle(self, used: Tally) -> None:
@@ -181,7 +182,7 @@ class Levels:
         while True:
             failed = await self._store.reserve_levels(planned, slots, holder, until, now)
             if failed is None:
-                return LevelHold(self._store, tuple(planned), slots, holder)
+                return LevelHold(self._store, tuple(planned), slots, holder, until)
             if failed.charge is None or failed.write is None:
                 conflicts += 1
                 if conflicts >= CONFLICT_ROUNDS:

@@ -66,13 +66,14 @@ class DynamoLevels:
     _schema: TableSchema
 
     def _bucket(self, c: LevelCharge, tokens: int, conditional: bool) -> dict[str, Any]:
-        names = {"#requests": "requests", "#tokens": "tokens", "#ttl": self._schema.ttl}
+        names = {"#tokens": "tokens", "#ttl": self._schema.ttl}
         values: dict[str, Any] = {":tokens": number(tokens), ":ttl": number(c.expires)}
         update = "ADD #tokens :tokens SET #ttl = :ttl"
         clauses: list[str] = []
         if conditional:
             update = "ADD #requests :one, #tokens :tokens SET #ttl = :ttl"
             values[":one"] = number(1)
+            names["#requests"] = "requests"
             if c.rpm is not None:
                 clauses.append(f"({KEY_UNDER_LIMIT})")
                 values[":limit"] = number(c.rpm)
