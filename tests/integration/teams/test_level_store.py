@@ -133,16 +133,16 @@ async def test_a_team_costs_one_transaction_each_way_and_a_teamless_key_nothing(
     await second.settle(Tally())  # failed before an answer: the estimate given back
 
     minute = int(NOW // 60)
-    raw = DynamoStore(counting._client, store._table._name, store._schema)  # noqa: SLF001
-    team_bucket = await raw._table.call(  # noqa: SLF001
+    raw = DynamoStore(counting._client, store._table._name, store._schema)
+    team_bucket = await raw._table.call(
         "get_item",
-        Key=raw._table.key(level_usage_key("team:search", minute)),  # noqa: SLF001
+        Key=raw._table.key(level_usage_key("team:search", minute)),
         ConsistentRead=True,
     )
     assert get_int(team_bucket["Item"], "requests") == 2  # both were made
     assert get_int(team_bucket["Item"], "tokens") == 4  # the actual tokens, estimates returned
     for account in ("team:search", "organization:acme", first.charges[0].account):
-        spend = await raw._table.call(  # noqa: SLF001
+        spend = await raw._table.call(
             "get_item", Key=raw._table.key(level_spend_key(account)), ConsistentRead=True
         )
         assert get_float(spend["Item"], "spend_usd") == pytest.approx(4.0)

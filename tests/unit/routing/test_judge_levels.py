@@ -67,7 +67,8 @@ def test_an_end_user_is_scoped_to_its_team_and_its_name_never_reaches_a_table_ke
     )[0].partition
     assert mine != theirs
     assert mine == end_user_partition("team:search", "alice#1")
-    assert "alice" not in mine and "#" not in mine
+    assert "alice" not in mine
+    assert "#" not in mine
 
 
 def test_each_charge_names_its_writes_in_its_minute_and_budget_period() -> None:
@@ -122,7 +123,8 @@ def test_each_refusal_is_the_keys_own_naming_the_level(
     error = refusal.error()
     assert type(error) is kind
     assert error.status == 429
-    assert "team `search`" in error.message and "level team" in error.message
+    assert "team `search`" in error.message
+    assert "level team" in error.message
     assert words in error.message
     if write in (Write.RPM, Write.TOKENS):
         assert error.retry_after == pytest.approx(40.0)  # to the next minute on this clock
@@ -137,10 +139,12 @@ def test_a_periodic_budget_says_when_it_resets_and_an_end_user_is_not_echoed() -
     org = level_limits(KEY, None, ORG, None)[0]
     message = level_refused(org, Write.SPEND, NOW).message
     assert "organization `acme` (level organization)" in message
-    assert "monthly budget" in message and "2027-02-01T00:00:00Z" in message
+    assert "monthly budget" in message
+    assert "2027-02-01T00:00:00Z" in message
     user = level_limits(KEY, TEAM, ORG, "alice")[0]
     said = level_refused(user, Write.SPEND, NOW).message
-    assert "level end_user" in said and "2027-01-16T00:00:00Z" in said
+    assert "level end_user" in said
+    assert "2027-01-16T00:00:00Z" in said
     assert "alice" not in said
     total = LevelLimits(Level.TEAM, "t", "team:t", budget_usd=1.0)
     assert "resets" not in level_refused(total, Write.SPEND, NOW).message
