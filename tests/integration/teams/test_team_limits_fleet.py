@@ -10,6 +10,7 @@ least one request of each burst is refused, naming the level.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -203,15 +204,13 @@ def test_a_killed_processs_slots_lapse_within_the_lease(
     upstream_a.set_faults([], persistent={"latency_ms": 20_000})
 
     def hold() -> None:
-        try:
+        with contextlib.suppress(httpx.HTTPError):  # its process is killed under it
             httpx.post(
                 remote.base_url + "/v1/chat/completions",
                 json=BODY,
                 headers=bearer(key["key"]),
                 timeout=30,
             )
-        except httpx.HTTPError:
-            pass  # its process is killed under it
 
     holders = [threading.Thread(target=hold, daemon=True) for _ in range(2)]
     for thread in holders:
