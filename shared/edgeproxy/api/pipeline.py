@@ -39,6 +39,7 @@ from edgeproxy.api.parsing import read_json_object
 from edgeproxy.api.rate_headers import for_surface
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import ClientGone, UpstreamError
+from edgeproxy.routing.judge.end_user import END_USER_HEADER, end_user_of
 from edgeproxy.service.gateway import Gateway
 from edgeproxy.service.limits.parallel import KeySlot
 from edgeproxy.service.limits.slots import Slot
@@ -210,6 +211,7 @@ async def _served(
         role=who.role,
         key=who.key,
         chat=parsed.chat,
+        end_user=end_user_of(request.headers.get(END_USER_HEADER), parsed.body, codec.surface),
     )
     # The verdict's first writes: a request over the key's cap is refused with nothing counted.
     admission = await gateway.admit(req, config)

@@ -170,7 +170,7 @@ async def _table(args: argparse.Namespace) -> Any:
             model = CreateTeam if kind is Level.TEAM else CreateOrganization
             group = new_group(kind, parsed(model, _body(args)))
             return teams.group_view(await teams.create(store, group, config, actor, now))
-        fields = group_fields(parsed(UpdateGroup, _body(args)))
+        fields = group_fields(parsed(UpdateGroup, _body(args)), kind)
         _, after = await teams.update(store, kind, args.id, fields, None, config, actor, now)
         return teams.group_view(after)
 

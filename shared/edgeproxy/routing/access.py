@@ -192,11 +192,17 @@ def spend_account(key: ClientKey, now: float) -> str:
     >>> spend_account(ClientKey("0123456789abcdef00", "k", budget_period=BudgetPeriod.DAILY), 0.0)
     '0123456789abcdef@1970-01-01'
     """
-    days = _period_days(key.budget_period, now)
+    return period_account(key.id, key.budget_period, now)
+
+
+def period_account(owner: str, period: BudgetPeriod, now: float) -> str:
+    """``owner``'s spend account at ``now`` under ``period``: ``owner``, plus the period's
+    start if it resets (a key's, a team's, an end user's)."""
+    days = _period_days(period, now)
     if days is None:
-        return key.id
+        return owner
     year, month, day = _civil(days[0])
-    return f"{key.id}{ACCOUNT_SEP}{year:04d}-{month:02d}-{day:02d}"
+    return f"{owner}{ACCOUNT_SEP}{year:04d}-{month:02d}-{day:02d}"
 
 
 def account_key_id(account: str) -> str:

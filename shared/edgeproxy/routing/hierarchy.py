@@ -27,6 +27,19 @@ class Level(StrEnum):
     KEY = "key"
     TEAM = "team"
     ORGANIZATION = "organization"
+    END_USER = "end_user"  # the end user a request names, scoped to its key's team
+
+
+@dataclass(frozen=True, slots=True)
+class EndUserLimits:
+    """What each end user of a team may use (``Group.end_user_limits``): every end user
+    the team's requests name is held to these, each on its own counters."""
+
+    rpm_limit: int | None = None
+    tpm_limit: int | None = None
+    max_parallel_requests: int | None = None
+    budget_usd: float | None = None
+    budget_period: BudgetPeriod = BudgetPeriod.TOTAL
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +65,7 @@ class Group:
     budget_period: BudgetPeriod = BudgetPeriod.TOTAL
     soft_budget_ratio: float | None = None
     tags: Mapping[str, str] = field(default_factory=dict)
+    end_user_limits: EndUserLimits | None = None  # a team's, per end user
     created_at: float = 0.0
     version: int = 0
     members: int = 0

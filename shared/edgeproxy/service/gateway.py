@@ -25,6 +25,7 @@ from edgeproxy.service.credentials import CredentialResolver
 from edgeproxy.service.keys import KeyRing
 from edgeproxy.service.limits.calibrations import Calibrations
 from edgeproxy.service.limits.enforcement import Reservation, reserve_usage
+from edgeproxy.service.limits.levels import LevelHold, Levels, settled
 from edgeproxy.service.limits.parallel import KeyParallel
 from edgeproxy.service.limits.reserve import Admission, counted, released
 from edgeproxy.service.limits.slots import KeySlots
@@ -104,6 +105,8 @@ class Gateway:
         self.key_slots = key_slots or KeySlots()
         # Capped keys' requests in flight across every process (``max_parallel_requests``).
         self.key_parallel = KeyParallel(store, clock, rng, max_total_ms)
+        # The limits of the teams, organizations and end users above keys.
+        self.levels = Levels(store, clock, rng, max_total_ms)
         # Token counts (``/v1/messages/count_tokens``) asked of Anthropic deployments.
         self.tokens = tokens or TokenCounter(upstream, CredentialResolver({}))
         # The request log and its usage aggregates (``service/usage/``).
@@ -170,9 +173,11 @@ class Gateway:
         self._telemetry.count("Requests")
         entry = self.usage_log.begin(run)
         held: Reservation | None = None
+        above: LevelHold | None = None
         span = opened(self._tracer, req, config, run.budget.started_at)
         try:
             held = await reserve_usage(self._store, plan, req.key, now)
+            above = await self.levels.reserve(req, config, self.calibrations, now)
             result = await self._router.route(run, self._json)
             self._log(run)
             if entry is not None:
@@ -184,6 +189,8 @@ class Gateway:
             ended = [self.usage_log.failed(entry, exc)]
             if held is not None:
                 ended.append(held.release(self._outcomes.key_usage))
+            if above is not None:
+                ended.append(above.settle(req.tally))
             await asyncio.gather(*ended)
             raise
         response = result.answer.response
@@ -209,6 +216,8 @@ class Gateway:
 
         async def recorded() -> None:
             await asyncio.gather(success.written(), self.usage_log.answered(entry, result))
+            if above is not None:  # the answer's usage is in the tally
+                await above.settle(req.tally)
             if held is not None:  # after the actual usage, on the same counter path
                 await held.release(self._outcomes.key_usage)
 
@@ -250,14 +259,18 @@ class Gateway:
 
         after = Deferred()
         held: Reservation | None = None
+        above: LevelHold | None = None
         try:
             held = await reserve_usage(self._store, plan, req.key, now)
+            above = await self.levels.reserve(req, config, self.calibrations, now)
             stream = await self._relay.open(run, route(), hold, after)
         except BaseException as exc:
             finish_json(self._tracer, span, run.trace, self._clock(), error=exc)
             ended = [self.usage_log.failed(entry, exc)]
             if held is not None:
                 ended.append(held.release(self._outcomes.key_usage))
+            if above is not None:
+                ended.append(above.settle(req.tally))
             await asyncio.gather(*ended)
             raise
         body: AsyncIterator[StreamItem] = (
@@ -265,7 +278,8 @@ class Gateway:
         )
         if span is not None:
             body = TracedStream(body, self._tracer, span, run.trace, self._clock)
-        return StreamAnswer(body, stream.headers, after=released(after, held, self._outcomes))
+        over = released(after, held, self._outcomes)
+        return StreamAnswer(body, stream.headers, after=settled(over, above, req.tally))
 
     async def deployment_status(self, model: str, config: GatewayConfig) -> dict[str, Any]:
         """Each deployment's availability (the admin view; reveals deployment ids only)."""

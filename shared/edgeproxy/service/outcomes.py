@@ -19,6 +19,7 @@ from edgeproxy.config.deployment import Deployment
 from edgeproxy.errors import StoreError
 from edgeproxy.routing import circuit
 from edgeproxy.routing import effects as effects_of
+from edgeproxy.routing.access import cost_usd
 from edgeproxy.routing.effects import AttemptFacts, CircuitWrite, Effects, PoolFacts
 from edgeproxy.routing.snapshot import Capacity
 from edgeproxy.routing.verdict import Failed, Verdict
@@ -101,6 +102,9 @@ class Outcomes:
         )
         binding = self._binding_writes(ctx, attempt.deployment, effects)
         tokens = (prompt_tokens, completion_tokens, cache_read_tokens, cache_write_tokens)
+        if ctx.tally is not None:  # what the levels above the key settle with, counted now
+            ctx.tally.tokens += prompt_tokens + completion_tokens
+            ctx.tally.spend_usd += cost_usd(attempt.deployment, *tokens)
         rest = self._counted(ctx, attempt, effects, tokens, rate_limits)
         return Success(
             self._writes.start(_all(binding), "binding") if binding else None,

@@ -27,7 +27,7 @@ from edgeproxy.routing.prefill.hints import Hint
 from edgeproxy.routing.selection import RouteRequest
 from edgeproxy.routing.snapshot import BindingKey, Capacity, Circuit, PoolSnapshot
 from edgeproxy.service.attempts import features_of, untranslatable
-from edgeproxy.service.request import ProxyRequest
+from edgeproxy.service.request import ProxyRequest, Tally
 from edgeproxy.state.store import PoolSource, SnapshotRequest, UsageSource
 
 
@@ -81,6 +81,7 @@ class PoolContext:
     circuit: CircuitSettings
     key: ClientKey | None = None  # the caller's table key: its usage and spend are recorded
     limits: Mapping[str, Deadline] = field(default_factory=dict)  # each deployment's policy
+    tally: Tally | None = None  # the request's actual usage, for the levels above its key
 
     def applied(self, standing: Standing) -> PoolContext:
         """This view with ``standing`` applied to its snapshot."""
@@ -130,7 +131,7 @@ async def open_pool(store: PoolSource, run: RunView, model: str, now: float) -> 
     # A key's tpm limit and budget were reserved against before routing (service/limits/reserve.py).
     limits = {d.id: config.policy_for(d, req.operation, req.stream) for d in deployments}
     return PoolContext(
-        model, deployments, snapshot, key, sticky, config.router.circuit, req.key, limits
+        model, deployments, snapshot, key, sticky, config.router.circuit, req.key, limits, req.tally
     )
 
 

@@ -24,6 +24,15 @@ class Translated:
     reason: str = ""
 
 
+@dataclass(slots=True)
+class Tally:
+    """The actual usage of a request's answers, added as each is counted (``Outcomes``):
+    the levels above its key settle with it (``service.limits.levels``)."""
+
+    tokens: int = 0
+    spend_usd: float = 0.0
+
+
 @dataclass(frozen=True, slots=True)
 class ProxyRequest:
     """A validated request: which pool, what to send, who asks.
@@ -37,6 +46,7 @@ class ProxyRequest:
     ``key``: the caller's table key (its tpm limit, budget and spend), if any.
     ``chat``: for a Responses request, its chat translation (deployments that
     do not list ``responses`` get that instead of ``body``).
+    ``end_user``: the end user the request names (``routing.judge.end_user``), if any.
     """
 
     operation: Operation
@@ -53,6 +63,8 @@ class ProxyRequest:
     role: Role = Role.FREE
     key: ClientKey | None = None
     chat: Translated | None = None
+    end_user: str | None = None
+    tally: Tally = field(default_factory=Tally, compare=False)
 
     @property
     def protocol(self) -> str:

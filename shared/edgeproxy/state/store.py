@@ -70,6 +70,7 @@ from edgeproxy.routing.snapshot import (
     Usage,
 )
 from edgeproxy.state.audit import AuditEntry
+from edgeproxy.state.levels import LevelStore as LevelStore
 from edgeproxy.state.reads import SnapshotRequest as SnapshotRequest
 
 # Re-exported: each caller imports the protocols it names from here.
@@ -387,6 +388,7 @@ class Store(
     JobStore,
     AdminStore,
     KeyReserveStore,
+    LevelStore,
     KeyLifecycleStore,
     TeamStore,
     AlertStore,

@@ -26,7 +26,7 @@ makes it fail instead of slipping past the check.
 from __future__ import annotations
 
 from edgeproxy.routing.access import BudgetPeriod
-from edgeproxy.routing.hierarchy import Group, Level
+from edgeproxy.routing.hierarchy import EndUserLimits, Group, Level
 from edgeproxy.state import keys
 from edgeproxy.state.items import (
     AttributeValue,
@@ -49,7 +49,9 @@ REMOVABLE = (
     "budget_period",
     "soft_budget_ratio",
     "tags",
+    "end_user_limits",
 )
+END_USER_NUMBERS = ("rpm_limit", "tpm_limit", "max_parallel_requests", "budget_usd")
 
 
 def group_key(kind: Level, group_id: str) -> keys.Key:
@@ -80,7 +82,29 @@ def group_item(group: Group) -> Item:
         "soft_budget_ratio": group.soft_budget_ratio,
     }
     item.update({n: number(v) for n, v in numbers.items() if v is not None})
+    per_user = group.end_user_limits
+    if per_user is not None:
+        limits: Item = {
+            n: number(getattr(per_user, n))
+            for n in END_USER_NUMBERS
+            if getattr(per_user, n) is not None
+        }
+        limits["budget_period"] = text(per_user.budget_period.value)
+        item["end_user_limits"] = {"M": limits}
     return item
+
+
+def _end_user_limits(value: AttributeValue | None) -> EndUserLimits | None:
+    if value is None:
+        return None
+    limits: Item = value.get("M", {})
+    return EndUserLimits(
+        rpm_limit=_optional_int(limits, "rpm_limit"),
+        tpm_limit=_optional_int(limits, "tpm_limit"),
+        max_parallel_requests=_optional_int(limits, "max_parallel_requests"),
+        budget_usd=get_optional_float(limits, "budget_usd"),
+        budget_period=BudgetPeriod(get_text(limits, "budget_period") or BudgetPeriod.TOTAL.value),
+    )
 
 
 def _models(value: AttributeValue | None) -> frozenset[str] | None:
@@ -107,6 +131,7 @@ def group_from(kind: Level, group_id: str, item: Item) -> Group:
         budget_period=BudgetPeriod(get_text(item, "budget_period") or BudgetPeriod.TOTAL.value),
         soft_budget_ratio=get_optional_float(item, "soft_budget_ratio"),
         tags={k: str(v["S"]) for k, v in tags.items()},
+        end_user_limits=_end_user_limits(item.get("end_user_limits")),
         created_at=get_float(item, "created_at"),
         version=get_int(item, "version"),
         members=get_int(item, "members"),

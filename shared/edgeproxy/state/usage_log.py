@@ -101,6 +101,7 @@ class RequestRecord:
     expires_at: float
     key_id: str | None = None
     key_name: str | None = None
+    end_user: str | None = None  # the end user the request named (at most 256 characters)
     served_model: str | None = None
     deployment: str | None = None
     tried: tuple[str, ...] = ()

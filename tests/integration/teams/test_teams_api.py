@@ -76,18 +76,35 @@ def test_a_team_belongs_to_an_existing_organization(gw: Any) -> None:
 
 
 @pytest.mark.parametrize("field", ["rpm_limit", "tpm_limit", "max_parallel_requests", "budget_usd"])
-def test_limits_are_refused_until_enforced_and_never_negative(gw: Any, field: str) -> None:
+def test_limits_are_stored_and_never_negative(gw: Any, field: str) -> None:
     body = {"id": "acme", "name": "Acme", field: -1}
     assert error(call(gw, "POST", "/admin/organizations", body), 400)["param"] == field
-    body[field] = 5
-    detail = error(call(gw, "POST", "/admin/organizations", body), 400)
-    assert detail["param"] == field
-    assert detail["code"] == "not_enforced"
     assert call(gw, "GET", "/admin/organizations/acme").status_code == 404
-    org_and_team(gw)
-    patched = call(gw, "PATCH", "/admin/teams/search", {field: 5})
-    assert error(patched, 400)["code"] == "not_enforced"
+    body[field] = 5
+    assert call(gw, "POST", "/admin/organizations", body).status_code == 201
+    assert call(gw, "GET", "/admin/organizations/acme").json()[field] == 5
+    call(gw, "POST", "/admin/teams", {"id": "search", "name": "S", "organization_id": "acme"})
+    patched = call(gw, "PATCH", "/admin/teams/search", {field: 7, "budget_period": "monthly"})
+    assert patched.status_code == 200, patched.text
+    team = call(gw, "GET", "/admin/teams/search").json()
+    assert (team[field], team["budget_period"]) == (7, "monthly")
+    assert call(gw, "PATCH", "/admin/teams/search", {field: None}).status_code == 200
     assert call(gw, "GET", "/admin/teams/search").json()[field] is None
+
+
+def test_end_user_limits_are_a_teams_only(gw: Any) -> None:
+    org_and_team(gw)
+    limits = {"rpm_limit": 3, "budget_usd": 0.5, "budget_period": "daily"}
+    patched = call(gw, "PATCH", "/admin/teams/search", {"end_user_limits": limits})
+    assert patched.status_code == 200, patched.text
+    shown = call(gw, "GET", "/admin/teams/search").json()["end_user_limits"]
+    assert shown == {**limits, "tpm_limit": None, "max_parallel_requests": None}
+    on_org = call(gw, "PATCH", "/admin/organizations/acme", {"end_user_limits": limits})
+    assert error(on_org, 400)["param"] == "end_user_limits"
+    negative = call(gw, "PATCH", "/admin/teams/search", {"end_user_limits": {"tpm_limit": -1}})
+    assert error(negative, 400)["param"].startswith("end_user_limits")
+    assert call(gw, "PATCH", "/admin/teams/search", {"end_user_limits": None}).status_code == 200
+    assert call(gw, "GET", "/admin/teams/search").json()["end_user_limits"] is None
 
 
 def test_a_key_joins_only_a_team_that_allows_its_models(gw: Any) -> None:

@@ -49,7 +49,15 @@ def seed(gw: Any) -> None:
         ).status_code
         == 201
     )
-    team = {"id": "search", "name": "Search", "organization_id": "acme", "models": ["fast-chat"]}
+    team = {
+        "id": "search",
+        "name": "Search",
+        "organization_id": "acme",
+        "models": ["fast-chat"],
+        "budget_usd": 50.0,
+        "budget_period": "monthly",
+        "end_user_limits": {"rpm_limit": 3, "budget_usd": 0.5},
+    }
     assert call(gw, "POST", "/admin/teams", team).status_code == 201
 
 
@@ -64,7 +72,15 @@ def test_export_declares_them_and_loads_back_unchanged(
     document = yaml.safe_load(out)
     assert document["organizations"] == [{"id": "acme", "name": "Acme", "tags": {"cc": "7"}}]
     assert document["teams"] == [
-        {"id": "search", "name": "Search", "models": ["fast-chat"], "organization_id": "acme"}
+        {
+            "id": "search",
+            "name": "Search",
+            "models": ["fast-chat"],
+            "organization_id": "acme",
+            "budget_usd": 50.0,
+            "budget_period": "monthly",
+            "end_user_limits": {"rpm_limit": 3, "budget_usd": 0.5},
+        }
     ]
     assert load_config_file(path).public_models()  # `config check` takes the file
     status, out, _ = cli(capsys, "config", "load", str(path), "--url", gw.base_url)
@@ -94,8 +110,8 @@ def test_export_declares_them_and_loads_back_unchanged(
     [
         ({"id": "t2", "name": "T", "organization_id": "ghost"}, "teams[1].organization_id"),
         (
-            {"id": "t2", "name": "T", "organization_id": "acme", "rpm_limit": 5},
-            "teams[1].rpm_limit",
+            {"id": "t2", "name": "T", "organization_id": "acme", "end_user_limits": {"x": 1}},
+            "teams[1].end_user_limits.x",
         ),
         (
             {"id": "t2", "name": "T", "organization_id": "acme", "tpm_limit": -1},

@@ -23,6 +23,7 @@ from starlette.responses import JSONResponse, Response
 from edgeproxy.api.admin import scopes
 from edgeproxy.api.admin.guard import AdminCall, AdminRoute, json_body, sent_version, versioned
 from edgeproxy.api.admin.keys import ONE, found_key, parsed
+from edgeproxy.errors import PermissionDenied
 from edgeproxy.routing.hierarchy import Level
 from edgeproxy.service.admin import team_moves, teams
 from edgeproxy.service.admin.team_bodies import (
@@ -33,6 +34,17 @@ from edgeproxy.service.admin.team_bodies import (
     UpdateGroup,
     group_fields,
     new_group,
+)
+
+# What a team admin may not change on its own team (its name, models and tags it may).
+LIMIT_FIELDS = (
+    "rpm_limit",
+    "tpm_limit",
+    "max_parallel_requests",
+    "budget_usd",
+    "budget_period",
+    "soft_budget_ratio",
+    "end_user_limits",
 )
 
 
@@ -81,7 +93,17 @@ async def change(call: AdminCall) -> Response:
     """Change an organization's or team's name, models or tags."""
     raw = await json_body(call)
     expected = sent_version(call, raw)
-    fields = group_fields(parsed(UpdateGroup, raw))
+    fields = group_fields(parsed(UpdateGroup, raw), _kind(call))
+    scope = call.scope
+    if scope is not None and scope.level is Level.TEAM:
+        # The team's limits are what its organization's admins grant it, not its own admins.
+        for name in LIMIT_FIELDS:
+            if name in fields:
+                raise PermissionDenied(
+                    f"{name}: a team admin cannot change its own team's limits; an "
+                    "organization or gateway admin sets them",
+                    param=name,
+                )
     gateway = call.gateway
     _, after = await teams.update(
         gateway.store,

@@ -129,6 +129,7 @@ class Refusal:
     message: str
     retry_after: float | None = None
     model: str | None = None  # the model named by a ``model_not_allowed`` refusal
+    level: str | None = None  # the level above the key that refused (``routing.judge.levels``)
 
     def error(self) -> EdgeproxyError:
         """The one error this refusal is, on every surface."""

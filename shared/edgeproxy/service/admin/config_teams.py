@@ -53,6 +53,13 @@ def _entry(group: Group) -> dict[str, Any]:
     view = teams.group_view(group, counters=False)
     if view["budget_period"] == "total":  # the default: a file states it only when it is not
         del view["budget_period"]
+    per_user = view.get("end_user_limits")
+    if per_user is not None:
+        view["end_user_limits"] = {
+            k: v
+            for k, v in per_user.items()
+            if v is not None and (k, v) != ("budget_period", "total")
+        }
     return {k: v for k, v in view.items() if k != "object" and v is not None and v != {}}
 
 

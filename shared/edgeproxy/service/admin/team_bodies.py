@@ -1,5 +1,5 @@
 """The bodies that describe an organization or a team: the admin API's, the CLI's and the
-configuration file's entries, validated the same way (limits refused until enforced)."""
+configuration file's entries, validated the same way."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ from pydantic import Field
 from edgeproxy.config.base import Strict
 from edgeproxy.errors import RequestError
 from edgeproxy.routing.access import MAX_PARALLEL_REQUESTS, BudgetPeriod
-from edgeproxy.routing.hierarchy import MAX_TAGS, Group, Level
-from edgeproxy.service.admin import teams
+from edgeproxy.routing.hierarchy import MAX_TAGS, EndUserLimits, Group, Level
 
 NonNegative = Annotated[int, Field(ge=0)]
 Name = Annotated[str, Field(min_length=1, max_length=128)]
@@ -24,8 +23,18 @@ Tags = Annotated[
 ]
 
 
+class EndUserFields(Strict):
+    """A team's ``end_user_limits``: what each end user its requests name may use."""
+
+    rpm_limit: NonNegative | None = None
+    tpm_limit: NonNegative | None = None
+    max_parallel_requests: Annotated[int, Field(ge=0, le=MAX_PARALLEL_REQUESTS)] | None = None
+    budget_usd: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    budget_period: BudgetPeriod = BudgetPeriod.TOTAL
+
+
 class GroupFields(Strict):
-    """What an organization or team carries (limits: refused until enforced)."""
+    """What an organization or team carries."""
 
     models: Models | None = None
     rpm_limit: NonNegative | None = None
@@ -35,6 +44,7 @@ class GroupFields(Strict):
     budget_period: BudgetPeriod | None = None
     soft_budget_ratio: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
     tags: Tags | None = None
+    end_user_limits: EndUserFields | None = None  # a team's only
 
 
 class CreateOrganization(GroupFields):
@@ -71,24 +81,38 @@ class MoveKey(Strict):
     version: int | None = None
 
 
-def group_fields(body: GroupFields) -> dict[str, Any]:
-    """The ``Group`` fields a body sets (a 400 for a limit not enforced yet)."""
+def group_fields(body: GroupFields, kind: Level | None = None) -> dict[str, Any]:
+    """The ``Group`` fields a body sets (``kind``: the level they are for, when known)."""
     given = body.model_fields_set - {"version", "id", "organization_id"}
     fields = {name: getattr(body, name) for name in given}
     if "name" in fields and fields["name"] is None:
         raise RequestError("name: cannot be null", param="name")
-    teams.refuse_unenforced(fields)
     if "models" in fields and fields["models"] is not None:
         fields["models"] = frozenset(fields["models"])
     if "tags" in fields:
         fields["tags"] = dict(fields["tags"] or {})
-    fields.pop("budget_period", None)  # only the default passes ``refuse_unenforced``
+    if "budget_period" in fields and fields["budget_period"] is None:
+        fields["budget_period"] = BudgetPeriod.TOTAL
+    per_user = fields.get("end_user_limits")
+    if per_user is not None:
+        if kind is Level.ORGANIZATION:
+            raise RequestError(
+                "end_user_limits: only a team has them (an end user is scoped to its team)",
+                param="end_user_limits",
+            )
+        fields["end_user_limits"] = EndUserLimits(
+            per_user.rpm_limit,
+            per_user.tpm_limit,
+            per_user.max_parallel_requests,
+            per_user.budget_usd,
+            per_user.budget_period,
+        )
     return fields
 
 
 def new_group(kind: Level, body: CreateOrganization) -> Group:
     """The organization or team a creation body describes."""
-    fields = group_fields(body)
+    fields = group_fields(body, kind)
     return Group(
         kind=kind,
         id=body.id,

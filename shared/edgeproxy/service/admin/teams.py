@@ -10,9 +10,8 @@ nothing and is answered from a re-read. The rules, each a 4xx naming the field:
 - models must be served by the configuration; a team's must be within its
   organization's; a key moved into a team must name models within the team's
   (a key allowed every model cannot join a team with a list);
-- limits are never negative; and, until admission reserves against teams
-  and organizations, setting one at all is a 400 (``not_enforced``): the
-  gateway never accepts a limit it does not hold;
+- limits are never negative (admission holds every one of them,
+  ``service.limits.levels``); ``end_user_limits`` are a team's only;
 - an organization with teams, or a team with keys, is not deleted.
 """
 
@@ -24,7 +23,7 @@ from typing import Any, Protocol
 
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import AlreadyExists, NotFound, RequestError, VersionConflict
-from edgeproxy.routing.access import BudgetPeriod, ClientKey
+from edgeproxy.routing.access import ClientKey
 from edgeproxy.routing.hierarchy import (
     GROUP_ID,
     Group,
@@ -37,15 +36,6 @@ from edgeproxy.service.admin import audit
 from edgeproxy.service.admin.key_lifecycle import check_models, current_key
 from edgeproxy.state.store import KeyRegistry, TeamStore
 
-# Fields the model carries but admission does not reserve against yet (issue 36, item 2).
-NOT_ENFORCED = (
-    "rpm_limit",
-    "tpm_limit",
-    "max_parallel_requests",
-    "budget_usd",
-    "soft_budget_ratio",
-    "budget_period",
-)
 ATTEMPTS = 5
 
 
@@ -67,22 +57,6 @@ def check_id(value: str, param: str) -> str:
             param=param,
         )
     return value
-
-
-def refuse_unenforced(fields: Mapping[str, Any]) -> None:
-    """400 naming the first limit set that admission does not enforce yet."""
-    for name in NOT_ENFORCED:
-        value = fields.get(name)
-        if value is None or (name == "budget_period" and value is BudgetPeriod.TOTAL):
-            continue
-        if isinstance(value, int | float) and value < 0:
-            raise RequestError(f"{name}: must not be negative", param=name)
-        raise RequestError(
-            f"{name}: team and organization limits are not enforced yet (admission reserves "
-            "only against the key's own limits); set it on the team's keys instead",
-            param=name,
-            code="not_enforced",
-        )
 
 
 async def found(store: TeamStore, kind: Level, group_id: str, param: str = "id") -> Group:
@@ -316,6 +290,19 @@ def group_view(group: Group, *, counters: bool = True) -> dict[str, Any]:
         "soft_budget_ratio": group.soft_budget_ratio,
         "tags": dict(group.tags),
     }
+    if group.kind is Level.TEAM:
+        per_user = group.end_user_limits
+        view["end_user_limits"] = (
+            None
+            if per_user is None
+            else {
+                "rpm_limit": per_user.rpm_limit,
+                "tpm_limit": per_user.tpm_limit,
+                "max_parallel_requests": per_user.max_parallel_requests,
+                "budget_usd": per_user.budget_usd,
+                "budget_period": per_user.budget_period.value,
+            }
+        )
     if group.kind is Level.TEAM:
         view["organization_id"] = group.parent
     if counters:

@@ -130,6 +130,7 @@ class Entry:
             key_id=key.id if key is not None else None,
             key_name=key.name if key is not None else None,
             team=key.team_id if key is not None else None,
+            end_user=req.end_user,
             tried=tuple(a.deployment_id for a in attempts),
             attempts=len(attempts),
             continued=any(a.continuation for a in attempts),

@@ -43,6 +43,7 @@ from edgeproxy.state.dynamodb.dynamo_jobs import DynamoJobs
 from edgeproxy.state.dynamodb.dynamo_key_lifecycle import DynamoKeyLifecycle
 from edgeproxy.state.dynamodb.dynamo_key_reserve import DynamoKeyReserve
 from edgeproxy.state.dynamodb.dynamo_keys import DynamoKeys
+from edgeproxy.state.dynamodb.dynamo_levels import DynamoLevels
 from edgeproxy.state.dynamodb.dynamo_reads import DynamoReads
 from edgeproxy.state.dynamodb.dynamo_slots import DynamoSlots
 from edgeproxy.state.dynamodb.dynamo_teams import DynamoTeams
@@ -338,6 +339,7 @@ class DynamoStore(
     DynamoSlots,
     DynamoKeys,
     DynamoKeyReserve,
+    DynamoLevels,
     DynamoKeyLifecycle,
     DynamoJobs,
     DynamoAudit,
@@ -356,6 +358,7 @@ class DynamoStore(
         DynamoSlots           Slots, KeySlotStore                         dynamo_slots
         DynamoKeys            KeyStore, KeyFinder, KeyRegistry            dynamo_keys
         DynamoKeyReserve      KeyReserveStore                             dynamo_key_reserve
+        DynamoLevels          LevelStore                                  dynamo_levels
         DynamoKeyLifecycle    KeyLifecycleStore                           dynamo_key_lifecycle
         DynamoJobs            JobStore, QuotaSink, UsageSource            dynamo_jobs
         DynamoAudit           AuditLog                                    dynamo_audit

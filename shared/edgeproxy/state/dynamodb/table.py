@@ -165,6 +165,26 @@ class Table:
                 return False
             return True
 
+    async def transact_reasons(
+        self, writes: Sequence[tuple[str, dict[str, Any]]]
+    ) -> list[tuple[str, Item]] | None:
+        """``transact_if`` that says why: None if all committed, else each write's
+        cancellation reason (``"None"``: not the cause) and the item its failed condition
+        saw (when it asked for ``ReturnValuesOnConditionCheckFailure``)."""
+        transaction = [{kind: {"TableName": self._name, **body}} for kind, body in writes]
+        async with translated_errors("TransactWriteItems"):
+            try:
+                await self._client.transact_write_items(TransactItems=transaction)
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") != TRANSACTION_CANCELED:
+                    raise
+                given = exc.response.get("CancellationReasons", [])
+                if not {r.get("Code") for r in given} & LOST_RACE_REASONS:
+                    raise
+                reasons = [(str(r.get("Code", "None")), r.get("Item") or {}) for r in given]
+                return reasons + [("None", {})] * (len(writes) - len(reasons))
+            return None
+
     async def batch_get(self, wanted: Iterable[Key], *, consistent: bool = True) -> dict[Key, Item]:
         """Every stored item of ``wanted``: one BatchGetItem per 100 keys, in parallel.
 
