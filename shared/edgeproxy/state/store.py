@@ -40,6 +40,7 @@ split by audience, so each caller depends on what it uses only:
                    group, move_key, update/create_member_key
     AlertStore     claim_alert, pending_alerts,      budget alerts: who sends, what is owed
                    alert_delivered/failed
+    LeaseStore     read/take/finish/release_lease    idempotency keys' leases (``state/leases``)
     Store          all of them                       what a backend implements
 
 Each call is declared by one protocol, and the composed ones (``RouterStore``,
@@ -68,6 +69,7 @@ from edgeproxy.routing.snapshot import (
     Usage,
 )
 from edgeproxy.state.audit import AuditEntry
+from edgeproxy.state.leases import LeaseStore as LeaseStore
 from edgeproxy.state.reads import SnapshotRequest as SnapshotRequest
 
 # Re-exported: each caller imports the protocols it names from here.
@@ -373,6 +375,7 @@ class Store(
     KeyLifecycleStore,
     TeamStore,
     AlertStore,
+    LeaseStore,
     Protocol,
 ):
     """Everything a backend implements (``DynamoStore``); each caller asks for its part."""

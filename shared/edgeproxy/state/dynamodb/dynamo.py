@@ -43,6 +43,7 @@ from edgeproxy.state.dynamodb.dynamo_jobs import DynamoJobs
 from edgeproxy.state.dynamodb.dynamo_key_lifecycle import DynamoKeyLifecycle
 from edgeproxy.state.dynamodb.dynamo_key_reserve import DynamoKeyReserve
 from edgeproxy.state.dynamodb.dynamo_keys import DynamoKeys
+from edgeproxy.state.dynamodb.dynamo_leases import DynamoLeases
 from edgeproxy.state.dynamodb.dynamo_reads import DynamoReads
 from edgeproxy.state.dynamodb.dynamo_slots import DynamoSlots
 from edgeproxy.state.dynamodb.dynamo_teams import DynamoTeams
@@ -343,6 +344,7 @@ class DynamoStore(
     DynamoAudit,
     DynamoTeams,
     DynamoAlerts,
+    DynamoLeases,
 ):
     """The ``Store`` protocol on one table; the client is injected, never built here.
 
@@ -361,6 +363,7 @@ class DynamoStore(
         DynamoAudit           AuditLog                                    dynamo_audit
         DynamoTeams           TeamStore                                   dynamo_teams
         DynamoAlerts          AlertStore                                  dynamo_alerts
+        DynamoLeases          LeaseStore                                  dynamo_leases
 
     So ``CounterStore`` (``CounterSink`` and ``SpendSink``) is ``DynamoCounters``.
     """
