@@ -38,11 +38,11 @@ async def test_a_finished_lease_holds_its_answer_and_is_not_taken_over(
     store: DynamoStore,
 ) -> None:
     await store.take_lease("s", "k", lease("first"), NOW)
-    assert await store.finish_lease("s", "k", "first", "idem-answer")
+    assert await store.finish_lease("s", "k", "first", b"idem-answer")
     stored = await store.read_lease("s", "k")
     assert stored is not None
     assert stored.state is LeaseState.DONE
-    assert stored.answer == "idem-answer"
+    assert stored.answer == b"idem-answer"
     later = NOW + DEADLINE_S + 60  # the lease would have lapsed, but it is finished
     won, blocking = await store.take_lease("s", "k", lease("second", later), later)
     assert not won
@@ -59,7 +59,7 @@ async def test_a_dead_owners_lease_is_taken_over_and_it_can_no_longer_finish_or_
     lapsed = lease("dead").lease_until
     assert not (await store.take_lease("s", "k", lease("next", lapsed - 1), lapsed - 1))[0]
     assert (await store.take_lease("s", "k", lease("next", lapsed), lapsed))[0]
-    assert not await store.finish_lease("s", "k", "dead", "idem-late")
+    assert not await store.finish_lease("s", "k", "dead", b"idem-late")
     await store.release_lease("s", "k", "dead")  # late: leaves the successor's lease alone
     stored = await store.read_lease("s", "k")
     assert stored is not None

@@ -48,7 +48,7 @@ class Lease:
     ``owner``: the executing call's id (its completion and release name it).
     ``lease_until``: when a RUNNING lease lapses. ``expires_at``: when the
     record itself is gone (readers ignore it after that; TTL deletion is lazy).
-    ``answer``: the stored answer's id once DONE.
+    ``answer``: the stored answer (an encoded ``api.reply.Reply``) once DONE.
     """
 
     request_hash: str
@@ -56,7 +56,7 @@ class Lease:
     state: LeaseState
     lease_until: float
     expires_at: float
-    answer: str | None = None
+    answer: bytes | None = None
 
 
 class Decision(enum.Enum):

@@ -30,9 +30,10 @@ class LeaseStore(Protocol):
         """
         ...
 
-    async def finish_lease(self, scope: str, key: str, owner: str, answer: str) -> bool:
-        """Mark ``owner``'s running lease DONE with its stored ``answer`` id; False if it
-        is no longer ``owner``'s (it lapsed and another call took it)."""
+    async def finish_lease(self, scope: str, key: str, owner: str, answer: bytes) -> bool:
+        """Mark ``owner``'s running lease DONE, holding its ``answer`` (encoded, at most
+        ``api.reply.MAX_REPLY_BYTES``); False if it is no longer ``owner``'s (it lapsed and
+        another call took it)."""
         ...
 
     async def release_lease(self, scope: str, key: str, owner: str) -> None:

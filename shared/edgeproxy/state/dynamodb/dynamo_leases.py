@@ -8,6 +8,8 @@ write. Finishing and releasing name the owner, so a call whose lease lapsed
 
 from __future__ import annotations
 
+import base64
+
 from edgeproxy.routing.idempotency import Lease, LeaseState
 from edgeproxy.state import keys
 from edgeproxy.state.dynamodb import conditions as cond
@@ -59,7 +61,7 @@ class DynamoLeases:
             return True, lease
         return False, self._lease_from(stored) if stored else None
 
-    async def finish_lease(self, scope: str, key: str, owner: str, answer: str) -> bool:
+    async def finish_lease(self, scope: str, key: str, owner: str, answer: bytes) -> bool:
         won, _ = await self._table.write_if(
             "update_item",
             Key=self._table.key(keys.idempotency_key(scope, key)),
@@ -72,7 +74,7 @@ class DynamoLeases:
             },
             ExpressionAttributeValues={
                 ":done": text(LeaseState.DONE.value),
-                ":answer": text(answer),
+                ":answer": text(base64.b64encode(answer).decode("ascii")),
                 ":owner": text(owner),
                 ":running": text(LeaseState.RUNNING.value),
             },
@@ -98,5 +100,10 @@ class DynamoLeases:
             state=LeaseState(get_text(item, "state") or LeaseState.RUNNING.value),
             lease_until=get_float(item, "lease_until"),
             expires_at=get_float(item, self._schema.ttl),
-            answer=get_text(item, "answer"),
+            answer=_answer(get_text(item, "answer")),
         )
+
+
+def _answer(stored: str | None) -> bytes | None:
+    # Kept as base64 text: the store's JSON wire client (``aws/wire``) carries strings.
+    return None if stored is None else base64.b64decode(stored)
