@@ -11,6 +11,8 @@
     │   │   ├── NotFound                404 not_found (an admin resource id)
     │   │   ├── VersionConflict         409 version_conflict (a stale admin write)
     │   │   ├── AlreadyExists           409 already_exists (an admin create of a taken id)
+    │   │   ├── IdempotencyInProgress   409 idempotency_in_progress (its first call still runs)
+    │   │   ├── IdempotencyKeyReused    422 idempotency_key_reused (same key, another body)
     │   │   └── VersionRequired         428 version_required (an admin write without one)
     │   ├── AuthenticationError         401 invalid_api_key
     │   ├── PermissionDenied            403
@@ -140,6 +142,20 @@ class VersionConflict(RequestError):
 class AlreadyExists(RequestError):
     status = 409
     code = "already_exists"
+
+
+class IdempotencyInProgress(RequestError):
+    """The first call with this ``Idempotency-Key`` still runs past this call's deadline."""
+
+    status = 409
+    code = "idempotency_in_progress"
+
+
+class IdempotencyKeyReused(RequestError):
+    """An ``Idempotency-Key`` already used with a different request body."""
+
+    status = 422
+    code = "idempotency_key_reused"
 
 
 class VersionRequired(RequestError):

@@ -13,7 +13,9 @@ answered by the surface's handler (``errors.guarded`` with ``codec.error``).
 A client that hangs up cancels its request: the gateway call (routing, a
 JSON upstream call, the header hold of a stream) runs against a watch on
 the connection and is cancelled when the client leaves, which cancels the
-upstream request and releases its in-flight count. A relayed stream is
+upstream request and releases its in-flight count. Not so for a request
+with an ``Idempotency-Key`` (``api.idempotent``): it runs on a request whose
+client never leaves, to its end, so its answer is stored for the retry. A relayed stream is
 closed after the response ends, however it ended, so its upstream and its
 count are released even if the body was never iterated.
 """
@@ -32,14 +34,17 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Message, Receive, Scope, Send
 
-from edgeproxy.api.codec import Codec, request_id
+from edgeproxy.api.codec import Codec, Parsed, request_id
 from edgeproxy.api.deprecation import notice
+from edgeproxy.api.idempotent import Answered, Keyed, answered_once, request_hash, scope_of
 from edgeproxy.api.identity import Identity, check_access, identify
 from edgeproxy.api.parsing import read_json_object
 from edgeproxy.api.rate_headers import for_surface
+from edgeproxy.api.reply import Ending
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import ClientGone, UpstreamError
 from edgeproxy.routing.judge.end_user import END_USER_HEADER, end_user_of
+from edgeproxy.routing.idempotency import HEADER, checked_key
 from edgeproxy.service.gateway import Gateway
 from edgeproxy.service.limits.parallel import KeySlot
 from edgeproxy.service.limits.slots import Slot
@@ -168,12 +173,22 @@ async def serve(request: Request, codec: Codec) -> Response:
 
     The request holds a slot of its key's share (``service.limits.slots``) from
     before its body is read to the end of its answer, and a capped key's fleet
-    slot (``service.limits.parallel``) from its admission to the same end.
+    slot (``service.limits.parallel``) from its admission to the same end. A
+    request with an ``Idempotency-Key`` is answered once (``api.idempotent``),
+    which then owns what it holds.
     """
     gateway, config, who = await identified(request)
     held = Held(gateway.key_slots.take(who.slot_holder))
     try:
-        response = await _served(request, codec, gateway, config, who, held)
+        key = checked_key(request.headers.get(HEADER))
+        prepared = await _prepared(request, codec, config, who)
+    except BaseException:
+        await held.release()
+        raise
+    if key is not None:
+        return await _once(request, codec, gateway, config, who, held, prepared, key)
+    try:
+        response = (await _answered(request, codec, gateway, config, prepared, held)).response
     except BaseException:
         await held.release()
         raise
@@ -182,14 +197,19 @@ async def serve(request: Request, codec: Codec) -> Response:
     return response
 
 
-async def _served(
-    request: Request,
-    codec: Codec,
-    gateway: Gateway,
-    config: GatewayConfig,
-    who: Identity,
-    held: Held,
-) -> Response:
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A request read, parsed and checked: what routing and the answer need of it."""
+
+    req: ProxyRequest
+    parsed: Parsed
+    requested: str  # the model as the client named it (an alias: its deprecation notice)
+    body: dict[str, Any]  # the body as the client sent it (an idempotency key's hash covers it)
+
+
+async def _prepared(
+    request: Request, codec: Codec, config: GatewayConfig, who: Identity
+) -> Prepared:
     limits = config.gateway
     body = await read_json_object(request, limits.max_body_bytes, limits.body_read_timeout_seconds)
     parsed = codec.parse(body)
@@ -213,18 +233,69 @@ async def _served(
         chat=parsed.chat,
         end_user=end_user_of(request.headers.get(END_USER_HEADER), parsed.body, codec.surface),
     )
+    return Prepared(req, parsed, parsed.model, body)
+
+
+async def _once(
+    request: Request,
+    codec: Codec,
+    gateway: Gateway,
+    config: GatewayConfig,
+    who: Identity,
+    held: Held,
+    prepared: Prepared,
+    key: str,
+) -> Response:
+    """A keyed request: executed once, fleet-wide (``api.idempotent``)."""
+    req = prepared.req
+    keyed = Keyed(
+        key=key,
+        scope=scope_of(who),
+        request_hash=request_hash(req.protocol, prepared.body),
+        deadline_s=gateway.deadline_s(req, config),
+        stream=req.stream,
+    )
+
+    async def produce(quiet: Request) -> Answered:
+        return await _answered(quiet, codec, gateway, config, prepared, held, watch=True)
+
+    return await answered_once(
+        request,
+        keyed,
+        gateway.leases,
+        gateway,
+        held,
+        produce,
+        headers=codec.headers(req.request_id),
+    )
+
+
+async def _answered(
+    request: Request,
+    codec: Codec,
+    gateway: Gateway,
+    config: GatewayConfig,
+    prepared: Prepared,
+    held: Held,
+    *,
+    watch: bool = False,
+) -> Answered:
+    """The response to send; ``watch``: a stream's relay is watched for its end (``complete``
+    says whether it reached it), for an answer that may be stored."""
+    req, parsed = prepared.req, prepared.parsed
     # The verdict's first writes: a request over the key's cap is refused with nothing counted.
     admission = await gateway.admit(req, config)
     held.fleet = admission.slot
-    headers = {**codec.headers(req.request_id), **notice(config, parsed.model)}
+    headers = {**codec.headers(req.request_id), **notice(config, prepared.requested)}
     gone = Response(status_code=CLIENT_CLOSED, headers=headers)  # nobody is listening
     if req.stream:
         answer = await unless_client_leaves(request, gateway.open_stream(req, config, admission))
         if isinstance(answer, Gone):
-            return gone
-        return RelayedResponse(
-            answer.body,
-            codec.stream(answer.body, parsed, gateway.now()),
+            return Answered(gone)
+        events: Any = Ending(answer.body) if watch else answer.body
+        relayed = RelayedResponse(
+            events,
+            codec.stream(events, parsed, gateway.now()),
             held,
             media_type="text/event-stream",
             headers={
@@ -234,15 +305,20 @@ async def _served(
             },
             background=BackgroundTask(answer.after) if answer.after else None,
         )
+        if isinstance(events, Ending):
+            return Answered(relayed, lambda: events.closed)
+        return Answered(relayed)
     result = await unless_client_leaves(request, gateway.complete(req, config, admission))
     if isinstance(result, Gone):
-        return gone
+        return Answered(gone)
     passed = for_surface(result.headers, codec.rate_names, gateway.now())
     try:
-        return JSONResponse(
-            codec.answer(result.body, gateway.now()),
-            headers={**headers, **passed},
-            background=BackgroundTask(result.after) if result.after else None,
+        return Answered(
+            JSONResponse(
+                codec.answer(result.body, gateway.now()),
+                headers={**headers, **passed},
+                background=BackgroundTask(result.after) if result.after else None,
+            )
         )
     except Exception as exc:
         # An answer this surface cannot render: the attempt's outcome must still be

@@ -18,6 +18,7 @@ from edgeproxy.config.models import GatewayConfig
 from edgeproxy.config.policies import Operation
 from edgeproxy.config.providers import ProviderKind, uncarried
 from edgeproxy.errors import ModelNotFound
+from edgeproxy.routing import cache_marks
 from edgeproxy.routing.deadlines import AttemptTimeouts
 from edgeproxy.routing.eligibility import supports
 from edgeproxy.routing.estimates.tokens import with_output_limit
@@ -78,6 +79,10 @@ def wire(req: ProxyRequest, deployment: Deployment) -> tuple[Operation, Mapping[
     return operation, sent, hide_usage
 
 
+# The providers whose wire protocol takes prompt-cache marks (``routing.cache_marks``).
+TAKES_CACHE_MARKS = frozenset({ProviderKind.ANTHROPIC, ProviderKind.BEDROCK})
+
+
 def upstream_call(
     req: ProxyRequest,
     config: GatewayConfig,
@@ -85,10 +90,19 @@ def upstream_call(
     output_limit: int | None,
     credential: str | None,
     timeouts: AttemptTimeouts,
-) -> tuple[UpstreamCall, bool]:
-    """The upstream call of ``req``'s attempt on ``dep`` and its ``hide_usage`` (``wire``),
-    with the output limit a tpm reservation set (``output_limit``)."""
+) -> tuple[UpstreamCall, bool, tuple[str, ...]]:
+    """The upstream call of ``req``'s attempt on ``dep``, its ``hide_usage`` (``wire``) and
+    the request log's notes on it, with the output limit a tpm reservation set
+    (``output_limit``). A chat body's cache marks are removed for a provider that cannot
+    take them (note ``cache_marks.DROPPED``)."""
     operation, body, hide_usage = wire(req, dep)
+    notes: tuple[str, ...] = ()
+    if (
+        operation is Operation.CHAT
+        and dep.provider not in TAKES_CACHE_MARKS
+        and cache_marks.has_marks(body)
+    ):
+        body, notes = cache_marks.without_marks(body), (cache_marks.DROPPED,)
     call = UpstreamCall(
         deployment=dep,
         operation=operation,
@@ -100,7 +114,7 @@ def upstream_call(
         limits=config.gateway.upstream_limits,
         egress=config.gateway.egress,
     )
-    return call, hide_usage
+    return call, hide_usage, notes
 
 
 def untranslatable(req: ProxyRequest) -> Fault | None:

@@ -22,6 +22,7 @@ from edgeproxy.routing.refusal import final_error
 from edgeproxy.service.attempts import JsonCaller, StreamCaller
 from edgeproxy.service.config_cache import ConfigCache
 from edgeproxy.service.credentials import CredentialResolver
+from edgeproxy.service.idempotency import Leases
 from edgeproxy.service.keys import KeyRing
 from edgeproxy.service.limits.calibrations import Calibrations
 from edgeproxy.service.limits.enforcement import Reservation, reserve_usage
@@ -115,6 +116,8 @@ class Gateway:
         self.metrics = metrics
         # The upstream credentials' resolver (``/health/deep`` checks each reference with it).
         self.credentials = credentials
+        # Idempotency keys' leases and their stored answers (``service.idempotency``).
+        self.leases = Leases(store, clock)
 
     async def config(self) -> GatewayConfig:
         """The current configuration (cached in process for a short TTL)."""
@@ -145,13 +148,25 @@ class Gateway:
         if self._aclose is not None:
             await self._aclose()
 
-    def _run(self, req: ProxyRequest, config: GatewayConfig) -> Run:
+    def _budget(self, req: ProxyRequest, config: GatewayConfig) -> Budget:
         policies = config.router.execution_policies[req.operation]
         deadline = policies.stream if req.stream else policies.json_
+        return Budget.from_deadline(deadline, self._clock(), self.max_total_ms)
+
+    def deadline_s(self, req: ProxyRequest, config: GatewayConfig) -> float:
+        """Seconds ``req`` may run in all (its operation's deadline, under the platform's cap)."""
+        return self._budget(req, config).total_ms / 1000.0
+
+    def keep(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """Run ``work`` to its end, whatever the request that started it does (nothing may
+        cancel it: a keyed request's first call, ``api.idempotent``)."""
+        return self._keep(work)
+
+    def _run(self, req: ProxyRequest, config: GatewayConfig) -> Run:
         return Run(
             req=req,
             config=config,
-            budget=Budget.from_deadline(deadline, self._clock(), self.max_total_ms),
+            budget=self._budget(req, config),
             trace=Trace(requested_model=req.model),
             owner=f"{req.request_id}:{uuid.uuid4().hex[:8]}",
             calibrated=self.calibrations.view(req.protocol),

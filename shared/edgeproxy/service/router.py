@@ -237,9 +237,10 @@ class Router:
         try:
             credential = await self._credentials.resolve(dep.credential)
             secret = credential.get_secret_value() if credential else None
-            call, hide_usage = upstream_call(
+            call, hide_usage, notes = upstream_call(
                 run.req, config, dep, attempt.output_limit, secret, timeouts
             )
+            record.notes.extend(notes)
             answer = await caller(call, timeouts)
             answer.hide_usage = hide_usage
         except CredentialError as exc:

@@ -30,6 +30,7 @@ class AttemptRecord:
     sticky: bool = False
     probe: bool = False
     anomalies: list[str] = field(default_factory=list)  # a complete answer's irregularities
+    notes: list[str] = field(default_factory=list)  # what the call left out (``cache_marks``)
     continuation: bool = False  # carried the continuation of a stream cut after its commit
     usage: dict[str, int] | None = None  # tokens this attempt reported (streams)
     # The tokens counted for it (limits, spend, the request log): what it reported, else

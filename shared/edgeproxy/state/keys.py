@@ -76,6 +76,9 @@ key secret          ``keys``                     ``<digest>``         key_of, pr
 key usage bucket    ``key#<id>``                 ``usage#<minute>``   requests, tokens, expires_at
 key spend           ``key#<id>``                 ``spend``            spend_usd, tokens (no TTL)
 key period spend    ``key#<id>``                 ``spend#<start>``    spend_usd, tokens (no TTL)
+idempotency lease   ``idem#<scope>#<hash>``      ``lease``            request_hash, owner, state,
+                                                                      lease_until, answer,
+                                                                      expires_at
 ==================  ===========================  ===================  =========================
 
 ``prefill_tokens`` / ``prefill_elephants``: 001's prefill lease (only while a tier runs
@@ -144,6 +147,16 @@ random shard; readers fetch every shard in the same BatchGetItem (N times the us
 Query per shard and sum them, so everything above the store sees one bucket. Circuits, health and
 bindings are written only on transitions and stay unsharded, like the client keys' buckets.
 
+Idempotency leases
+------------------
+A request with an ``Idempotency-Key`` (``routing.idempotency``): ``<scope>`` is the client key's
+id (a YAML key's digest, an anonymous caller's IP bucket), ``<hash>`` the first 32 hex of the
+sha256 of the header's value, so a client's text never becomes a key and every key of one client
+spreads over partitions. ``state`` is ``running`` while the first call executes (until
+``lease_until``, its deadline plus a margin) and ``done`` once its answer is stored (``answer``:
+the zlib-compressed reply of ``api/reply.py`` as base64, at most 290 KB compressed);
+``expires_at`` is 24 h after the first call, and a reader ignores the item after it.
+
 Capacity slots
 --------------
 ``max_parallel_requests: N``: N items ``slot#0`` .. ``slot#<N-1>`` in the deployment's partition
@@ -155,6 +168,8 @@ the pool read fetches a deployment's slots, so a full deployment is skipped.
 """
 
 from __future__ import annotations
+
+import hashlib
 
 from edgeproxy.routing.access import ACCOUNT_SEP, account_key_id
 from edgeproxy.routing.snapshot import BindingKey
@@ -316,6 +331,15 @@ def key_spend_key(account: str) -> Key:
     """
     key_id, _, period = account.partition(ACCOUNT_SEP)
     return f"key#{_part(key_id)}", f"{SPEND}#{_part(period)}" if period else SPEND
+
+
+LEASE = "lease"
+
+
+def idempotency_key(scope: str, key: str) -> Key:
+    """The lease of idempotency key ``key`` (the header's value) in ``scope`` (the client key)."""
+    digest = hashlib.sha256(key.encode("ascii", "replace")).hexdigest()[:32]
+    return f"idem#{_part(scope)}#{digest}", LEASE
 
 
 ALERTS_PENDING_PK = "alerts#pending"

@@ -42,6 +42,7 @@ split by audience, so each caller depends on what it uses only:
     AlertStore     claim_alert, pending_alerts,      budget alerts: who sends, what is owed
                    undelivered_alerts,
                    alert_delivered/failed
+    LeaseStore     read/take/finish/release_lease    idempotency keys' leases (``state/leases``)
     Store          all of them                       what a backend implements
 
 Each call is declared by one protocol, and the composed ones (``RouterStore``,
@@ -71,6 +72,7 @@ from edgeproxy.routing.snapshot import (
 )
 from edgeproxy.state.audit import AuditEntry
 from edgeproxy.state.levels import LevelStore as LevelStore
+from edgeproxy.state.leases import LeaseStore as LeaseStore
 from edgeproxy.state.reads import SnapshotRequest as SnapshotRequest
 
 # Re-exported: each caller imports the protocols it names from here.
@@ -392,6 +394,7 @@ class Store(
     KeyLifecycleStore,
     TeamStore,
     AlertStore,
+    LeaseStore,
     Protocol,
 ):
     """Everything a backend implements (``DynamoStore``); each caller asks for its part."""

@@ -84,7 +84,9 @@ class RequestRecord:
     ``client_gone`` or ``stream_cut`` (an opened stream ended in an error).
     ``anomalies``: ``<deployment>:<anomaly>`` for every irregularity of a
     complete stream (000's anomalies: ``missing_finish_reason``, ``missing_done``,
-    ``empty``, ``malformed_event``), in attempt order.
+    ``empty``, ``malformed_event``), in attempt order. ``notes``:
+    ``<deployment>:<note>`` for what an attempt's call left out of the request
+    (``cache_control_dropped``: a provider that cannot take prompt-cache marks).
     ``usage_estimated``: the tokens are the gateway's estimate (a stream whose
     upstream reported no usage), not the upstream's count.
     ``prompt``/``answer``: only for pools an operator opted in, redacted and
@@ -121,6 +123,7 @@ class RequestRecord:
     added_ms: int = 0
     ttft_ms: int | None = None
     anomalies: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
     prompt: str | None = None
     answer: str | None = None
     # The key's team and that team's organization when the request ran (ids; ``LABELS``).

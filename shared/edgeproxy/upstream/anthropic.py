@@ -7,6 +7,11 @@ as Anthropic's own OpenAI-compatibility layer does. What it cannot carry
 (``n > 1``, content parts other than text and images) is declared in
 ``config.providers.CARRIAGE``: routing never picks it for such a request, and
 ``prepare`` refuses one as INCOMPATIBLE (an admin's pin).
+
+Prompt-cache marks (``routing.cache_marks``) are carried as Anthropic's
+``cache_control``: a part's on its block, a message's on that message's last
+block, a tool's on the tool; a marked system message makes ``system`` a list
+of text blocks (otherwise it stays one string).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Any
 
 from edgeproxy import strict_json
 from edgeproxy.config.providers import PART, ProviderKind
+from edgeproxy.routing.cache_marks import MARK, mark_of
 from edgeproxy.upstream.adapter import Prepared, check_carried, refused
 from edgeproxy.upstream.anthropic_stream import FINISH_REASONS, AnthropicChunks
 from edgeproxy.upstream.call import UpstreamCall, Usage
@@ -71,12 +77,12 @@ def to_messages_request(body: Mapping[str, Any], model: str, stream: bool) -> di
     The body must be one Anthropic can carry (``prepare`` checks it first:
     ``check_carried``); ``n`` is not read.
     """
-    system: list[str] = []
+    system: list[dict[str, Any]] = []
     messages: list[dict[str, Any]] = []
     for message in body.get("messages") or []:
         role = message.get("role")
         if role in ("system", "developer"):
-            system.append(_text_of(message.get("content")))
+            system.extend(_system_blocks(message))
             continue
         if role == "tool":
             block = {
@@ -84,11 +90,11 @@ def to_messages_request(body: Mapping[str, Any], model: str, stream: bool) -> di
                 "tool_use_id": message.get("tool_call_id", ""),
                 "content": _text_of(message.get("content")),
             }
-            _append(messages, "user", [block])
+            _append(messages, "user", _ending_marked([block], message))
         elif role == "assistant":
-            _append(messages, "assistant", _assistant_blocks(message))
+            _append(messages, "assistant", _ending_marked(_assistant_blocks(message), message))
         else:
-            _append(messages, "user", _blocks(message.get("content")))
+            _append(messages, "user", _ending_marked(_blocks(message.get("content")), message))
     out: dict[str, Any] = {
         "model": model,
         "messages": messages,
@@ -96,8 +102,10 @@ def to_messages_request(body: Mapping[str, Any], model: str, stream: bool) -> di
         or body.get("max_tokens")
         or DEFAULT_MAX_TOKENS,
     }
-    if system:
-        out["system"] = "\n\n".join(system)
+    if any(MARK in b for b in system):
+        out["system"] = system
+    elif system:
+        out["system"] = "\n\n".join(b["text"] for b in system)
     for name in ("temperature", "top_p", "top_k"):
         if body.get(name) is not None:
             out[name] = body[name]
@@ -164,6 +172,32 @@ def _append(messages: list[dict[str, Any]], role: str, blocks: list[dict[str, An
         messages.append({"role": role, "content": blocks})
 
 
+def _system_blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A system message as text blocks: one per part when a part is marked, else one."""
+    content = message.get("content")
+    if isinstance(content, list) and any(mark_of(p) is not None for p in content):
+        blocks = [_with_mark({"type": "text", "text": p.get("text", "")}, p) for p in content]
+        blocks = [b for b in blocks if b["text"]]
+    else:
+        blocks = [{"type": "text", "text": _text_of(content)}]
+    return _ending_marked(blocks, message)
+
+
+def _with_mark(block: dict[str, Any], source: Any) -> dict[str, Any]:
+    mark = mark_of(source)
+    return block if mark is None else {**block, MARK: mark}
+
+
+def _ending_marked(
+    blocks: list[dict[str, Any]], message: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """``blocks`` with ``message``'s own mark on the last one (a mark applies at its end)."""
+    mark = mark_of(message)
+    if mark is None or not blocks:
+        return blocks
+    return [*blocks[:-1], {**blocks[-1], MARK: mark}]
+
+
 def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -181,9 +215,9 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
     for part in content:
         kind = part.get("type")
         if kind == "text":
-            blocks.append({"type": "text", "text": part.get("text", "")})
+            blocks.append(_with_mark({"type": "text", "text": part.get("text", "")}, part))
         elif kind == "image_url":
-            blocks.append(_image(part.get("image_url") or {}))
+            blocks.append(_with_mark(_image(part.get("image_url") or {}), part))
         else:
             raise refused(ProviderKind.ANTHROPIC, {f"{PART}{kind}"})
     return blocks
@@ -227,7 +261,7 @@ def _tool(tool: Mapping[str, Any]) -> dict[str, Any]:
     }
     if function.get("description"):
         out["description"] = function["description"]
-    return out
+    return _with_mark(out, tool)
 
 
 def _tool_choice(choice: Any) -> dict[str, Any] | None:

@@ -8,6 +8,8 @@
     max_completion_tokens / max_tokens      inferenceConfig.maxTokens
     temperature, top_p, stop                inferenceConfig.temperature, topP, stopSequences
     tools, tool_choice                      toolConfig.tools[].toolSpec, toolConfig.toolChoice
+    cache_control marks (cache_marks)       a {cachePoint: {type: default}} after the marked
+                                            block, message (its end), system text or tool
 
 What has no Converse equivalent is dropped (``presence_penalty``, ``seed``,
 ``logprobs``, ...), as for Anthropic; what would change the answer's meaning
@@ -31,6 +33,7 @@ from typing import Any
 from edgeproxy import strict_json
 from edgeproxy.config.providers import PART, ProviderKind
 from edgeproxy.errors import UpstreamFault
+from edgeproxy.routing.cache_marks import mark_of
 from edgeproxy.routing.faults import FaultKind
 from edgeproxy.upstream.adapter import check_carried, refused
 from edgeproxy.upstream.call import UpstreamCall, Usage
@@ -62,19 +65,17 @@ def to_converse(call: UpstreamCall) -> dict[str, Any]:
     for message in body.get("messages") or []:
         role = message.get("role")
         if role in ("system", "developer"):
-            text = _text_of(message.get("content"))
-            if text:
-                system.append({"text": text})
+            system.extend(_system_blocks(message))
         elif role == "tool":
             result = {
                 "toolUseId": str(message.get("tool_call_id", "")),
                 "content": [{"text": _text_of(message.get("content")) or " "}],
             }
-            _append(messages, "user", [{"toolResult": result}])
+            _append(messages, "user", _ending_marked([{"toolResult": result}], message))
         elif role == "assistant":
-            _append(messages, "assistant", _assistant_blocks(message))
+            _append(messages, "assistant", _ending_marked(_assistant_blocks(message), message))
         else:
-            _append(messages, "user", _blocks(message.get("content")))
+            _append(messages, "user", _ending_marked(_blocks(message.get("content")), message))
     out: dict[str, Any] = {"modelId": call.deployment.upstream_model, "messages": messages}
     if system:
         out["system"] = system
@@ -167,6 +168,34 @@ def _append(messages: list[dict[str, Any]], role: str, blocks: list[dict[str, An
         messages.append({"role": role, "content": blocks})
 
 
+def _system_blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    if isinstance(content, list) and any(mark_of(p) is not None for p in content):
+        blocks: list[dict[str, Any]] = []
+        for part in content:
+            if part.get("type") == "text" and part.get("text"):
+                blocks.append({"text": str(part["text"])})
+            if mark_of(part) is not None and blocks:
+                blocks.append(_cache_point())
+        return _ending_marked(blocks, message)
+    text = _text_of(content)
+    return _ending_marked([{"text": text}] if text else [], message)
+
+
+def _cache_point() -> dict[str, Any]:
+    """Converse's cache checkpoint: everything before it is cached (``cache_control``'s place)."""
+    return {"cachePoint": {"type": "default"}}
+
+
+def _ending_marked(
+    blocks: list[dict[str, Any]], message: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """``blocks`` and a cache point after them when ``message`` itself is marked."""
+    if mark_of(message) is None or not blocks or "cachePoint" in blocks[-1]:
+        return blocks
+    return [*blocks, _cache_point()]
+
+
 def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -190,6 +219,8 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
             blocks.append(_image(part.get("image_url") or {}))
         else:
             raise refused(ProviderKind.BEDROCK, {f"{PART}{kind}"})
+        if mark_of(part) is not None and blocks and "cachePoint" not in blocks[-1]:
+            blocks.append(_cache_point())
     return blocks
 
 
@@ -249,7 +280,12 @@ def _tool_config(body: Mapping[str, Any], messages: list[dict[str, Any]]) -> dic
     history = any("toolUse" in b or "toolResult" in b for m in messages for b in m["content"])
     if not tools or (choice == "none" and not history):
         return {}
-    out: dict[str, Any] = {"tools": [{"toolSpec": _tool_spec(t)} for t in tools]}
+    specs: list[dict[str, Any]] = []
+    for tool in tools:
+        specs.append({"toolSpec": _tool_spec(tool)})
+        if mark_of(tool) is not None:
+            specs.append(_cache_point())
+    out: dict[str, Any] = {"tools": specs}
     if choice == "required":
         out["toolChoice"] = {"any": {}}
     elif choice == "auto":

@@ -46,8 +46,11 @@ def test_system_string_and_blocks_lead_the_messages() -> None:
         {"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}},
         {"type": "text", "text": "Be kind."},
     ]
-    first = to_chat_request(body(system=blocks)).body["messages"][0]
-    assert first == {"role": "system", "content": "Be brief.\n\nBe kind."}
+    plain = to_chat_request(body(system=[{"type": "text", "text": "a"}, blocks[1]]))
+    assert plain.body["messages"][0] == {"role": "system", "content": "a\n\nBe kind."}
+    # A marked block keeps the system prompt as parts, so the mark stays where it was.
+    first_message = to_chat_request(body(system=blocks)).body["messages"][0]
+    assert first_message == {"role": "system", "content": blocks}
 
 
 def test_sampling_stop_and_dropped_fields() -> None:

@@ -9,10 +9,16 @@
     tools / tool_choice                 -> function tools / auto, required, none, function
     tool_choice.disable_parallel_tool_use -> ``parallel_tool_calls: false``
 
+    cache_control marks                 -> kept on the parts, messages and tools
+                                           (``routing.cache_marks``): Anthropic and
+                                           Bedrock deployments get them, others not
+
 Dropped, because no OpenAI chat field means the same: ``top_k`` (OpenAI's own
-API rejects it), ``metadata``, ``thinking``, ``cache_control`` marks,
+API rejects it), ``metadata``, ``thinking``,
 ``tool_result.is_error`` and assistant ``thinking`` blocks echoed from earlier
 turns. Documents and server tools cannot be expressed and are rejected (400).
+A ``cache_control`` that is not ``{"type": "ephemeral"}`` (with an optional
+``ttl`` of ``5m`` or ``1h``) is a 400, as Anthropic answers it.
 """
 
 from __future__ import annotations
@@ -24,10 +30,12 @@ from typing import Any
 from edgeproxy.api.codec import Parsed
 from edgeproxy.api.parsing import model_problem
 from edgeproxy.errors import RequestError
+from edgeproxy.routing.cache_marks import MARK, mark_of
 
 SURFACE = "anthropic.messages"
 _TOOL_CHOICES = {"auto": "auto", "any": "required", "none": "none"}
 _ECHOED_ONLY = frozenset({"thinking", "redacted_thinking"})
+_MARK_TTLS = frozenset({"5m", "1h"})
 Located = tuple[str, dict[str, Any]]  # a content block and where it sits in the body
 
 
@@ -94,6 +102,8 @@ def _system(system: Any) -> list[dict[str, Any]]:
     if isinstance(system, list):
         blocks = _blocks(system, "system")
         if all(b["type"] == "text" for _, b in blocks):
+            if any(MARK in b for _, b in blocks):  # kept as parts: each mark stays where it was
+                return [{"role": "system", "content": [_text(b) for _, b in blocks]}]
             return [{"role": "system", "content": "\n\n".join(b["text"] for _, b in blocks)}]
     raise _invalid("system", "must be a string or an array of text blocks")
 
@@ -131,8 +141,33 @@ def _blocks(blocks: list[Any], where: str) -> list[Located]:
             raise _invalid(f"{at}.tool_use_id", "must be a string")
         if kind not in ("text", "image", "tool_use", "tool_result", *_ECHOED_ONLY):
             raise _invalid(f"{at}.type", f"content blocks of type '{kind}' are not supported here")
+        _check_mark(block, at)
         out.append((at, block))
     return out
+
+
+def _check_mark(value: dict[str, Any], at: str) -> None:
+    if MARK not in value:
+        return
+    mark = value[MARK]
+    ttl = mark.get("ttl") if isinstance(mark, dict) else None
+    if (
+        not isinstance(mark, dict)
+        or mark.get("type") != "ephemeral"
+        or set(mark) - {"type", "ttl"}
+        or (ttl is not None and ttl not in _MARK_TTLS)
+    ):
+        raise _invalid(f"{at}.{MARK}", "must be {type: ephemeral} with an optional ttl (5m, 1h)")
+
+
+def _marked(out: dict[str, Any], source: dict[str, Any]) -> dict[str, Any]:
+    """``out`` carrying ``source``'s cache mark, if it has one."""
+    mark = mark_of(source)
+    return out if mark is None else {**out, MARK: mark}
+
+
+def _text(block: dict[str, Any]) -> dict[str, Any]:
+    return _marked({"type": "text", "text": block["text"]}, block)
 
 
 def _user(blocks: list[Located], modalities: set[str]) -> list[dict[str, Any]]:
@@ -143,12 +178,13 @@ def _user(blocks: list[Located], modalities: set[str]) -> list[dict[str, Any]]:
     for where, block in blocks:
         if block["type"] == "tool_result":
             text, images = _tool_result(block.get("content"), where)
-            tools.append({"role": "tool", "tool_call_id": block["tool_use_id"], "content": text})
+            answer = {"role": "tool", "tool_call_id": block["tool_use_id"], "content": text}
+            tools.append(_marked(answer, block))
             parts.extend(images)
         elif block["type"] == "text":
-            parts.append({"type": "text", "text": block["text"]})
+            parts.append(_text(block))
         elif block["type"] == "image":
-            parts.append(_image(block, where))
+            parts.append(_marked(_image(block, where), block))
         elif block["type"] == "tool_use":
             raise _invalid(where, "tool_use blocks belong in assistant messages")
     if any(p["type"] == "image_url" for p in parts):
@@ -198,6 +234,9 @@ def _assistant(blocks: list[Located]) -> dict[str, Any]:
     out: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None}
     if calls:
         out["tool_calls"] = calls
+    marks = [m for _, b in blocks if (m := mark_of(b)) is not None]
+    if marks:  # a turn's marks apply at its end (its last block is where Anthropic caches to)
+        out[MARK] = marks[-1]
     return out
 
 
@@ -217,7 +256,8 @@ def _tools(tools: Any) -> list[dict[str, Any]]:
         function: dict[str, Any] = {"name": tool["name"], "parameters": schema}
         if isinstance(tool.get("description"), str):
             function["description"] = tool["description"]
-        out.append({"type": "function", "function": function})
+        _check_mark(tool, where)
+        out.append(_marked({"type": "function", "function": function}, tool))
     return out
 
 

@@ -135,6 +135,7 @@ class Entry:
             attempts=len(attempts),
             continued=any(a.continuation for a in attempts),
             anomalies=tuple(f"{a.deployment_id}:{x}" for a in attempts for x in a.anomalies),
+            notes=tuple(f"{a.deployment_id}:{x}" for a in attempts for x in a.notes),
             latency_ms=_ms(now - self.started_at),
             upstream_ms=upstream_ms,
             added_ms=max(0, _ms(answered - self.started_at) - upstream_ms),

@@ -43,3 +43,14 @@ KEY_FIRST_VERSION = "attribute_exists(#pk) AND attribute_not_exists(#version)"
 KEY_UNCHANGED = "#version = :expected"
 # Retiring a previous secret must not recreate a secret item deleted meanwhile as an empty item.
 RETIRED_ITEM_EXISTS = "attribute_exists(#pk)"
+
+# -- idempotency leases (``dynamo_leases``) --------------------------------------------------
+
+# A lease is taken only when none is stored, its record expired (TTL deletion is lazy), or it
+# still runs past its lease (its owner died); a finished lease is never replaced before expiry.
+# Two calls with one Idempotency-Key must not both execute.
+LEASE_TAKEABLE = (
+    "attribute_not_exists(#pk) OR #ttl <= :now OR (#state = :running AND #lease <= :now)"
+)
+# A call whose lease lapsed and was taken over must not finish or delete its successor's lease.
+LEASE_HELD_BY = "#owner = :owner AND #state = :running"

@@ -44,6 +44,7 @@ from edgeproxy.state.dynamodb.dynamo_key_lifecycle import DynamoKeyLifecycle
 from edgeproxy.state.dynamodb.dynamo_key_reserve import DynamoKeyReserve
 from edgeproxy.state.dynamodb.dynamo_keys import DynamoKeys
 from edgeproxy.state.dynamodb.dynamo_levels import DynamoLevels
+from edgeproxy.state.dynamodb.dynamo_leases import DynamoLeases
 from edgeproxy.state.dynamodb.dynamo_reads import DynamoReads
 from edgeproxy.state.dynamodb.dynamo_slots import DynamoSlots
 from edgeproxy.state.dynamodb.dynamo_teams import DynamoTeams
@@ -345,6 +346,7 @@ class DynamoStore(
     DynamoAudit,
     DynamoTeams,
     DynamoAlerts,
+    DynamoLeases,
 ):
     """The ``Store`` protocol on one table; the client is injected, never built here.
 
@@ -364,6 +366,7 @@ class DynamoStore(
         DynamoAudit           AuditLog                                    dynamo_audit
         DynamoTeams           TeamStore                                   dynamo_teams
         DynamoAlerts          AlertStore                                  dynamo_alerts
+        DynamoLeases          LeaseStore                                  dynamo_leases
 
     So ``CounterStore`` (``CounterSink`` and ``SpendSink``) is ``DynamoCounters``.
     """
