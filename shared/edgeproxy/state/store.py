@@ -40,6 +40,7 @@ split by audience, so each caller depends on what it uses only:
                    group, move_key, update/create_member_key
     AlertStore     claim_alert, pending_alerts,      budget alerts: who sends, what is owed
                    alert_delivered/failed
+    AnswerStore    put_answer, get_answer            stored answers (``state/answers.py``)
     Store          all of them                       what a backend implements
 
 Each call is declared by one protocol, and the composed ones (``RouterStore``,
@@ -67,6 +68,7 @@ from edgeproxy.routing.snapshot import (
     QuotaStatus,
     Usage,
 )
+from edgeproxy.state.answers import AnswerStore
 from edgeproxy.state.audit import AuditEntry
 from edgeproxy.state.reads import SnapshotRequest as SnapshotRequest
 
@@ -373,6 +375,7 @@ class Store(
     KeyLifecycleStore,
     TeamStore,
     AlertStore,
+    AnswerStore,
     Protocol,
 ):
     """Everything a backend implements (``DynamoStore``); each caller asks for its part."""
