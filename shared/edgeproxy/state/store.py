@@ -43,6 +43,7 @@ split by audience, so each caller depends on what it uses only:
                    undelivered_alerts,
                    alert_delivered/failed
     LeaseStore     read/take/finish/release_lease    idempotency keys' leases (``state/leases``)
+    AnswerStore    put_answer, get_answer            stored answers (``state/answers.py``)
     Store          all of them                       what a backend implements
 
 Each call is declared by one protocol, and the composed ones (``RouterStore``,
@@ -70,6 +71,7 @@ from edgeproxy.routing.snapshot import (
     QuotaStatus,
     Usage,
 )
+from edgeproxy.state.answers import AnswerStore
 from edgeproxy.state.audit import AuditEntry
 from edgeproxy.state.levels import LevelStore as LevelStore
 from edgeproxy.state.leases import LeaseStore as LeaseStore
@@ -395,6 +397,7 @@ class Store(
     TeamStore,
     AlertStore,
     LeaseStore,
+    AnswerStore,
     Protocol,
 ):
     """Everything a backend implements (``DynamoStore``); each caller asks for its part."""

@@ -37,6 +37,7 @@ from edgeproxy.state import items, keys
 from edgeproxy.state.counter_shards import ShardCounts
 from edgeproxy.state.dynamodb import conditions as cond
 from edgeproxy.state.dynamodb.dynamo_alerts import DynamoAlerts, SpendWatcher
+from edgeproxy.state.dynamodb.dynamo_answers import DynamoAnswers
 from edgeproxy.state.dynamodb.dynamo_audit import DynamoAudit
 from edgeproxy.state.dynamodb.dynamo_config import DynamoConfig
 from edgeproxy.state.dynamodb.dynamo_jobs import DynamoJobs
@@ -347,6 +348,7 @@ class DynamoStore(
     DynamoTeams,
     DynamoAlerts,
     DynamoLeases,
+    DynamoAnswers,
 ):
     """The ``Store`` protocol on one table; the client is injected, never built here.
 
@@ -367,6 +369,7 @@ class DynamoStore(
         DynamoTeams           TeamStore                                   dynamo_teams
         DynamoAlerts          AlertStore                                  dynamo_alerts
         DynamoLeases          LeaseStore                                  dynamo_leases
+        DynamoAnswers         AnswerStore                                 dynamo_answers
 
     So ``CounterStore`` (``CounterSink`` and ``SpendSink``) is ``DynamoCounters``.
     """
