@@ -196,6 +196,9 @@
     load();
   }
 
+  // The same dialog asks before the teams view's deletions.
+  window.edgeproxyActions = { ask: (title, text, run) => ask(title, text, false, run) };
+
   document.addEventListener("DOMContentLoaded", () => {
     C.onShow("keys", load);
     for (const id of ["key-search", "key-filter-team", "key-filter-status", "key-filter-expiry"]) $(id).addEventListener("input", draw);

@@ -46,6 +46,7 @@ ASSETS = {
     "key_form.js": "text/javascript; charset=utf-8",  # the key editor (create, change)
     "keys.js": "text/javascript; charset=utf-8",  # the keys view
     "log.js": "text/javascript; charset=utf-8",  # the request log view
+    "teams.js": "text/javascript; charset=utf-8",  # the teams view
     "style.css": "text/css; charset=utf-8",
 }
 
