@@ -26,6 +26,12 @@ from tests.integration.usage.helpers import (
 remember(ADMIN_KEY)
 
 
+def _rename(base_url: str, version: int, name: str) -> httpx.Response:
+    """Another admin's change of team ``red`` through the API (its version: ``version``)."""
+    headers = {**bearer(ADMIN_KEY), "if-match": f'"{version}"'}
+    return httpx.patch(base_url + "/admin/teams/red", json={"name": name}, headers=headers)
+
+
 async def test_teams_are_made_changed_given_keys_and_deleted_in_the_page(
     start_gateway, upstream_a: MockUpstream, watched: Watched
 ) -> None:
@@ -68,12 +74,7 @@ async def test_teams_are_made_changed_given_keys_and_deleted_in_the_page(
     # Someone renames the team after this page opened its editor: the page says so.
     await red.locator(".act-edit").click()
     version = admin_get(gw.base_url, "/admin/teams/red").json()["version"]
-    renamed = httpx.patch(
-        gw.base_url + "/admin/teams/red",
-        json={"name": "Red ops"},
-        headers={**bearer(ADMIN_KEY), "if-match": f'"{version}"'},
-        timeout=10,
-    )
+    renamed = await asyncio.to_thread(_rename, gw.base_url, version, "Red ops")
     assert renamed.status_code == 200, renamed.text
     await form.get_by_label("Models").fill("")  # every model
     await page.click("#group-save")
