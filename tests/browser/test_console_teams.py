@@ -98,3 +98,71 @@ async def test_teams_are_made_changed_given_keys_and_deleted_in_the_page(
     assert admin_get(gw.base_url, "/admin/teams/red").status_code == 404
     refused = "console error: Failed to load resource: the server responded with a status of "
     assert watched.problems((refused + "400", refused + "409")) == []  # the move, the conflict
+
+
+def _two_teams(base_url: str) -> dict[str, dict[str, object]]:
+    """Teams red and blue of one organization, a key in each, and red's admin."""
+    for path, body in (
+        ("/admin/organizations", {"id": "acme", "name": "Acme"}),
+        ("/admin/teams", {"id": "red", "name": "Red", "organization_id": "acme"}),
+        ("/admin/teams", {"id": "blue", "name": "Blue", "organization_id": "acme"}),
+    ):
+        answer = httpx.post(base_url + path, json=body, headers=bearer(ADMIN_KEY), timeout=10)
+        assert answer.status_code == 201, answer.text
+    fast = {"models": ["fast-chat"]}
+    made = {
+        "lead": new_key(base_url, "red-lead", team_id="red", admin_of="team:red", **fast),
+        "red": new_key(base_url, "red-app", team_id="red", **fast),
+        "blue": new_key(base_url, "blue-app", team_id="blue", **fast),
+    }
+    for answer in made.values():
+        remember(str(answer["key"]))
+    return made
+
+
+async def test_a_team_admin_sees_and_manages_only_their_team(
+    start_gateway, upstream_a: MockUpstream, watched: Watched
+) -> None:
+    gw = await asyncio.to_thread(start_gateway, gateway_config(priced("a", upstream_a)), env=ENV)
+    made = await asyncio.to_thread(_two_teams, gw.base_url)
+    page = watched.page
+    await page.goto(gw.base_url + "/admin/")
+    await page.fill("#key", str(made["lead"]["key"]))
+    await page.click("#login-form button[type=submit]")
+    # No status view for a team's admin (the API refuses it): the keys view instead.
+    await expect(page.locator("#keys-views")).to_be_visible()
+    await expect(page.locator("#keys-view")).to_have_attribute("data-loaded", "true")
+    rows = page.locator("#keys-list tbody tr")
+    await expect(rows).to_have_count(2)
+    await expect(page.locator("#keys-list")).not_to_contain_text("blue-app")
+
+    # A key made in the page lands in red, the only team offered.
+    await page.click("#key-new")
+    form = page.locator("#key-form")
+    await expect(form.locator("[name=team_id] option")).to_have_text(["(no team)", "Red (red)"])
+    await form.get_by_label("Name").fill("red-new")
+    await form.get_by_label("Team").select_option("red")
+    await page.click("#key-save")  # every model: more than the lead's own key may give
+    await expect(page.locator("#key-form-error")).to_contain_text("more rights than its own")
+    await expect(form.locator("[name=models]")).to_have_attribute("aria-invalid", "true")
+    await form.get_by_label("Models").fill("fast-chat")
+    await page.click("#key-save")
+    await expect(page.locator("#key-secret")).to_be_visible()
+    remember(await page.input_value("#key-secret-value"))
+    await expect(rows).to_have_count(3)
+    await page.click("#key-secret-done")
+
+    await page.click('#nav a[href="#teams"]')
+    await expect(page.locator("#teams-list tbody tr")).to_have_count(1)
+    await expect(page.locator('tr[data-team="red"]')).to_contain_text("3")
+    # Another team's object by its address: the API's refusal, shown by the page.
+    await page.goto(gw.base_url + "/admin/#teams?team=blue")
+    await expect(page.locator("#teams-error")).to_contain_text("Team blue:")
+    await expect(page.locator("#team-members")).to_be_hidden()
+    await page.goto(gw.base_url + "/admin/#teams?team=red")
+    await expect(page.locator("#team-members [data-key]")).to_have_count(3)
+    await page.click('#nav a[href="#status"]')
+    await expect(page.locator("#status-scoped")).to_be_visible()
+    await expect(page.locator("#pools-view")).to_be_hidden()
+    refused = "console error: Failed to load resource: the server responded with a status of 403"
+    assert watched.problems((refused,)) == []

@@ -87,6 +87,9 @@
     return VIEWS.includes(name) ? name : "status";
   }
 
+  // A parameter of the address after the view (#teams?team=red): one object to open.
+  const param = (name) => new URLSearchParams(window.location.hash.split("?")[1] || "").get(name);
+
   // Show the view the address names; run its hooks (each view loads when it is shown).
   function route() {
     const name = current();
@@ -119,14 +122,30 @@
     banner.hidden = false;
   }
 
-  window.edgeproxyConsole = { api, ApiError, el, field, table, cell, fmtInt, fmtUsd, fmtTime, fmtEpoch, onShow, route, current, showError, $ };
+  // After the status view refused the key (403): whether it is a scoped admin's, which the
+  // keys listing accepts; then the status view says so and the keys view is shown instead.
+  async function scoped() {
+    try {
+      await api("GET", "keys");
+    } catch (_) {
+      return false;
+    }
+    $("status-views").classList.add("scoped");
+    $("status-scoped").hidden = false;
+    if (current() === "status") window.location.hash = "#keys";
+    return true;
+  }
+
+  window.edgeproxyConsole = { api, ApiError, el, field, table, cell, fmtInt, fmtUsd, fmtTime, fmtEpoch, onShow, route, current, param, showError, scoped, $ };
 
   document.addEventListener("DOMContentLoaded", () => {
     window.addEventListener("hashchange", route);
     const board = $("board");
     // The board is shown on sign-in (app.js): then the view in the address loads.
     new MutationObserver(() => {
-      if (!board.hidden) route();
+      if (!board.hidden) return route();
+      $("status-views").classList.remove("scoped"); // signed out: the next key is read afresh
+      $("status-scoped").hidden = true;
     }).observe(board, { attributes: true, attributeFilter: ["hidden"] });
     route();
   });

@@ -29,6 +29,7 @@
       [orgs, teams, keys] = [o.data, t.data, k.data];
       error.hidden = true;
       draw();
+      await opened();
       $("teams-view").setAttribute("data-loaded", String(Date.now()));
     } catch (failure) {
       error.textContent = "Teams could not be read: " + (failure.message || failure);
@@ -63,6 +64,18 @@
     $("org-new").disabled = false;
     $("team-new").disabled = !orgs.length;
     if (members) showMembers(teams.find((t) => t.id === members.id) || null);
+  }
+
+  // The team the address names (#teams?team=red): its keys, or the API's refusal shown.
+  async function opened() {
+    const id = C.param("team");
+    if (!id || (members && members.id === id)) return;
+    try {
+      showMembers(teams.find((t) => t.id === id) || (await C.api("GET", `teams/${encodeURIComponent(id)}`)));
+    } catch (failure) {
+      $("teams-error").textContent = `Team ${id}: ${failure.message || failure}`;
+      $("teams-error").hidden = false;
+    }
   }
 
   // -- the editor ------------------------------------------------------------------------
