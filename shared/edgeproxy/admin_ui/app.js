@@ -404,6 +404,8 @@
       $("board-error").hidden = true;
     } catch (error) {
       if (authFailure(error)) {
+        // A team's or organization's admin: no status view, but the console's other views.
+        if (error.status === 403 && (await window.edgeproxyConsole.scoped())) return showBoard();
         signOut(refusal(error));
         return;
       }

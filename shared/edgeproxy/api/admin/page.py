@@ -1,6 +1,6 @@
-"""``/admin/``: the status page, four static files served by the same app.
+"""``/admin/``: the console (status, keys, request log), static files served by the same app.
 
-The page (``edgeproxy/admin_ui/``: HTML, CSS and two scripts, no build step)
+The page (``edgeproxy/admin_ui/``: HTML, CSS and one small script per view, no build step)
 holds no data and needs no key to load; everything it shows comes from the
 admin API, which the script calls with the admin key the operator typed
 (kept in the tab's session storage, sent as ``Authorization: Bearer``). Every
@@ -42,6 +42,11 @@ ASSETS = {
     "app.js": "text/javascript; charset=utf-8",
     "explain.js": "text/javascript; charset=utf-8",
     "usage.js": "text/javascript; charset=utf-8",  # the usage view
+    "console.js": "text/javascript; charset=utf-8",  # shared: API calls, DOM helpers, views
+    "key_form.js": "text/javascript; charset=utf-8",  # the key editor (create, change)
+    "keys.js": "text/javascript; charset=utf-8",  # the keys view
+    "log.js": "text/javascript; charset=utf-8",  # the request log view
+    "teams.js": "text/javascript; charset=utf-8",  # the teams view
     "style.css": "text/css; charset=utf-8",
 }
 

@@ -1,0 +1,172 @@
+// edgeproxy console, the request log view (#log): one hour of the log (GET
+// admin/usage/requests?at=, newest first), filtered in the page by key, team, model,
+// deployment and status; a record opens its attempts (the deployments tried, in order, and
+// why it moved on), its latency, tokens and cost, and a link to the routing explainer.
+// The log names each record's key; its team is the key's (from GET admin/keys).
+"use strict";
+
+(() => {
+  const C = window.edgeproxyConsole;
+  const { el, cell, $ } = C;
+  const LIMIT = 1000;
+
+  let records = [];
+  let teamOf = new Map(); // key id -> team id
+  let openId = null;
+
+  // The hour picker's value (a UTC time, minutes ignored) as an ISO time; now if empty.
+  function hourAt() {
+    const text = $("log-hour").value;
+    return text ? text + ":00Z" : new Date().toISOString();
+  }
+
+  function options(select, values, anyText) {
+    const chosen = select.value;
+    select.replaceChildren(el("option", { value: "", text: anyText }), ...[...values].sort().map((v) => el("option", { value: v, text: v })));
+    select.value = values.has(chosen) ? chosen : "";
+  }
+
+  async function load() {
+    const error = $("log-error");
+    try {
+      const params = new URLSearchParams({ at: hourAt(), limit: String(LIMIT) });
+      const [log, keys] = await Promise.all([C.api("GET", "usage/requests?" + params.toString()), C.api("GET", "keys").catch(() => ({ data: [] }))]);
+      records = log.data;
+      teamOf = new Map(keys.data.map((k) => [k.id, k.team_id]));
+      $("log-hour-shown").textContent = `${log.hour} (UTC), ${records.length} record${records.length === 1 ? "" : "s"}${records.length >= LIMIT ? ", the newest " + LIMIT : ""}`;
+      options($("log-key"), new Set(records.map((r) => r.key_name ? `${r.key_name} (${r.key_id})` : r.key_id || "-")), "Any key");
+      options($("log-team"), new Set(records.map((r) => teamOf.get(r.key_id) || "-")), "Any team");
+      options($("log-model"), new Set(records.map((r) => r.model)), "Any model");
+      options($("log-deployment"), new Set(records.flatMap((r) => r.tried)), "Any deployment");
+      error.hidden = true;
+      draw();
+      $("log-view").setAttribute("data-loaded", String(Date.now()));
+    } catch (failure) {
+      error.textContent = "The request log could not be read: " + (failure.message || failure);
+      error.hidden = false;
+    }
+  }
+
+  const keyLabel = (r) => (r.key_name ? `${r.key_name} (${r.key_id})` : r.key_id || "-");
+
+  function statusMatches(r, wanted) {
+    if (!wanted) return true;
+    if (/^\dxx$/.test(wanted)) return String(r.status)[0] === wanted[0];
+    return r.outcome === wanted;
+  }
+
+  function matching() {
+    const [key, team, model, dep, status] = ["log-key", "log-team", "log-model", "log-deployment", "log-status"].map((id) => $(id).value);
+    return records.filter(
+      (r) =>
+        (!key || keyLabel(r) === key) &&
+        (!team || (teamOf.get(r.key_id) || "-") === team) &&
+        (!model || r.model === model) &&
+        (!dep || r.tried.includes(dep)) &&
+        statusMatches(r, status),
+    );
+  }
+
+  function row(r) {
+    const tr = el(
+      "tr",
+      { "data-request": r.request_id, "data-outcome": r.outcome, class: r.request_id === openId ? "chosen" : null },
+      cell(C.fmtEpoch(r.at).slice(11)),
+      cell(keyLabel(r)),
+      cell(r.model),
+      cell(r.deployment || "-"),
+      el("td", {}, el("span", { class: "state state-log-" + r.outcome, text: `${r.status} ${r.outcome}` })),
+      cell(`${C.fmtInt(r.latency_ms)} ms`, "num"),
+      cell(C.fmtUsd(r.cost_usd), "num"),
+      el("td", {}, el("button", { type: "button", class: "act-open-record", text: "Open", "aria-label": `Open request ${r.request_id}`, onclick: () => open(r) })),
+    );
+    return tr;
+  }
+
+  function draw() {
+    const shown = matching();
+    const columns = ["Time (UTC)", "Key", "Model", "Served by", "Status", "Latency", "Cost", ""];
+    $("log-list").replaceChildren(C.table(columns, shown.map(row), "grid log-table"));
+    if (!shown.length) $("log-list").append(el("p", { class: "muted", text: records.length ? "No record matches these filters." : "No requests in this hour." }));
+    $("log-count").textContent = `${shown.length} of ${records.length} shown`;
+  }
+
+  // Each deployment tried, in order, and what became of it.
+  function attempts(r) {
+    const list = el("ol", { class: "attempts" });
+    r.tried.forEach((dep, i) => {
+      const last = i === r.tried.length - 1;
+      let what;
+      if (last && r.deployment === dep) what = r.outcome === "stream_cut" ? `served, then the stream was cut (${r.failure_class || "error"})` : "served the answer";
+      else if (r.deployment === dep && r.continued) what = "served part of a stream, continued on the next";
+      else if (last) what = `failed: ${r.failure_class || "error"} (the request ended here)`;
+      else what = "failed; the request moved on to the next";
+      list.append(el("li", { "data-deployment": dep }, el("strong", { text: dep }), document.createTextNode(" · " + what)));
+    });
+    if (!r.tried.length) list.append(el("li", { text: `no deployment was tried: ${r.outcome} (${r.failure_class || "refused before routing"})` }));
+    return list;
+  }
+
+  function facts(r) {
+    const list = el("dl", { class: "facts" });
+    const add = (label, value) => list.append(el("dt", { text: label }), el("dd", { text: value }));
+    add("Request id", r.request_id);
+    add("Time", C.fmtEpoch(r.at));
+    add("Key", keyLabel(r) + (teamOf.get(r.key_id) ? ` · team ${teamOf.get(r.key_id)}` : ""));
+    add("Model", r.served_model && r.served_model !== r.model ? `${r.model} → ${r.served_model}` : r.model);
+    add("Operation", r.operation + (r.stream ? " (stream)" : ""));
+    add("Status", `${r.status} ${r.outcome}` + (r.failure_class ? ` (${r.failure_class})` : ""));
+    add("Latency", `${C.fmtInt(r.latency_ms)} ms in all · ${C.fmtInt(r.upstream_ms)} ms upstream · ${C.fmtInt(r.added_ms)} ms added by the gateway` + (r.ttft_ms === null ? "" : ` · first token ${C.fmtInt(r.ttft_ms)} ms`));
+    add("Tokens", `${C.fmtInt(r.prompt_tokens)} in (${C.fmtInt(r.cache_read_tokens)} from cache) · ${C.fmtInt(r.completion_tokens)} out` + (r.usage_estimated ? " (estimated)" : ""));
+    add("Cost", C.fmtUsd(r.cost_usd));
+    if (r.anomalies.length) add("Anomalies", r.anomalies.join(", "));
+    return list;
+  }
+
+  // The explainer on the status view, filled with this record's model and key, and run:
+  // it explains the routing as it stands now (the log keeps no routing state of the past).
+  function explain(r) {
+    window.location.hash = "#status";
+    $("explain-model").value = r.model;
+    $("explain-caller").value = r.key_id || "";
+    if (r.key_id) $("explain-form").requestSubmit();
+    $("explain").scrollIntoView();
+  }
+
+  function open(r) {
+    openId = r.request_id;
+    const box = $("log-record");
+    box.replaceChildren(
+      el("h3", { text: "Request " + r.request_id }),
+      facts(r),
+      el("h4", { text: `Attempts (${r.attempts})` }),
+      attempts(r),
+      el(
+        "p",
+        {},
+        el("button", { type: "button", id: "log-explain", text: "Explain this model and key's routing now", onclick: () => explain(r) }),
+        el("span", { class: "muted", text: ` (the request was at ${C.fmtEpoch(r.at)})` }),
+      ),
+      el("button", { type: "button", id: "log-record-close", text: "Close", onclick: closeRecord }),
+    );
+    box.hidden = false;
+    box.setAttribute("data-request", r.request_id);
+    draw();
+    box.querySelector("#log-record-close").focus();
+  }
+
+  function closeRecord() {
+    openId = null;
+    $("log-record").hidden = true;
+    $("log-record").replaceChildren();
+    draw();
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    C.onShow("log", load);
+    for (const id of ["log-key", "log-team", "log-model", "log-deployment", "log-status"]) $(id).addEventListener("input", draw);
+    $("log-hour").addEventListener("change", load);
+    $("log-reload").addEventListener("click", load);
+    $("log-filters").addEventListener("submit", (event) => event.preventDefault());
+  });
+})();
