@@ -31,8 +31,9 @@
     ├── QuotaFetchError                 a quota source could not be read (the refresh job logs it)
     ├── QuotaRefreshFailed              a refresh run had failed sources (its invocation fails)
     ├── ValueError
-    │   └── ConfigError                 a configuration document is malformed or invalid
-    │       └── EntryRefused            it breaks the egress or credential rule (``.param``)
+    │   ├── ConfigError                 a configuration document is malformed or invalid
+    │   │   └── EntryRefused            it breaks the egress or credential rule (``.param``)
+    │   └── AnswerTooLarge              an answer too big to store (``state/answers``; never stored)
     ├── UsageError                      a command line the CLI cannot carry out
     └── RuntimeError
         └── MetricsUnavailable          EDGEPROXY_METRICS on without prometheus-client (no start)
@@ -301,6 +302,10 @@ class EntryRefused(ConfigError):
     def __init__(self, message: str, param: str) -> None:
         super().__init__(message)
         self.param = param
+
+
+class AnswerTooLarge(ValueError):
+    """An answer whose compressed size passes ``state.answers.MAX_STORED_BYTES`` (never stored)."""
 
 
 class UsageError(Exception):

@@ -43,8 +43,8 @@ from edgeproxy.api.rate_headers import for_surface
 from edgeproxy.api.reply import Ending
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import ClientGone, UpstreamError
-from edgeproxy.routing.judge.end_user import END_USER_HEADER, end_user_of
 from edgeproxy.routing.idempotency import HEADER, checked_key
+from edgeproxy.routing.judge.end_user import END_USER_HEADER, end_user_of
 from edgeproxy.service.gateway import Gateway
 from edgeproxy.service.limits.parallel import KeySlot
 from edgeproxy.service.limits.slots import Slot

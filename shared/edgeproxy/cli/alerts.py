@@ -18,8 +18,8 @@ from typing import Any, TextIO
 
 from edgeproxy.api.admin.alerts import alert_view
 from edgeproxy.cli import target as cli_target
-from edgeproxy.cli.keys import _http
-from edgeproxy.runtime import open_store
+from edgeproxy.cli.admin_http import admin_request
+from edgeproxy.runtime import open_store, process_rng
 
 EXAMPLE = """examples:
   export EDGEPROXY_ADMIN_KEY=ep-... EDGEPROXY_URL=http://127.0.0.1:8080
@@ -43,7 +43,7 @@ def add_command(commands: Any) -> None:
 
 async def _on_table(args: argparse.Namespace) -> list[dict[str, Any]]:
     async with contextlib.AsyncExitStack() as stack:
-        store = await open_store(cli_target.table_settings(args), stack)
+        store = await open_store(cli_target.table_settings(args), stack, rng=process_rng())
         found = await store.undelivered_alerts()
     found.sort(key=lambda a: (a.next_at, a.level, a.level_id, a.name))
     return [alert_view(a) for a in found]
@@ -77,7 +77,9 @@ async def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Print the undelivered alerts from ``--url`` or ``--table``."""
     out = out or sys.stdout
     if cli_target.url_of(args):
-        alerts: list[dict[str, Any]] = _http(args, "GET", "/admin/alerts/undelivered")["data"]
+        alerts: list[dict[str, Any]] = admin_request(args, "GET", "/admin/alerts/undelivered")[
+            "data"
+        ]
     else:
         alerts = await _on_table(args)
     if args.json:

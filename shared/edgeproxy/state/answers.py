@@ -38,6 +38,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from edgeproxy.errors import AnswerTooLarge as AnswerTooLarge
+
 PREFIX = "answer#"
 PART_BYTES = 350_000  # below the 400 KB item limit with room for the key and attributes
 MAX_PARTS = 4  # one Query (1 MB a page) reads them all
@@ -52,10 +54,6 @@ STORED_HEADERS = frozenset(
         "anthropic-model",
     }
 )
-
-
-class AnswerTooLarge(ValueError):
-    """An answer whose compressed size passes ``MAX_STORED_BYTES`` (never stored)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -73,8 +73,8 @@ from edgeproxy.routing.snapshot import (
 )
 from edgeproxy.state.answers import AnswerStore
 from edgeproxy.state.audit import AuditEntry
-from edgeproxy.state.levels import LevelStore as LevelStore
 from edgeproxy.state.leases import LeaseStore as LeaseStore
+from edgeproxy.state.levels import LevelStore as LevelStore
 from edgeproxy.state.reads import SnapshotRequest as SnapshotRequest
 
 # Re-exported: each caller imports the protocols it names from here.

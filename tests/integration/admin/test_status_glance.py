@@ -45,8 +45,11 @@ def test_error_rate_and_last_error_count_the_last_five_minutes_by_class(
 
     report = wait_for(
         lambda: _status(gw.base_url),
-        lambda r: _rows(r)["a"]["errors_5m"]["errors"] == 3,
-        "a's three failures counted",
+        # Each outcome is written in the background: wait for all six attempts, not only a's.
+        lambda r: (
+            _rows(r)["a"]["errors_5m"]["errors"] == 3 and r["summary"]["errors_5m"]["requests"] == 6
+        ),
+        "a's three failures and b's three answers counted",
     )
     a, b = _rows(report)["a"], _rows(report)["b"]
     assert (a["errors_5m"]["requests"], a["errors_5m"]["rate"]) == (3, 1.0)

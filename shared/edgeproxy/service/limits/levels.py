@@ -111,7 +111,7 @@ def level_estimate(
     """What ``req`` is expected to use, as the key's estimate is made (whatever the key's
     own limits): the calibrated prompt bound plus the output limit, at the pool's top price."""
     pool = priced_pool(config, req.model)
-    tokens = key_estimate(req.body, req.operation, calibrations.ratio(pool))
+    tokens = key_estimate(req.body, req.operation, calibrations.ratio(pool, req.protocol))
     return Estimate(tokens, tokens * price_bound(pool))
 
 

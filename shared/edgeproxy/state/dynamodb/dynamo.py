@@ -44,8 +44,8 @@ from edgeproxy.state.dynamodb.dynamo_jobs import DynamoJobs
 from edgeproxy.state.dynamodb.dynamo_key_lifecycle import DynamoKeyLifecycle
 from edgeproxy.state.dynamodb.dynamo_key_reserve import DynamoKeyReserve
 from edgeproxy.state.dynamodb.dynamo_keys import DynamoKeys
-from edgeproxy.state.dynamodb.dynamo_levels import DynamoLevels
 from edgeproxy.state.dynamodb.dynamo_leases import DynamoLeases
+from edgeproxy.state.dynamodb.dynamo_levels import DynamoLevels
 from edgeproxy.state.dynamodb.dynamo_reads import DynamoReads
 from edgeproxy.state.dynamodb.dynamo_slots import DynamoSlots
 from edgeproxy.state.dynamodb.dynamo_teams import DynamoTeams
