@@ -11,6 +11,7 @@ import pytest
 from edgeproxy_dev.mock_answers import pieces, prompt_tokens
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.configs import config, deployment
+from tests.fixtures.sse import sse_events, stream_text
 from tests.fixtures.upstream import MakeUpstream
 from tests.integration.resilience.helpers import (
     CLIENT_KEY,
@@ -18,8 +19,6 @@ from tests.integration.resilience.helpers import (
     model_requests,
     post_chat,
     router,
-    sse_events,
-    stream_text,
 )
 
 CANON = "The quick brown fox jumps over the lazy dog and keeps on running far away."

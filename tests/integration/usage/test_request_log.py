@@ -15,9 +15,12 @@ import pytest
 
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.clock import FleetClock
+from tests.fixtures.sse import sse_events, stream_text
 from tests.fixtures.table import TableView, wait_for
 from tests.fixtures.upstream import MakeUpstream
-from tests.integration.resilience.helpers import router, sse_events, stream_text
+from tests.integration.resilience.helpers import (
+    router,
+)
 from tests.integration.usage.helpers import (
     ENV,
     PRICES,

@@ -12,8 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from tests.fixtures.clock import FleetClock
+from tests.fixtures.sse import sse_events, stream_text
 from tests.fixtures.upstream import MakeUpstream
-from tests.integration.resilience.helpers import router, sse_events, stream_text
+from tests.integration.resilience.helpers import (
+    router,
+)
 from tests.integration.usage.helpers import ENV, chat, gateway_config, new_key, one_record, priced
 from tests.integration.usage.test_metrics import METRICS_ENV, scrape, total
 
