@@ -9,7 +9,7 @@
 (() => {
   const NS = "http://www.w3.org/2000/svg";
   const COLORS = 6; // series classes s0..s5 (style.css); "other" is s-other
-  const [W, H, LEFT, BOTTOM, TOP] = [600, 180, 48, 22, 8];
+  const [W, H, LEFT, BOTTOM, TOP] = [600, 140, 52, 22, 8];
 
   function svg(tag, attrs = {}, text) {
     const node = document.createElementNS(NS, tag);
@@ -26,8 +26,9 @@
     return 10 * power;
   }
 
-  // periods: the x axis (labels); series: [{name, cls, values (one per period)}].
-  function stacked(title, periods, series, format) {
+  // periods: the x axis (labels); series: [{name, cls, values (one per period)}];
+  // whole: the values are counts (grid lines only at whole numbers).
+  function stacked(title, periods, series, format, whole) {
     const totals = periods.map((_, i) => series.reduce((sum, s) => sum + (s.values[i] || 0), 0));
     const top = niceTop(Math.max(0, ...totals));
     const plotW = W - LEFT - 4;
@@ -37,9 +38,11 @@
     const root = svg("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": `${title}: ${format(totals.reduce((a, b) => a + b, 0))} in all` });
     root.append(svg("title", {}, title));
     for (const f of [0, 0.5, 1]) {
+      if (whole && !Number.isInteger(top * f)) continue; // no line at 2.5 requests
+      const text = format(top * f);
       const y = TOP + plotH * (1 - f);
       root.append(svg("line", { class: "grid-line", x1: LEFT, y1: y, x2: W - 4, y2: y }));
-      root.append(svg("text", { class: "axis", x: LEFT - 4, y: y + 4, "text-anchor": "end" }, format(top * f)));
+      root.append(svg("text", { class: "axis", x: LEFT - 4, y: y + 4, "text-anchor": "end" }, text));
     }
     periods.forEach((period, i) => {
       let y = TOP + plotH;

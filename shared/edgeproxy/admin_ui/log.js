@@ -1,8 +1,9 @@
 // edgeproxy console, the request log view (#log): one hour of the log (GET
 // admin/usage/requests?at=, newest first), filtered in the page by key, team, model,
-// deployment and status; a record opens its attempts (the deployments tried, in order, and
+// deployment, status and the minutes of the hour (from, to); a record opens its attempts (the deployments tried, in order, and
 // why it moved on), its latency, tokens and cost, and a link to the routing explainer.
-// The log names each record's key; its team is the key's (from GET admin/keys).
+// The log names each record's key and the key's team when the request ran; a record of an
+// older release without it takes the key's team now (from GET admin/keys).
 "use strict";
 
 (() => {
@@ -35,7 +36,7 @@
       teamOf = new Map(keys.data.map((k) => [k.id, k.team_id]));
       $("log-hour-shown").textContent = `${log.hour} (UTC), ${records.length} record${records.length === 1 ? "" : "s"}${records.length >= LIMIT ? ", the newest " + LIMIT : ""}`;
       options($("log-key"), new Set(records.map((r) => r.key_name ? `${r.key_name} (${r.key_id})` : r.key_id || "-")), "Any key");
-      options($("log-team"), new Set(records.map((r) => teamOf.get(r.key_id) || "-")), "Any team");
+      options($("log-team"), new Set(records.map(teamOfRecord)), "Any team");
       options($("log-model"), new Set(records.map((r) => r.model)), "Any model");
       options($("log-deployment"), new Set(records.flatMap((r) => r.tried)), "Any deployment");
       error.hidden = true;
@@ -47,6 +48,10 @@
     }
   }
 
+  const teamOfRecord = (r) => r.team || teamOf.get(r.key_id) || "-";
+  // A record's time of day (UTC) as HH:MM, as a time input's value reads.
+  const clock = (r) => C.fmtEpoch(r.at).slice(11, 16);
+
   const keyLabel = (r) => (r.key_name ? `${r.key_name} (${r.key_id})` : r.key_id || "-");
 
   function statusMatches(r, wanted) {
@@ -56,11 +61,13 @@
   }
 
   function matching() {
-    const [key, team, model, dep, status] = ["log-key", "log-team", "log-model", "log-deployment", "log-status"].map((id) => $(id).value);
+    const [key, team, model, dep, status, from, to] = ["log-key", "log-team", "log-model", "log-deployment", "log-status", "log-from", "log-to"].map((id) => $(id).value);
     return records.filter(
       (r) =>
         (!key || keyLabel(r) === key) &&
-        (!team || (teamOf.get(r.key_id) || "-") === team) &&
+        (!team || teamOfRecord(r) === team) &&
+        (!from || clock(r) >= from) &&
+        (!to || clock(r) <= to) &&
         (!model || r.model === model) &&
         (!dep || r.tried.includes(dep)) &&
         statusMatches(r, status),
@@ -112,7 +119,9 @@
     const add = (label, value) => list.append(el("dt", { text: label }), el("dd", { text: value }));
     add("Request id", r.request_id);
     add("Time", C.fmtEpoch(r.at));
-    add("Key", keyLabel(r) + (teamOf.get(r.key_id) ? ` · team ${teamOf.get(r.key_id)}` : ""));
+    const team = teamOfRecord(r);
+    add("Key", keyLabel(r) + (team !== "-" ? ` · team ${team}` : "") + (r.organization ? ` · organization ${r.organization}` : ""));
+    if (r.end_user) add("End user", r.end_user);
     add("Model", r.served_model && r.served_model !== r.model ? `${r.model} → ${r.served_model}` : r.model);
     add("Operation", r.operation + (r.stream ? " (stream)" : ""));
     add("Status", `${r.status} ${r.outcome}` + (r.failure_class ? ` (${r.failure_class})` : ""));
@@ -120,6 +129,7 @@
     add("Tokens", `${C.fmtInt(r.prompt_tokens)} in (${C.fmtInt(r.cache_read_tokens)} from cache) · ${C.fmtInt(r.completion_tokens)} out` + (r.usage_estimated ? " (estimated)" : ""));
     add("Cost", C.fmtUsd(r.cost_usd));
     if (r.anomalies.length) add("Anomalies", r.anomalies.join(", "));
+    if (r.notes && r.notes.length) add("Notes", r.notes.join(", "));
     return list;
   }
 
@@ -164,7 +174,7 @@
 
   document.addEventListener("DOMContentLoaded", () => {
     C.onShow("log", load);
-    for (const id of ["log-key", "log-team", "log-model", "log-deployment", "log-status"]) $(id).addEventListener("input", draw);
+    for (const id of ["log-key", "log-team", "log-model", "log-deployment", "log-status", "log-from", "log-to"]) $(id).addEventListener("input", draw);
     $("log-hour").addEventListener("change", load);
     $("log-reload").addEventListener("click", load);
     $("log-filters").addEventListener("submit", (event) => event.preventDefault());

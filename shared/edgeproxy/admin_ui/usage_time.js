@@ -77,7 +77,7 @@
         "figure",
         { class: "usage-chart", "data-measure": m.name },
         el("figcaption", {}, el("h3", { text: m.label })),
-        el("div", { class: "chart-row" }, el("div", { class: "chart-box" }, window.edgeproxyCharts.stacked(m.label, axis, series, m.fmt)), C.table([by[0].toUpperCase() + by.slice(1), m.label.split(" (")[0]], [...numbers, all], "grid chart-numbers")),
+        el("div", { class: "chart-row" }, el("div", { class: "chart-box" }, window.edgeproxyCharts.stacked(m.label, axis, series, m.fmt, m.name !== "spend")), C.table([by[0].toUpperCase() + by.slice(1), m.label.split(" (")[0]], [...numbers, all], "grid chart-numbers")),
       );
       box.append(figure);
     }
