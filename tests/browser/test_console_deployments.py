@@ -161,3 +161,67 @@ async def test_routing_is_set_in_the_page_with_each_setting_s_source_and_conflic
     await expect(page.locator('[data-deployment-row="b"]')).to_contain_text("3")
     await screenshots(page, "routing")
     assert watched.problems(REFUSED) == []
+
+
+async def test_a_stale_deployment_edit_shows_what_changed_and_keeps_both_changes(
+    start_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream, watched: Watched
+) -> None:
+    config = gateway_config(deployment("a", upstream_a), deployment("b", upstream_b))
+    gw = await asyncio.to_thread(start_gateway, config, env=ENV)
+    page = watched.page
+    await sign_in(page, gw.base_url, "deployments")
+    await page.locator('[data-deployment-row="b"] .act-edit').click()
+    form = page.locator("#dep-form")
+    await asyncio.to_thread(_patch_b, gw.base_url, {"weight": 3})  # another admin, meanwhile
+    await form.get_by_label("Priority (higher: tried first)").fill("2")
+    await page.click("#dep-save")
+    conflict = page.locator("#dep-conflict")
+    await expect(conflict).to_contain_text("Changed by someone else since you opened it")
+    await expect(page.locator("#dep-conflict-fields li")).to_have_text(["Weight: 1 → 3"])
+    await expect(form.get_by_label("Weight")).to_have_value("3")
+    await expect(form.get_by_label("Priority (higher: tried first)")).to_have_value("2")
+    shown = admin_get(gw.base_url, "/admin/deployments/b").json()
+    assert (shown["weight"], shown["priority"]) == (3, 0)  # refused, not applied
+    await page.click("#dep-save")
+    await expect(page.locator("#dep-editor")).to_be_hidden()
+    shown = admin_get(gw.base_url, "/admin/deployments/b").json()
+    assert (shown["weight"], shown["priority"]) == (3, 2)
+    assert watched.problems(REFUSED) == []
+
+
+# Every control of the new views: its accessible name (a label, aria-label or text).
+UNNAMED = """(root) => [...document.querySelectorAll(root + ' :is(input, select, textarea, button)')]
+  .filter((c) => !(c.labels && c.labels.length) && !c.getAttribute('aria-label')
+                 && !c.textContent.trim())
+  .map((c) => c.id || c.name || c.outerHTML.slice(0, 60))"""
+
+
+async def test_the_new_views_are_labelled_and_reachable_by_keyboard(
+    start_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream, watched: Watched
+) -> None:
+    config = gateway_config(deployment("a", upstream_a), deployment("b", upstream_b))
+    gw = await asyncio.to_thread(start_gateway, config, env=ENV)
+    page = watched.page
+    await sign_in(page, gw.base_url, "deployments")
+    await expect(page.locator("#routing-view")).to_have_attribute("data-loaded", re.compile(r"\d+"))
+    await page.click("#dep-new")
+    assert await page.evaluate(UNNAMED, "#deployments-views") == []
+    await page.click("#dep-cancel")
+    # From the view's first button, Tab reaches a row's toggle and Enter presses it.
+    await page.focus("#dep-new")
+    for _ in range(40):
+        await page.keyboard.press("Tab")
+        focused = await page.evaluate("document.activeElement.getAttribute('aria-label')")
+        if focused == "Disable a":
+            break
+    assert focused == "Disable a"
+    await page.keyboard.press("Enter")
+    await expect(page.locator('[data-deployment-row="a"]')).to_have_attribute(
+        "data-enabled", "false"
+    )
+    await page.click('#nav a[href="#usage"]')
+    await expect(page.locator("#usage-time-view")).to_have_attribute(
+        "data-loaded", re.compile(r"\d+")
+    )
+    assert await page.evaluate(UNNAMED, "#usage-views") == []
+    assert watched.problems() == []

@@ -12,7 +12,6 @@
   const C = window.edgeproxyConsole;
   const { el, cell, field, $ } = C;
   const PROVIDERS = ["openai_compat", "openai", "anthropic", "azure", "bedrock"];
-  const REDACTED = "[redacted]";
   // A change of one of these must pass a connection test before it is saved.
   const CONNECTION = ["provider", "base_url", "upstream_model", "credential"];
   const FIELDS = [
@@ -152,12 +151,10 @@
   }
 
   // The whole deployment the form describes (a changed one: as read, with the changes;
-  // the secret maps the API shows redacted are left out, not sent back as "[redacted]").
+  // header and query values the API shows as "[redacted]" are sent back so: they stand for
+  // the stored values while base_url stays, and a moved base_url is refused without them).
   function candidate() {
     const base = editing.create ? {} : { ...editing.dep };
-    for (const name of ["headers", "query"]) {
-      if (base[name] && Object.values(base[name]).includes(REDACTED)) delete base[name];
-    }
     const body = { ...base, ...(editing.create ? {} : changedFrom(editing.dep)) };
     if (editing.create) {
       for (const spec of FIELDS) {
@@ -248,6 +245,9 @@
     try {
       const mine = editing.create ? null : changedFrom(editing.dep);
       if (mine && !Object.keys(mine).length) return close();
+      // A new base_url restates the credential reference the form shows (the API refuses a
+      // move that does not: the stored credential is not sent to a new host unasked).
+      if (mine && "base_url" in mine && editing.dep.credential && !("credential" in mine)) mine.credential = parsed(FIELDS.find((f) => f.name === "credential"), input("credential").value);
       const connects = editing.create || CONNECTION.some((name) => name in mine);
       if (connects && tested !== JSON.stringify(candidate()) && !(await test())) return;
       try {

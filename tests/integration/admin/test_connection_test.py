@@ -71,3 +71,19 @@ def test_the_rules_of_the_write_refuse_before_any_call(
     assert c.requests() == []
     client = admin(gw.base_url, "POST", PATH, key=CLIENT_KEY, json=deployment("c", c))
     assert client.status_code in (401, 403)
+
+
+def test_a_changed_deployment_is_tried_as_its_write_would_store_it(
+    start_gateway, make_upstream, upstream_a: MockUpstream, upstream_b: MockUpstream
+) -> None:
+    gw = start_gateway(two_deployments(upstream_a, upstream_b))
+    c = make_upstream("c")
+    # The body is the whole deployment, as its PUT: the stored credential goes nowhere unnamed.
+    moved = {k: v for k, v in deployment("b", c).items() if k != "credential"}
+    ok(admin(gw.base_url, "POST", PATH, json=moved))
+    [unnamed] = c.requests()
+    assert MOCK_KEY not in str(unnamed["headers"])
+    restated = ok(admin(gw.base_url, "POST", PATH, json=deployment("b", c)))
+    assert (restated["ok"], restated["deployment"]) == (True, "b")
+    assert MOCK_KEY in str(c.requests()[1]["headers"])
+    assert ok(admin(gw.base_url, "GET", "/admin/deployments/b"))["base_url"] == upstream_b.base_url

@@ -95,8 +95,10 @@ async def test_connection(call: AdminCall) -> Response:
     dep = checked(Deployment, body)
     assert isinstance(dep, Deployment)
     known = {d.id for d in (await editor(call).current()).config.deployments}
+    # A changed deployment as its PUT would be: a moved base_url restates its secrets, and
+    # a secret sent back redacted stands for the stored one only while base_url stays.
     change = (
-        changes.replace_deployment(dep.id, body, partial=False)
+        restating(changes.replace_deployment(dep.id, body, partial=False), dep.id, body)
         if dep.id in known
         else changes.create_deployment(body)
     )
