@@ -12,6 +12,7 @@ import io
 import time
 from datetime import UTC, datetime
 
+import httpx
 import openai
 from playwright.async_api import Page, expect
 
@@ -19,6 +20,7 @@ from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.browser.conftest import Watched
 from tests.browser.views import go, screenshots, sign_in
 from tests.fixtures.secrets import remember
+from tests.integration.keys.helpers import bearer
 from tests.integration.usage.helpers import ADMIN_KEY, ENV, gateway_config, priced, records
 
 remember(ADMIN_KEY)
@@ -29,6 +31,17 @@ def _ask(base_url: str, secret: str) -> None:
         sdk.chat.completions.create(
             model="fast-chat", messages=[{"role": "user", "content": "Hello!"}]
         )
+
+
+def _drain_a(base_url: str) -> None:
+    headers = bearer(ADMIN_KEY)
+    etag = httpx.get(base_url + "/admin/deployments/a", headers=headers).headers["etag"]
+    answer = httpx.patch(
+        base_url + "/admin/deployments/a",
+        json={"enabled": False},
+        headers={**headers, "if-match": etag},
+    )
+    assert answer.status_code == 200, answer.text
 
 
 async def _team_and_key(page: Page) -> str:
@@ -87,6 +100,12 @@ async def test_a_key_made_in_the_page_shows_in_the_log_and_the_usage_charts(
     await page.fill("#log-to", "")
     await rows.first.locator(".act-open-record").click()
     await expect(page.locator("#log-record")).to_contain_text("team red · organization acme")
+    await expect(page.locator("#log-since")).to_have_attribute("data-changes", "0")
+    await asyncio.to_thread(_drain_a, gw.base_url)  # an admin change after the request
+    await page.click("#log-record-close")
+    await rows.first.locator(".act-open-record").click()
+    await expect(page.locator("#log-since")).to_have_attribute("data-changes", "1")
+    await expect(page.locator("#log-since")).to_contain_text("deployment.update a")
 
     await go(page, "usage")
     await page.select_option("#usage-by", "team")

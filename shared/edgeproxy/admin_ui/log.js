@@ -143,6 +143,27 @@
     $("explain").scrollIntoView();
   }
 
+  // What the explainer cannot replay: the admin changes made since the request (the audit
+  // log's newest 200), so the operator knows whether "now" is still "that moment".
+  async function since(r) {
+    let entries;
+    try {
+      entries = (await C.api("GET", "audit?limit=200")).data;
+    } catch (_) {
+      return; // a scoped admin reads no audit log: nothing said
+    }
+    const box = $("log-since");
+    if (!box || openId !== r.request_id) return;
+    const later = entries.filter((e) => e.at > r.at);
+    box.setAttribute("data-changes", String(later.length));
+    if (!later.length) {
+      box.textContent = "No admin change since this request: the explainer's configuration is the one it met (health, circuits and limits move on their own).";
+      return;
+    }
+    const shown = later.slice(0, 3).map((e) => `${C.fmtEpoch(e.at).slice(11)} ${e.action} ${e.target}`);
+    box.textContent = `${later.length} admin change${later.length === 1 ? "" : "s"} since this request (${shown.join("; ")}${later.length > 3 ? "; …" : ""}): the explainer shows the routing as it is now.`;
+  }
+
   function open(r) {
     openId = r.request_id;
     const box = $("log-record");
@@ -157,8 +178,10 @@
         el("button", { type: "button", id: "log-explain", text: "Explain this model and key's routing now", onclick: () => explain(r) }),
         el("span", { class: "muted", text: ` (the request was at ${C.fmtEpoch(r.at)})` }),
       ),
+      el("p", { id: "log-since", class: "muted" }),
       el("button", { type: "button", id: "log-record-close", text: "Close", onclick: closeRecord }),
     );
+    since(r);
     box.hidden = false;
     box.setAttribute("data-request", r.request_id);
     draw();
