@@ -87,3 +87,16 @@ def test_a_changed_deployment_is_tried_as_its_write_would_store_it(
     assert (restated["ok"], restated["deployment"]) == (True, "b")
     assert MOCK_KEY in str(c.requests()[1]["headers"])
     assert ok(admin(gw.base_url, "GET", "/admin/deployments/b"))["base_url"] == upstream_b.base_url
+
+
+def test_an_embeddings_deployment_is_tried_with_one_embedding(
+    start_gateway, make_upstream, upstream_a: MockUpstream, upstream_b: MockUpstream
+) -> None:
+    gw = start_gateway(two_deployments(upstream_a, upstream_b))
+    c = make_upstream("c")
+    embeds = deployment("c", c, model="embed", operations=["embeddings"])
+    found = ok(admin(gw.base_url, "POST", PATH, json=embeds))
+    assert (found["ok"], found["status"]) == (True, 200)
+    [call] = c.requests()
+    assert call["path"].endswith("/embeddings")
+    assert call["body"]["input"] == "ping"

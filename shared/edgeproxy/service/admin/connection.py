@@ -5,7 +5,8 @@ save it (the configuration models, the egress rule and its name
 resolution, the credential-reference rule: ``ConfigEditor.trial``), then its
 credential is resolved and one chat completion of one output token is sent
 through the gateway's own upstream client, under the egress rule at connect
-time. Nothing is stored and nothing is audited. The answer says whether it
+time (a deployment that serves embeddings and not chat gets one embedding of
+one word instead). Nothing is stored and nothing is audited. The answer says whether it
 worked, the upstream's status and the time it took; an error names the
 field it is about and never carries the credential (its value is cut out of
 every text the answer holds).
@@ -27,6 +28,13 @@ from edgeproxy.upstream.client import UpstreamClient
 
 TIMEOUT_S = 10.0  # a connection test waits this long for the whole answer
 PROMPT = [{"role": "user", "content": "ping"}]
+
+
+def _probe(dep: Deployment) -> tuple[Operation, dict[str, Any]]:
+    """The smallest call ``dep`` serves: a chat of one token, else one embedding."""
+    if Operation.CHAT not in dep.operations and Operation.EMBEDDINGS in dep.operations:
+        return Operation.EMBEDDINGS, {"model": dep.model, "input": "ping"}
+    return Operation.CHAT, {"model": dep.model, "messages": PROMPT, "max_tokens": 1}
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,16 +72,17 @@ async def try_deployment(
     config: GatewayConfig,
     dep: Deployment,
 ) -> Tried:
-    """One chat call of one token to ``dep`` (already checked as part of ``config``)."""
+    """One small call to ``dep`` (already checked as part of ``config``)."""
     try:
         resolved = await credentials.resolve(dep.credential)
     except CredentialError as exc:
         return Tried(False, dep.id, field="credential", error=str(exc))
     secret = resolved.get_secret_value() if resolved else None
+    operation, body = _probe(dep)
     call = UpstreamCall(
         deployment=dep,
-        operation=Operation.CHAT,
-        body={"model": dep.model, "messages": PROMPT, "max_tokens": 1},
+        operation=operation,
+        body=body,
         credential=secret,
         response_timeout_s=TIMEOUT_S,
         limits=config.gateway.upstream_limits,
