@@ -149,9 +149,13 @@ async def test_routing_is_set_in_the_page_with_each_setting_s_source_and_conflic
 
     await page.fill("#alias-name", "gpt-4-legacy")
     await page.fill("#alias-model", "fast-chat")
+    await page.fill("#alias-since", "2026-11-01T00:00")
+    await page.fill("#alias-sunset", "2027-01-01T00:00")
     await page.click("#alias-save")
-    await expect(page.locator('[data-alias="gpt-4-legacy"]')).to_contain_text("fast-chat")
-    assert "gpt-4-legacy" in admin_get(gw.base_url, "/admin/aliases").json()["aliases"]
+    await expect(page.locator('[data-alias="gpt-4-legacy"]')).to_contain_text("2027-01-01 00:00")
+    alias = admin_get(gw.base_url, "/admin/aliases").json()["aliases"]["gpt-4-legacy"]
+    assert alias["model"] == "fast-chat"
+    assert alias["deprecation"]["sunset"].startswith("2027-01-01T00:00")
 
     # Someone else changes the configuration: the page's next write is refused and says so.
     await asyncio.to_thread(_patch_b, gw.base_url, {"weight": 3})

@@ -174,10 +174,11 @@
         cell(name, "name"),
         cell(a.model),
         cell(since),
+        cell(a.deprecation && a.deprecation.sunset ? C.fmtTime(a.deprecation.sunset) : "-"),
         el("td", {}, el("button", { type: "button", class: "act-alias-delete", text: "Remove", "aria-label": `Remove alias ${name}`, onclick: () => removeAlias(name) })),
       );
     });
-    $("aliases-list").replaceChildren(C.table(["Alias", "Model", "Deprecated since", ""], rows, "grid aliases-table"));
+    $("aliases-list").replaceChildren(C.table(["Alias", "Model", "Deprecated since", "Sunset", ""], rows, "grid aliases-table"));
     if (!names.length) $("aliases-list").append(el("p", { class: "muted", text: "No aliases." }));
   }
 
@@ -185,8 +186,14 @@
     event.preventDefault();
     const name = $("alias-name").value.trim();
     const body = { model: $("alias-model").value.trim() };
-    const since = $("alias-since").value;
+    const [since, sunset, link] = ["alias-since", "alias-sunset", "alias-link"].map((id) => $(id).value.trim());
     if (since) body.deprecation = { since: since + ":00Z" };
+    if (body.deprecation && sunset) body.deprecation.sunset = sunset + ":00Z";
+    if (body.deprecation && link) body.deprecation.link = link;
+    if (!since && (sunset || link)) {
+      problem("alias-error", { message: "A sunset or a link belongs to a deprecation: give its start (Deprecated since) too." });
+      return;
+    }
     try {
       await C.api("PUT", `aliases/${encodeURIComponent(name)}`, { body, version });
       $("alias-form").reset();
