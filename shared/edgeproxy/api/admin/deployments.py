@@ -105,7 +105,9 @@ async def test_connection(call: AdminCall) -> Response:
     config = await editor(call).trial(change)
     [tried] = [d for d in config.deployments if d.id == dep.id]
     credentials = call.gateway.credentials or CredentialResolver({})
-    found = await try_deployment(call.gateway.upstream, credentials, config, tried)
+    found = await try_deployment(
+        call.gateway.upstream, credentials, config, tried, call.gateway.now
+    )
     return JSONResponse(found.body())
 
 

@@ -14,7 +14,7 @@ every text the answer holds).
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,8 +71,9 @@ async def try_deployment(
     credentials: CredentialResolver,
     config: GatewayConfig,
     dep: Deployment,
+    clock: Callable[[], float],
 ) -> Tried:
-    """One small call to ``dep`` (already checked as part of ``config``)."""
+    """One small call to ``dep`` (already checked as part of ``config``), timed by ``clock``."""
     try:
         resolved = await credentials.resolve(dep.credential)
     except CredentialError as exc:
@@ -88,7 +89,7 @@ async def try_deployment(
         limits=config.gateway.upstream_limits,
         egress=config.gateway.egress,
     )
-    started = time.monotonic()
+    started = clock()
     try:
         answer = await upstream.send(call)
     except UpstreamFault as exc:
@@ -97,7 +98,7 @@ async def try_deployment(
         status = fault.status
         where = "credential" if status in (401, 403) else "base_url"
         return Tried(False, dep.id, status=status, field=where, error=_cut(text, secret))
-    latency = round((time.monotonic() - started) * 1000)
+    latency = round((clock() - started) * 1000)
     model = answer.body.get("model")
     return Tried(
         True,
