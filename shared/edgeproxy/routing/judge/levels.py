@@ -56,6 +56,7 @@ class LevelLimits:
     max_parallel_requests: int | None = None
     budget_usd: float | None = None
     budget_period: BudgetPeriod = BudgetPeriod.TOTAL
+    soft_budget_ratio: float | None = None  # a team's or organization's alert threshold
 
     @property
     def limited(self) -> bool:
@@ -150,6 +151,7 @@ def level_limits(
                     group.max_parallel_requests,
                     group.budget_usd,
                     group.budget_period,
+                    group.soft_budget_ratio,
                 )
             )
     return [limits for limits in found if limits.limited]
@@ -201,6 +203,7 @@ def _without_slots(limits: LevelLimits) -> LevelLimits:
         None,
         limits.budget_usd,
         limits.budget_period,
+        limits.soft_budget_ratio,
     )
 
 
