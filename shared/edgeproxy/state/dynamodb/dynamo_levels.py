@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from edgeproxy.routing.access import ACCOUNT_SEP
-from edgeproxy.routing.judge.levels import LevelCharge
+from edgeproxy.routing.judge.levels import LevelCharge, LevelCounts
 from edgeproxy.routing.judge.reasons import Write
 from edgeproxy.state.dynamodb import conditions as cond
 from edgeproxy.state.dynamodb.dynamo_alerts import LevelWatcher
@@ -37,7 +37,7 @@ from edgeproxy.state.dynamodb.dynamo_keys import KEY_UNDER_LIMIT
 from edgeproxy.state.dynamodb.dynamo_slots import SLOT_RETENTION_S
 from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy.state.dynamodb.table import Table
-from edgeproxy.state.items import get_float, number, text
+from edgeproxy.state.items import get_float, get_int, number, text
 from edgeproxy.state.keys import Key
 from edgeproxy.state.levels import Failed, Settlement
 
@@ -188,6 +188,33 @@ class DynamoLevels:
                 break
             query["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         return [slot for slot in range(cap) if slot not in held]
+
+    async def level_counts(self, charges: Sequence[LevelCharge], now: float) -> list[LevelCounts]:
+        """What each charge's counters hold at ``now``, read without a write: one
+        BatchGetItem of the minute buckets and spends, one Query per capped level's slots."""
+        wanted = [level_usage_key(c.limits.partition, c.minute) for c in charges]
+        wanted += [level_spend_key(c.account) for c in charges]
+        found = await self._table.batch_get(wanted)
+        out: list[LevelCounts] = []
+        for c in charges:
+            bucket = found.get(level_usage_key(c.limits.partition, c.minute), {})
+            spend = found.get(level_spend_key(c.account), {})
+            held = 0
+            if c.parallel is not None and c.parallel > 0:
+                held = c.parallel - len(
+                    await self.free_level_slots(c.limits.partition, c.parallel, now)
+                )
+            out.append(
+                LevelCounts(
+                    requests=get_int(bucket, "requests"),
+                    tokens=get_int(bucket, "tokens"),
+                    spend_usd=get_float(spend, "spend_usd"),
+                    in_flight=held,
+                    spend_seen="spend_usd" in spend,
+                    tokens_seen="tokens" in bucket,
+                )
+            )
+        return out
 
     async def settle_levels(self, settled: Sequence[Settlement], holder: str) -> None:
         """Add each settlement's difference and free its slot, in one transaction (a slot
