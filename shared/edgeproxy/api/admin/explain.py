@@ -113,7 +113,7 @@ async def explain_route(call: AdminCall) -> Response:
         role=who.role,
         key=who.key,
         chat=parsed.chat,
-        end_user=end_user_of(order.end_user, parsed.body, codec.surface),
+        end_user=end_user_of(order.end_user, order.body, codec.surface),
     )
     now = gateway.now()
     run = new_run(req, call.config, now, gateway.calibrations.view(req.protocol))
