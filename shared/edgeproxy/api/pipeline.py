@@ -231,7 +231,9 @@ async def _prepared(
         role=who.role,
         key=who.key,
         chat=parsed.chat,
-        end_user=end_user_of(request.headers.get(END_USER_HEADER), parsed.body, codec.surface),
+        # The client's own body: a surface's translation may drop the field (Messages'
+        # ``metadata``).
+        end_user=end_user_of(request.headers.get(END_USER_HEADER), body, codec.surface),
     )
     return Prepared(req, parsed, parsed.model, body)
 

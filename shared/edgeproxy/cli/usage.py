@@ -63,6 +63,7 @@ def add_command(commands: Any) -> None:
     usage.add_argument("--log", action="store_true", help="list the request log of one hour")
     usage.add_argument("--at", help="with --log: a time in the hour (default now)")
     usage.add_argument("--limit", type=int, default=50, help="with --log: records (default 50)")
+    usage.add_argument("--end-user", help="with --log: only the requests naming this end user")
 
 
 def _params(args: argparse.Namespace) -> dict[str, str]:
@@ -81,6 +82,8 @@ async def _over_http(args: argparse.Namespace, url: str) -> dict[str, Any]:
             params: dict[str, str] = {"limit": str(args.limit)}
             if args.at:
                 params["at"] = args.at
+            if args.end_user:
+                params["end_user"] = args.end_user
             path = "/admin/usage/requests"
         else:
             params, path = _params(args), "/admin/usage"
@@ -102,7 +105,8 @@ async def _on_table(args: argparse.Namespace) -> dict[str, Any]:
         log = DynamoUsageLog.sharing(await open_store(settings, stack, rng=process_rng()))
         if args.log:
             at = parse_time(args.at, "at") if args.at else now
-            records = await log.read_requests(int(at // HOUR_S), args.limit, now)
+            hour = int(at // HOUR_S)
+            records = await log.read_requests(hour, args.limit, now, end_user=args.end_user)
             return {"object": "list", "data": [dataclasses.asdict(r) for r in records]}
         report = await usage_report(log, ReportQuery.parse(_params(args), now), now)
         return json_ready(report)

@@ -257,8 +257,14 @@ class UsageLogStore(Protocol):
         ...
 
     async def read_requests(
-        self, hour: int, limit: int, now: float, where: tuple[str, str] | None = None
+        self,
+        hour: int,
+        limit: int,
+        now: float,
+        where: tuple[str, str] | None = None,
+        end_user: str | None = None,
     ) -> list[RequestRecord]:
         """Up to ``limit`` log records of ``hour``, newest first (across every shard);
-        ``where``: only records whose label (``LABELS``) has that value."""
+        ``where``: only records whose label (``LABELS``) has that value; ``end_user``: only
+        the requests that named that end user."""
         ...

@@ -81,11 +81,23 @@ def test_usage_log_lists_this_hours_records(
     key = new_key(gw.base_url)
     answer = chat(gw.base_url, key["key"])
     records(gw.base_url, clock.now(), 1)
+    named = chat(gw.base_url, key["key"], user="alice")
+    records(gw.base_url, clock.now(), 2)
     for where in (["--url", gw.base_url], ["--table", gw.table]):
         status, out, _ = run(capsys, "usage", *where, "--log", "--limit", "5")
         assert status == 0
+        assert [r["request_id"] for r in json.loads(out)["data"]] == [
+            named.headers["x-request-id"],
+            answer.headers["x-request-id"],
+        ]
+        # --end-user: only the requests naming that end user.
+        status, out, _ = run(capsys, "usage", *where, "--log", "--end-user", "alice")
+        assert status == 0
         [record] = json.loads(out)["data"]
-        assert record["request_id"] == answer.headers["x-request-id"]
+        assert (record["request_id"], record["end_user"]) == (
+            named.headers["x-request-id"],
+            "alice",
+        )
 
 
 def test_a_bad_range_is_one_line_on_stderr(start_gateway, capsys, upstream_a: MockUpstream) -> None:
