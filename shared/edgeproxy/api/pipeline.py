@@ -50,6 +50,7 @@ from edgeproxy.service.gateway import Gateway
 from edgeproxy.service.limits.parallel import KeySlot
 from edgeproxy.service.limits.slots import Slot
 from edgeproxy.service.request import ProxyRequest
+from edgeproxy.service.stream.events import Closing
 
 logger = logging.getLogger(__name__)
 _STREAM_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
@@ -296,6 +297,17 @@ async def _cached(
     )
 
 
+def _clean(closing: Closing | None) -> bool:
+    """Whether a stream's end makes it a stored answer: complete, every finish reason the
+    upstream's, no anomaly, not continued after a cut."""
+    return (
+        closing is not None
+        and not closing.finish_reasons
+        and not closing.anomalies
+        and not closing.continued
+    )
+
+
 async def _answered(
     request: Request,
     codec: Codec,
@@ -335,7 +347,7 @@ async def _answered(
             return Answered(
                 relayed,
                 lambda: events.closing is not None,
-                lambda: events.closing is not None and not events.closing.finish_reasons,
+                lambda: _clean(events.closing),
             )
         return Answered(relayed)
     result = await unless_client_leaves(request, gateway.complete(req, config, admission))

@@ -7,6 +7,7 @@ Keys are the table's (admin API), so scopes, teams, revocation and spend are rea
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -264,3 +265,113 @@ def test_two_processes_share_hits(
     assert hit.headers["x-edgeproxy-cache"] == "hit"
     assert hit.json()["id"] == "chatcmpl-mock-a-1"
     assert _calls(upstream_a) == 1
+
+
+def test_identical_requests_in_flight_over_two_processes_make_one_upstream_call(
+    start_gateway: Callable[..., Any], spawn_gateway: Callable[..., Any], upstream_a: MockUpstream
+) -> None:
+    cfg = gateway_config(priced("a", upstream_a), cache=_cache(coalesce=True))
+    local = start_gateway(cfg, env=ENV)
+    remote = spawn_gateway(env=ENV)
+    key = create_key(local.base_url, name="app")["key"]
+    upstream_a.set_faults([], persistent={"latency_ms": 1500})
+
+    async def burst() -> list[httpx.Response]:
+        async with httpx.AsyncClient(timeout=30) as http:
+            return list(
+                await asyncio.gather(
+                    *(
+                        http.post(
+                            gw.base_url + CHAT,
+                            json={"model": "fast-chat", "messages": HELLO},
+                            headers=bearer(key),
+                        )
+                        for i in range(10)
+                        for gw in ((local, remote)[i % 2],)
+                    )
+                )
+            )
+
+    answers = asyncio.run(burst())
+    assert [a.status_code for a in answers] == [200] * 10
+    assert _calls(upstream_a) == 1
+    assert {a.json()["id"] for a in answers} == {"chatcmpl-mock-a-1"}
+    assert sorted(a.headers["x-edgeproxy-cache"] for a in answers) == ["hit"] * 9 + ["miss"]
+
+
+def test_a_coalesced_wait_is_bounded_then_the_request_calls_itself(
+    start_gateway: Callable[..., Any], upstream_a: MockUpstream
+) -> None:
+    cfg = gateway_config(
+        priced("a", upstream_a), cache=_cache(coalesce=True, coalesce_wait_seconds=0.3)
+    )
+    gw = start_gateway(cfg, env=ENV)
+    key = create_key(gw.base_url, name="app")["key"]
+    upstream_a.set_faults([{"latency_ms": 1500}])  # the first call is slow
+
+    async def two() -> list[httpx.Response]:
+        async with httpx.AsyncClient(timeout=30) as http:
+            first = asyncio.ensure_future(
+                http.post(
+                    gw.base_url + CHAT,
+                    json={"model": "fast-chat", "messages": HELLO},
+                    headers=bearer(key),
+                )
+            )
+            await asyncio.sleep(0)
+            while _calls(upstream_a) < 1:  # the first holds the lease and is upstream
+                await asyncio.sleep(0.02)
+            second = await http.post(
+                gw.base_url + CHAT,
+                json={"model": "fast-chat", "messages": HELLO},
+                headers=bearer(key),
+            )
+            return [await first, second]
+
+    first, second = asyncio.run(two())
+    assert (first.status_code, second.status_code) == (200, 200)
+    assert second.headers["x-edgeproxy-cache"] == "miss"
+    assert second.json()["id"] != first.json()["id"]  # it stopped waiting and called itself
+    assert _calls(upstream_a) == 2
+
+
+@pytest.mark.parametrize(
+    "fault", [{"cut_after_chunks": 2}, {"finish_reason": None}, {"no_done": True}]
+)
+def test_cut_and_anomalous_streams_are_never_stored(
+    start_gateway: Callable[..., Any], upstream_a: MockUpstream, fault: dict[str, Any]
+) -> None:
+    gw = _gateway(start_gateway, upstream_a)
+    key = create_key(gw.base_url, name="app")["key"]
+    upstream_a.set_faults([fault])
+    with httpx.Client(timeout=30) as http:
+        payload = {"model": "fast-chat", "messages": HELLO, "stream": True}
+        with http.stream("POST", gw.base_url + CHAT, json=payload, headers=bearer(key)) as got:
+            assert got.headers["x-edgeproxy-cache"] == "miss"
+            got.read()
+        again = http.post(gw.base_url + CHAT, json=payload, headers=bearer(key))
+    assert again.headers["x-edgeproxy-cache"] == "miss"
+    assert _calls(upstream_a) == 2
+
+
+def test_responses_api_json_and_stream_hits_parse_with_the_sdk(
+    start_gateway: Callable[..., Any], upstream_a: MockUpstream
+) -> None:
+    gw = _gateway(start_gateway, upstream_a)
+    key = create_key(gw.base_url, name="app")["key"]
+    with _oai(gw.base_url, key) as client:
+        raw = [
+            client.responses.with_raw_response.create(model="fast-chat", input="Hello!")
+            for _ in range(2)
+        ]
+        finals = []
+        for _ in range(2):
+            with client.responses.stream(model="fast-chat", input="Hello!") as stream:
+                types = [e.type for e in stream]
+                finals.append((types, stream.get_final_response().model_dump()))
+    assert [r.headers["x-edgeproxy-cache"] for r in raw] == ["miss", "hit"]
+    assert raw[1].parse().model_dump() == raw[0].parse().model_dump()
+    assert finals[1] == finals[0]
+    assert finals[0][0][-1] == "response.completed"
+    assert finals[0][1]["output"]
+    assert _calls(upstream_a) == 2
