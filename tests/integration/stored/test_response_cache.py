@@ -18,6 +18,7 @@ import pytest
 
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.clock import FleetClock
+from tests.fixtures.table import wait_for
 from tests.integration.keys.helpers import ADMIN_KEY, ENV, bearer, create_key, revoke_key
 from tests.integration.usage.helpers import admin_get, gateway_config, key_spend, priced, records
 
@@ -318,9 +319,10 @@ def test_a_coalesced_wait_is_bounded_then_the_request_calls_itself(
                     headers=bearer(key),
                 )
             )
-            await asyncio.sleep(0)
-            while _calls(upstream_a) < 1:  # the first holds the lease and is upstream
-                await asyncio.sleep(0.02)
+            # The first holds the lease and is upstream (polled with a deadline).
+            await asyncio.to_thread(
+                wait_for, lambda: _calls(upstream_a), lambda n: n >= 1, "the first call"
+            )
             second = await http.post(
                 gw.base_url + CHAT,
                 json={"model": "fast-chat", "messages": HELLO},

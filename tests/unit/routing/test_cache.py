@@ -112,7 +112,7 @@ def _config(cache: dict[str, Any]) -> Any:
 
 def test_cache_config_names_served_pools_and_bounds_its_numbers() -> None:
     assert _config({"pools": {"old": {"scope": "team"}}}).cache.pools["old"].scope == "team"
-    with pytest.raises(ConfigError, match="no deployment serves.*ghost"):
+    with pytest.raises(ConfigError, match=r"no deployment serves.*ghost"):
         _config({"pools": {"ghost": {}}})
     for bad in ({"ttl_seconds": 0}, {"max_answer_bytes": 2_000_000}, {"scope": "org"}):
         with pytest.raises(ConfigError):
