@@ -9,7 +9,8 @@ or this call's own deadline passes (409 with Retry-After). The owner stores
 its answer with ``finish`` or gives the key back with ``release``.
 
 The first call's answer is kept inside the lease item itself (an encoded
-``api.reply.Reply``), so a replay is the one read that found the key done.
+``state.answers.StoredAnswer``, ``api.reply``), so a replay is the one read
+that found the key done.
 
     >>> leases = Leases(store, clock)  # doctest: +SKIP
     >>> got = await leases.acquire(scope, key, request_hash, deadline_s=600)
