@@ -377,3 +377,47 @@ def test_responses_api_json_and_stream_hits_parse_with_the_sdk(
     assert finals[0][0][-1] == "response.completed"
     assert finals[0][1]["output"]
     assert _calls(upstream_a) == 2
+
+
+def test_an_answer_shaped_like_it_holds_a_credential_is_never_stored(
+    start_gateway: Callable[..., Any], upstream_a: MockUpstream
+) -> None:
+    gw = _gateway(start_gateway, upstream_a)
+    key = create_key(gw.base_url, name="app")["key"]
+    leaked = "your key is sk-proj-" + "a1B2c3D4e5F6g7H8i9J0" * 2
+    answer = {
+        "id": "chatcmpl-echo",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "mock-small",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": leaked},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 5, "total_tokens": 8},
+    }
+    upstream_a.set_faults([{"body": answer}])
+    first = _chat(gw.base_url, key)
+    assert first.status_code == 200
+    assert first.headers["x-edgeproxy-cache"] == "miss"
+    again = _chat(gw.base_url, key)
+    assert again.headers["x-edgeproxy-cache"] == "miss"  # the echo was not kept
+    assert _calls(upstream_a) == 2
+
+
+def test_routing_metadata_and_pinned_requests_are_not_cached(
+    start_gateway: Callable[..., Any], upstream_a: MockUpstream
+) -> None:
+    gw = _gateway(start_gateway, upstream_a)
+    key = create_key(gw.base_url, name="app")["key"]
+    asked = {"x-unified-routing-metadata": "true"}
+    for _ in range(2):
+        answer = _chat(gw.base_url, key, asked)
+        assert answer.status_code == 200
+        assert "x-edgeproxy-cache" not in answer.headers
+        assert "unified_routing" in answer.json()
+    assert _chat(gw.base_url, key).headers["x-edgeproxy-cache"] == "miss"
+    assert _calls(upstream_a) == 3

@@ -92,10 +92,12 @@ Produce = Callable[[ProxyRequest], Awaitable[Produced]]
 def plan_of(
     request: Request, config: GatewayConfig, who: Identity, req: ProxyRequest, body: Any
 ) -> Planned | None:
-    """The cache's plan for ``req`` (None: no rule turns it on); a bad TTL header is a 400."""
+    """The cache's plan for ``req`` (None: no rule turns it on, or the request asks for what
+    only a fresh answer has: the routing metadata, an admin's pinned deployment); a bad
+    TTL header is a 400."""
     ctl = controls(request.headers.get("cache-control"), request.headers.get(TTL_HEADER))
     settings = config.cache
-    if not settings.any:
+    if not settings.any or req.want_routing or req.pin is not None:
         return None
     key = who.key
     team = key.team_id if key is not None else None
