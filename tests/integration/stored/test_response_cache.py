@@ -16,9 +16,11 @@ import httpx
 import openai
 import pytest
 
+from edgeproxy.state.dynamodb.dynamo_levels import level_spend_key
+from edgeproxy.state.items import get_float
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.clock import FleetClock
-from tests.fixtures.table import wait_for
+from tests.fixtures.table import TableView, wait_for
 from tests.integration.keys.helpers import ADMIN_KEY, ENV, bearer, create_key, revoke_key
 from tests.integration.usage.helpers import admin_get, gateway_config, key_spend, priced, records
 
@@ -421,3 +423,42 @@ def test_routing_metadata_and_pinned_requests_are_not_cached(
         assert "unified_routing" in answer.json()
     assert _chat(gw.base_url, key).headers["x-edgeproxy-cache"] == "miss"
     assert _calls(upstream_a) == 3
+
+
+def test_a_hit_counts_against_its_teams_rpm_and_spends_nothing_of_its_budget(
+    start_gateway: Callable[..., Any], upstream_a: MockUpstream, table: TableView, clock: FleetClock
+) -> None:
+    gw = _gateway(start_gateway, upstream_a, **_cache("team"))
+    for path, body in (
+        ("/admin/organizations", {"id": "acme", "name": "Acme"}),
+        (
+            "/admin/teams",
+            {
+                "id": "search",
+                "name": "Search",
+                "organization_id": "acme",
+                "rpm_limit": 2,
+                "budget_usd": 100.0,
+            },
+        ),
+    ):
+        made = httpx.post(gw.base_url + path, json=body, headers=ROOT, timeout=10)
+        assert made.status_code == 201, made.text
+    key = create_key(gw.base_url, name="s1", team_id="search")["key"]
+
+    def spend() -> float:
+        return get_float(table.item(level_spend_key("team:search")), "spend_usd")
+
+    at = clock.now()
+    first = _chat(gw.base_url, key)
+    assert first.headers["x-edgeproxy-cache"] == "miss"
+    [miss] = records(gw.base_url, at, 1)
+    cost = miss["cost_usd"]
+    assert cost > 0
+    wait_for(spend, lambda s: abs(s - cost) < 1e-9, "the miss's spend settled at the team")
+    assert _chat(gw.base_url, key).headers["x-edgeproxy-cache"] == "hit"
+    refused = _chat(gw.base_url, key)  # the team's 2 a minute: the hit was one
+    assert refused.status_code == 429
+    assert "level team" in refused.json()["error"]["message"]
+    assert spend() == pytest.approx(cost)  # the hit's charge settled at zero
+    assert _calls(upstream_a) == 1

@@ -218,6 +218,11 @@ async def _hit(
     try:
         admission = await gateway.admit(req, config)  # a refusal raises: a request over limits
         held.fleet = admission.slot
+        # The levels above the key count it too: charged and settled at once with the
+        # request's tally, which is zero (no tokens, no spend), as a failed call settles.
+        above = await gateway.levels.reserve(req, config, gateway.calibrations, admission.now)
+        if above is not None:
+            await above.settle(req.tally)
     finally:
         await held.release()
     deployment = dict(stored.headers).get("x-edgeproxy-deployment")
