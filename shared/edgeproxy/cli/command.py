@@ -10,6 +10,8 @@
     printf %s "$KEY" | edgeproxy hash-key      # the sha256 for gateway.api_keys
     edgeproxy status | settings get|set | audit  # see cli_admin
     edgeproxy strategies [--json]                # the strategy registry and its parameters
+    edgeproxy deployments list|add|test|set|delete  # deployments (cli/deployments.py)
+    edgeproxy routing pool|rules                 # a pool's strategy, a model's rules (same)
     edgeproxy pools effective POOL | aliases list|set|delete  # levels, aliases (cli_models)
     edgeproxy route explain --model M --key-id ID  # which deployment, and why (cli/route.py)
     edgeproxy keys create|list|show|revoke|import   # client keys (cli_keys)
@@ -76,6 +78,14 @@ COMMANDS: dict[str, tuple[Group, str]] = {
     "strategies": (
         Group("edgeproxy.cli.strategies", "add_command"),
         "list the ordering strategies and their parameters",
+    ),
+    "deployments": (
+        Group("edgeproxy.cli.deployments", "add_commands"),
+        "list, add (connection-tested), change and remove deployments",
+    ),
+    "routing": (
+        Group("edgeproxy.cli.deployments", "add_commands"),
+        "a pool's strategy and a model's rules",
     ),
     "pools": (_MODELS, "a pool's effective settings"),
     "aliases": (_MODELS, "model aliases"),

@@ -85,13 +85,6 @@ def decide(lease: Lease | None, request_hash: str, now: float) -> Decision:
     return Decision.WAIT
 
 
-def takeable(lease: Lease | None, now: float) -> bool:
-    """Whether a conditional take at ``now`` may replace ``lease`` (the store's condition)."""
-    if lease is None or lease.expires_at <= now:
-        return True
-    return lease.state is LeaseState.RUNNING and lease.lease_until <= now
-
-
 def lease_until(now: float, deadline_s: float) -> float:
     """When a lease taken at ``now`` by a call with ``deadline_s`` to run lapses."""
     return now + deadline_s + LEASE_MARGIN_S

@@ -84,6 +84,8 @@ class Gateway:
         self._telemetry = telemetry
         self._tracer = tracer or NoTracer()
         self._json = JsonCaller(upstream)
+        # The upstream client itself (an admin's connection test sends through it).
+        self.upstream = upstream
         self._stream = StreamCaller(upstream)
         # Each deployment's prompt calibration per protocol, learned from the counts its
         # answers report.

@@ -78,7 +78,7 @@ def counting(dynamo_client: Any) -> Counting:
 
 @pytest.fixture
 def counted_store(counting: Counting, table_name: str, table_schema: TableSchema) -> DynamoStore:
-    return DynamoStore(counting, table_name, table_schema)
+    return DynamoStore(counting, table_name, table_schema, random.Random(0))
 
 
 async def _groups(store: DynamoStore) -> None:
@@ -133,7 +133,7 @@ async def test_a_team_costs_one_transaction_each_way_and_a_teamless_key_nothing(
     await second.settle(Tally())  # failed before an answer: the estimate given back
 
     minute = int(NOW // 60)
-    raw = DynamoStore(counting._client, store._table._name, store._schema)
+    raw = DynamoStore(counting._client, store._table._name, store._schema, random.Random(0))
     team_bucket = await raw._table.call(
         "get_item",
         Key=raw._table.key(level_usage_key("team:search", minute)),
