@@ -17,6 +17,7 @@
     edgeproxy keys create|list|show|revoke|import   # client keys (cli_keys)
     edgeproxy usage [--from --to --group-by --format] # spend and tokens (cli_usage)
     edgeproxy alerts                             # budget alerts not delivered (cli/alerts.py)
+    edgeproxy cache show|set|delete              # the response cache's rules (cli/cache.py)
     edgeproxy job health|quota-refresh           # one pass of a scheduled job (cli_jobs)
 
 Every admin command acts through a running gateway (``--url`` or
@@ -105,6 +106,10 @@ COMMANDS: dict[str, tuple[Group, str]] = {
     "alerts": (
         Group("edgeproxy.cli.alerts", "add_command"),
         "budget alerts not delivered yet (pending or given up)",
+    ),
+    "cache": (
+        Group("edgeproxy.cli.cache", "add_command"),
+        "the response cache's rules per pool, team or key",
     ),
 }
 

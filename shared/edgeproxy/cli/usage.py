@@ -116,7 +116,7 @@ def print_report(report: dict[str, Any], out: TextIO) -> None:
     """The report as an aligned table, with a totals line."""
     dims = ["key_name" if d == "key" else d for d in DIMENSIONS if d in report["group_by"]]
     head = ("period", *dims, "requests", "failures", "tokens", "cache_read", "cache_write")
-    head = (*head, "cost_usd")
+    head = (*head, "cost_usd", "cache_hits", "saved_usd")
     rows = [
         (
             r["period"],
@@ -129,12 +129,13 @@ def print_report(report: dict[str, Any], out: TextIO) -> None:
             str(r["tokens"]),
             *_cache(r),
             f"{r['cost_usd']:.6f}",
+            *_hits(r),
         )
         for r in report["rows"]
     ]
     t = report["totals"]
     total = ("total", *([""] * len(dims)), str(t["requests"]), str(t["failures"]))
-    rows.append((*total, str(t["tokens"]), *_cache(t), f"{t['cost_usd']:.6f}"))
+    rows.append((*total, str(t["tokens"]), *_cache(t), f"{t['cost_usd']:.6f}", *_hits(t)))
     widths = [max(len(row[i]) for row in [head, *rows]) for i in range(len(head))]
     print(f"usage {report['from']} .. {report['to']}", file=out)
     for row in [head, *rows]:
@@ -165,3 +166,8 @@ def _cell(row: dict[str, Any], column: str) -> str:
 def _cache(row: dict[str, Any]) -> tuple[str, str]:
     # A server from before prompt-cache pricing reports neither.
     return str(row.get("cache_read_tokens", 0)), str(row.get("cache_write_tokens", 0))
+
+
+def _hits(row: dict[str, Any]) -> tuple[str, str]:
+    # A server from before the response cache reports neither.
+    return str(row.get("cache_hits", 0)), f"{float(row.get('saved_usd', 0)):.6f}"

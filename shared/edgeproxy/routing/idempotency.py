@@ -48,7 +48,7 @@ class Lease:
     ``owner``: the executing call's id (its completion and release name it).
     ``lease_until``: when a RUNNING lease lapses. ``expires_at``: when the
     record itself is gone (readers ignore it after that; TTL deletion is lazy).
-    ``answer``: the stored answer (an encoded ``api.reply.Reply``) once DONE.
+    ``answer``: the stored answer (an encoded ``state.answers.StoredAnswer``, ``api.reply``) once DONE.
     """
 
     request_hash: str

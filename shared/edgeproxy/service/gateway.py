@@ -181,6 +181,27 @@ class Gateway:
         now = self._clock()
         return await counted(self._store, self.key_parallel, req, config, self.calibrations, now)
 
+    def cached(
+        self, req: ProxyRequest, config: GatewayConfig, deployment: str | None, saved_usd: float
+    ) -> Callable[[], Awaitable[None]]:
+        """Log an answer the response cache served (``api.cached``): the request was
+        admitted (its rpm counted), no upstream was called and nothing is spent. The
+        record's write starts now; the answer awaits what this returns once it is sent."""
+        self._telemetry.count("CacheHits")
+        run = self._run(req, config)
+        entry = self.usage_log.begin(run)
+
+        async def write() -> None:
+            if entry is not None:
+                await self.usage_log.write(entry, entry.hit(deployment, saved_usd))
+
+        writing = self._keep(write())
+
+        async def after() -> None:
+            await writing
+
+        return after
+
     async def complete(
         self, req: ProxyRequest, config: GatewayConfig, admission: Admission
     ) -> JsonAnswer:

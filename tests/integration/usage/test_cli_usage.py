@@ -55,6 +55,8 @@ def test_usage_prints_the_same_report_over_http_and_from_the_table(
             "cache_read",
             "cache_write",
             "cost_usd",
+            "cache_hits",
+            "saved_usd",
         ]
         assert lines[2].split() == [
             row["period"],
@@ -66,6 +68,8 @@ def test_usage_prints_the_same_report_over_http_and_from_the_table(
             "0",
             "0",
             f"{row['cost_usd']:.6f}",
+            "0",
+            "0.000000",
         ]
         assert lines[3].split()[0] == "total"
         status, out, _ = run(capsys, "usage", *where, "--format", "csv", "--group-by", "key")

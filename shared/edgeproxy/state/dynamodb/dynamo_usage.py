@@ -37,6 +37,8 @@ _COUNTERS = (
     "cost_usd",
     "cache_read_tokens",
     "cache_write_tokens",
+    "cache_hits",
+    "saved_usd",
 )
 _FIELDS = [f.name for f in dataclasses.fields(RequestRecord)]
 
@@ -97,6 +99,8 @@ def row_from(item: Item) -> UsageRow:
         cache_read_tokens=count("cache_read_tokens"),
         cache_write_tokens=count("cache_write_tokens"),
         labels=layout.labels_of(item.get(n, {}).get("S") for n in layout.LABELS),
+        cache_hits=count("cache_hits"),
+        saved_usd=Decimal(item["saved_usd"]["N"]) if "saved_usd" in item else Decimal(0),
     )
 
 
@@ -163,6 +167,8 @@ class DynamoUsageLog:
             ":cost_usd": {"N": str(row.cost_usd)},
             ":cache_read_tokens": number(row.cache_read_tokens),
             ":cache_write_tokens": number(row.cache_write_tokens),
+            ":cache_hits": number(row.cache_hits),
+            ":saved_usd": {"N": str(row.saved_usd)},
             ":ttl": number(expires_at),
             ":hour": number(row.hour),
             ":key_id": text(row.key_id),
