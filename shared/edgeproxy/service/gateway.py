@@ -253,9 +253,10 @@ class Gateway:
         )
 
         async def recorded() -> None:
-            await asyncio.gather(success.written(), self.usage_log.answered(entry, result))
-            if above is not None:  # the answer's usage is in the tally
-                await above.settle(req.tally)
+            writes = [success.written(), self.usage_log.answered(entry, result)]
+            if above is not None:  # the answer's usage is in the tally (``success`` counted it)
+                writes.append(above.settle(req.tally))  # beside the outcome: no round trip more
+            await asyncio.gather(*writes)
             if held is not None:  # after the actual usage, on the same counter path
                 await held.release(self._outcomes.key_usage)
 
