@@ -10,6 +10,9 @@ nothing. A key without a team (and a team whose levels set no limit) makes
 no call here. When the answer is over (a JSON answer counted, a stream
 ended, an error), ``LevelHold.settle`` adds the actual usage minus the
 estimate at every level and frees the slots, in one transaction again.
+A level with ``counter_shards`` starts on a random shard of its minute
+bucket and, refused by that shard's share, retries on the next shard
+(``routing.judge.levels.borrow``) before the request is refused.
 
 Teams and organizations are read through a cache (``GroupCache``, the key
 cache's TTL), so the request path pays only the transaction. A slot is a
@@ -34,9 +37,11 @@ from edgeproxy.routing.estimates.tokens import key_estimate
 from edgeproxy.routing.hierarchy import Group, Level
 from edgeproxy.routing.judge.levels import (
     LevelCharge,
+    borrow,
     charges,
     level_limits,
     level_refused,
+    start_shards,
     would_refuse,
 )
 from edgeproxy.routing.judge.reasons import Write
@@ -231,8 +236,11 @@ class Levels:
         }
 
     async def _charged(
-        self, planned: Sequence[LevelCharge], holder: str, until: float, now: float
+        self, plan: Sequence[LevelCharge], holder: str, until: float, now: float
     ) -> LevelHold:
+        planned = list(start_shards(plan, self._rng))
+        starts = [c.shard for c in planned]
+        full = [0] * len(planned)  # how many of each charge's bucket shards were found full
         slots: list[int | None] = [
             None if c.parallel is None else self._rng.randrange(c.parallel) for c in planned
         ]
@@ -252,6 +260,14 @@ class Levels:
                 await asyncio.sleep(self._rng.uniform(0, CONFLICT_BACKOFF_S * 2**conflicts))
                 continue
             c = planned[failed.charge]
+            if failed.write in (Write.RPM, Write.TOKENS) and c.shards > 1:
+                # That shard's share is used up: borrow from the next (one more round trip).
+                full[failed.charge] += 1
+                moved = borrow(c, starts[failed.charge], full[failed.charge])
+                if moved is not None:
+                    planned[failed.charge] = moved
+                    continue
+                raise level_refused(c.limits, failed.write, now).error()
             cap = c.parallel
             reads = looked.get(failed.charge, 0)
             if failed.write is not Write.PARALLEL or cap is None or reads >= SLOT_READS:
