@@ -240,6 +240,15 @@ async def test_a_sharded_team_spreads_its_bucket_still_one_round_trip_and_exact(
     with pytest.raises(RateLimited) as over:
         await levels.reserve(_request(member, 10, None), config, calibrations, NOW)
     assert "team `hot`" in over.value.message
+    # Every shard was seen at its share this minute: the next refusal makes no call at all.
+    counting.calls.clear()
+    with pytest.raises(RateLimited):
+        await levels.reserve(_request(member, 12, None), config, calibrations, NOW)
+    assert counting.calls == Counter()
+    # The next minute starts afresh.
+    later = await levels.reserve(_request(member, 13, None), config, calibrations, NOW + 60)
+    assert later is not None
+    assert counting.calls == Counter({"transact_write_items": 1})
 
     minute = int(NOW // 60)
     raw = DynamoStore(counting._client, store._table._name, store._schema, random.Random(0))

@@ -84,10 +84,18 @@ def test_a_charge_without_a_minute_bucket_keeps_shard_zero() -> None:
 def test_borrowing_visits_every_other_shard_once_then_gives_up() -> None:
     team = replace(_planned()[1], shard=2)
     visited = [team.shard]
-    tried = 1
-    while (moved := borrow(team, 2, tried)) is not None:
-        visited.append(moved.shard)
-        team, tried = moved, tried + 1
+    tried = 0
+    while (found := borrow(team, 2, tried + 1)) is not None:
+        team, tried = found
+        visited.append(team.shard)
     assert visited == [2, 3, 0, 1]
-    assert tried == 4  # refused only once all four shares were found full
-    assert borrow(replace(_planned()[0]), 0, 1) is None  # one item: nothing to borrow from
+    assert tried == 3  # refused only once all four shares were found full
+    assert borrow(_planned()[0], 0, 1) is None  # one item: nothing to borrow from
+
+
+def test_shards_seen_full_this_minute_are_skipped_and_all_full_needs_no_write() -> None:
+    team = _planned()[1]
+    assert borrow(team, 1, 0, {1, 2}) == (replace(team, shard=3), 2)
+    assert borrow(team, 1, 0, set()) == (replace(team, shard=1), 0)
+    assert borrow(team, 1, 3, {0}) is None  # the last position was the full one
+    assert borrow(team, 0, 0, {0, 1, 2, 3}) is None

@@ -18,7 +18,9 @@ A team or organization with ``counter_shards: N`` keeps its minute bucket
 in N items, as a deployment does (``routing.allowance``): a request starts
 on a random shard (``start_shards``) and, when that shard's share of the
 rpm or tpm limit is full, borrows from the next (``borrow``), one more
-transaction per full shard. The shares sum to the limit, so the shards
+transaction per full shard; a shard seen at its rpm share is skipped for
+the rest of the minute (the service remembers it), so a full level refuses
+without a write. The shares sum to the limit, so the shards
 together admit no more than one item would (rpm: exactly as many; tpm: at
 most (N - 1) x (estimate - 1) tokens fewer). Budgets and slots stay one
 set of items per level.
@@ -34,7 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass, replace
 
 from edgeproxy.routing.access import (
@@ -236,12 +238,18 @@ def start_shards(planned: Sequence[LevelCharge], rng: random.Random) -> tuple[Le
     )
 
 
-def borrow(charge: LevelCharge, start: int, tried: int) -> LevelCharge | None:
-    """``charge`` moved to the next shard of its probe order after ``tried`` full shards
-    (``start``: where it began); None once every shard was tried (the level is full)."""
-    if tried >= charge.shards:
-        return None
-    return replace(charge, shard=probe_order(charge.shards, start)[tried])
+def borrow(
+    charge: LevelCharge, start: int, tried: int, full: Set[int] = frozenset()
+) -> tuple[LevelCharge, int] | None:
+    """``charge`` on the first shard of its probe order (from ``start``) at position
+    ``tried`` or later that is not in ``full`` (shards already seen at their rpm share this
+    minute: a minute's count only grows), with that position; None once none is left (the
+    level is full, refused without a write)."""
+    order = probe_order(charge.shards, start)
+    for position in range(tried, charge.shards):
+        if order[position] not in full:
+            return replace(charge, shard=order[position]), position
+    return None
 
 
 def _named(limits: LevelLimits) -> str:
