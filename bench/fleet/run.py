@@ -23,6 +23,7 @@ from bench.fleet.prefill import PrefillOutcome
 from bench.fleet.prefill import rows as prefill_rows
 from bench.fleet.prefill import runs as prefill_runs
 from bench.fleet.report import model_rows, moto_rows, plots
+from bench.fleet.team_load import TeamOutcome, team_rows, team_runs
 from edgeproxy.state import usage_log as layout
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "fleet"
@@ -70,6 +71,7 @@ def report(
     prefill: list[PrefillOutcome] | None = None,
     logs: list[LogOutcome] | None = None,
     buckets: list[BucketSizes] | None = None,
+    teams: list[TeamOutcome] | None = None,
 ) -> Path:
     """Write REPORT.md and the plots into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
@@ -114,6 +116,20 @@ def report(
         *moto_rows(motos),
         "",
     ]
+    if teams:
+        lines += [
+            "## A hot team's minute bucket (virtual time, bench/fleet/team_load.py)",
+            "",
+            "A team with an rpm limit (70% of the offered requests) and a tpm limit: each",
+            "request's admission and settlement transactions on the team's bucket (2 write",
+            "units each), planned by the gateway's own core (shares, start shard, borrowing,",
+            "shards seen full skipped by their process), 200 processes, a 64-partition table.",
+            "Shards 1: one item, capped near 250 requests a second; sharded: `counter_shards`",
+            "one per ~200 requests a second. `counted` is the shards' sum: never over the limit.",
+            "",
+            *team_rows(teams),
+            "",
+        ]
     if buckets:
         lines += [
             "## The minute bucket over a whole minute (embedded store, bench/fleet/bucket_size.py)",
@@ -157,14 +173,16 @@ def main() -> None:
         motos = moto_runs([(50, 1.0, 20, 1, 35), (50, 1.0, 20, 4, 35)])
         prefill = prefill_runs(seeds=1, seconds=300.0)
         buckets = bucket_runs([1])
+        teams = team_runs((1000,), 1.0)
     else:
         runs = model_runs(RATES, SECONDS, new_table_rate=1000)
         logs = log_runs(LOG_RATES, LOG_SECONDS)
         motos = moto_runs([(100, 3.0, 100, 1, 210), (100, 3.0, 100, 4, 210)])
         prefill = prefill_runs(seeds=3, seconds=3600.0)
         buckets = bucket_runs([1, 10, 100])
+        teams = team_runs((250, 500, 1000, 2000), 4.0)
     took = time.monotonic() - began
-    print(report(runs, motos, args.out, took, prefill, logs, buckets))
+    print(report(runs, motos, args.out, took, prefill, logs, buckets, teams))
 
 
 if __name__ == "__main__":

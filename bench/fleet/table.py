@@ -84,9 +84,12 @@ class SimTable:
         counters: dict[str, float],
         now: float,
         below: tuple[str, float] | None = None,
+        *,
+        transactional: bool = False,
     ) -> bool:
         """UpdateItem ``ADD counters`` if ``below`` (attribute, bound) holds: attribute < bound.
 
+        ``transactional``: the write is one of a TransactWriteItems (twice the units).
         Returns False on a failed condition; raises ``Throttled`` or ``ItemTooLarge``.
         """
         self.counts.calls += 1
@@ -98,7 +101,7 @@ class SimTable:
             if current is not None:
                 after -= attribute_size(name, current)
             after += attribute_size(name, float(current or 0) + value)
-        units = write_units(before, after)
+        units = write_units(before, after) * (2 if transactional else 1)
         if not self.model.charge(key, units, now, write=True):
             self.counts.throttles += 1
             raise Throttled(f"UpdateItem {key}")

@@ -66,6 +66,7 @@ class Group:
     soft_budget_ratio: float | None = None
     tags: Mapping[str, str] = field(default_factory=dict)
     end_user_limits: EndUserLimits | None = None  # a team's, per end user
+    counter_shards: int = 1  # items its minute bucket spreads over (``routing.allowance``)
     created_at: float = 0.0
     version: int = 0
     members: int = 0

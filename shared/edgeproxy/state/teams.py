@@ -10,6 +10,7 @@ item                pk        sk          attributes
 organization        ``orgs``  ``<id>``    name, models, rpm_limit, tpm_limit,
                                           max_parallel_requests, budget_usd,
                                           budget_period, soft_budget_ratio, tags (M),
+                                          counter_shards (absent: 1),
                                           created_at, version, members (its teams),
                                           members_rev (no TTL)
 team                ``teams`` ``<id>``    the same, plus organization_id; members: its
@@ -50,6 +51,7 @@ REMOVABLE = (
     "soft_budget_ratio",
     "tags",
     "end_user_limits",
+    "counter_shards",
 )
 END_USER_NUMBERS = ("rpm_limit", "tpm_limit", "max_parallel_requests", "budget_usd")
 
@@ -82,6 +84,8 @@ def group_item(group: Group) -> Item:
         "soft_budget_ratio": group.soft_budget_ratio,
     }
     item.update({n: number(v) for n, v in numbers.items() if v is not None})
+    if group.counter_shards > 1:
+        item["counter_shards"] = number(group.counter_shards)
     per_user = group.end_user_limits
     if per_user is not None:
         limits: Item = {
@@ -132,6 +136,7 @@ def group_from(kind: Level, group_id: str, item: Item) -> Group:
         soft_budget_ratio=get_optional_float(item, "soft_budget_ratio"),
         tags={k: str(v["S"]) for k, v in tags.items()},
         end_user_limits=_end_user_limits(item.get("end_user_limits")),
+        counter_shards=max(1, get_int(item, "counter_shards") or 1),
         created_at=get_float(item, "created_at"),
         version=get_int(item, "version"),
         members=get_int(item, "members"),

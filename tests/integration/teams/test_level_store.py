@@ -205,3 +205,68 @@ async def test_a_full_team_refuses_parallel_and_a_lapsed_slot_frees_itself(
     lease = max(h.until for h in held if h is not None)
     hold = await levels.reserve(_request(member, 10, None), config, calibrations, lease + 0.001)
     assert hold is not None
+
+
+async def test_a_sharded_team_spreads_its_bucket_still_one_round_trip_and_exact(
+    counted_store: DynamoStore, counting: Counting
+) -> None:
+    store = counted_store
+    team = Group(
+        Level.TEAM, "hot", "Hot", parent="acme", rpm_limit=10, tpm_limit=10_000, counter_shards=4
+    )
+    org = Group(Level.ORGANIZATION, "acme", "Acme")
+    for group in (org, team):
+        assert await store.create_group(group, audit.entry("t", "create", group.id, [], NOW))
+    levels = Levels(store, lambda: NOW, random.Random(2))
+    config, calibrations = _config(), Calibrations()
+    member = ClientKey("fedcba987654321000", "member", team_id="hot")
+    first = await levels.reserve(_request(member, 0, None), config, calibrations, NOW)
+    assert first is not None
+    counting.calls.clear()
+    held = [first]
+    # While its start shard has room, a request costs one transaction each way.
+    second = await levels.reserve(_request(member, 1, None), config, calibrations, NOW)
+    assert second is not None
+    assert counting.calls == Counter({"transact_write_items": 1})
+    counting.calls.clear()
+    await second.settle(Tally(tokens=3))
+    assert counting.calls == Counter({"transact_write_items": 1})
+    held.append(second)
+    # The rest of the minute's 10, then the 11th is refused: every shard's share is used.
+    for n in range(2, 10):
+        hold = await levels.reserve(_request(member, n, None), config, calibrations, NOW)
+        assert hold is not None
+        held.append(hold)
+    with pytest.raises(RateLimited) as over:
+        await levels.reserve(_request(member, 10, None), config, calibrations, NOW)
+    assert "team `hot`" in over.value.message
+    # Every shard was seen at its share this minute: the next refusal makes no call at all.
+    counting.calls.clear()
+    with pytest.raises(RateLimited):
+        await levels.reserve(_request(member, 12, None), config, calibrations, NOW)
+    assert counting.calls == Counter()
+    # The next minute starts afresh.
+    later = await levels.reserve(_request(member, 13, None), config, calibrations, NOW + 60)
+    assert later is not None
+    assert counting.calls == Counter({"transact_write_items": 1})
+
+    minute = int(NOW // 60)
+    raw = DynamoStore(counting._client, store._table._name, store._schema, random.Random(0))
+    requests = []
+    for shard in range(4):
+        item = await raw._table.call(
+            "get_item",
+            Key=raw._table.key(level_usage_key("team:hot", minute, shard)),
+            ConsistentRead=True,
+        )
+        requests.append(get_int(item.get("Item", {}), "requests"))
+    assert requests == [3, 3, 2, 2]  # each shard full at its share, 10 in all
+    # Shard k > 0 is its own partition: level#team:hot#k.
+    assert level_usage_key("team:hot", minute, 2)[0] == "level#team:hot#2"
+    # The settlement went to the shard reserved on; the explainer reads the sum of all four.
+    shown = await levels.explain(_request(member, 11, None), config, calibrations, NOW)
+    (row,) = shown["levels"]
+    assert row["requests_this_minute"] == 10
+    reserved = sum(h.charges[0].tokens for h in held) - (second.charges[0].tokens - 3)
+    assert row["tokens_this_minute"] == reserved
+    assert shown["refused_by"]["reason"] == "rpm"

@@ -169,6 +169,50 @@ def test_a_team_tpm_limit_holds_under_64_callers_on_two_processes(
     wait_for(lambda: get_int(table.item(bucket), "tokens"), lambda t: t == total, "tokens settled")
 
 
+def test_a_sharded_teams_rpm_and_tpm_hold_under_64_callers_on_two_processes(
+    fleet: tuple[Any, Any], clock: FleetClock, table: TableView
+) -> None:
+    """``counter_shards: 4``: the shares sum to the limit, so the fleet admits exactly the
+    rpm limit (borrowing ends only when all four are full) and never more than the tpm."""
+    remote, local = fleet
+    urls = [remote.base_url, local.base_url]
+    shards = 4
+    key = _member(local, {"id": "o6"}, {"id": "t6", "rpm_limit": 20, "counter_shards": shards})
+    answers = _burst(urls, key["key"])
+    assert sorted({a.status_code for a in answers}) == [200, 429]
+    assert sum(a.status_code == 200 for a in answers) == 20  # exactly the limit, fleet-wide
+    refused = [a.json()["error"]["message"] for a in answers if a.status_code == 429]
+    assert all("level team" in m and "requests per minute" in m for m in refused)
+    minute = int(clock.now() // 60)
+    per_shard = [
+        get_int(table.item(level_usage_key("team:t6", minute, s)), "requests")
+        for s in range(shards)
+    ]
+    assert per_shard == [5, 5, 5, 5]  # every shard used, each to its share
+
+    tpm = 200
+    key = _member(local, {"id": "o7"}, {"id": "t7", "tpm_limit": tpm, "counter_shards": shards})
+    answers = _burst(urls, key["key"])
+    assert sorted({a.status_code for a in answers}) == [200, 429]
+    served = [a for a in answers if a.status_code == 200]
+    total = _tokens(served)
+    assert total <= tpm
+    refused = [a.json()["error"]["message"] for a in answers if a.status_code == 429]
+    assert all("level team" in m and "tokens per minute" in m for m in refused)
+
+    def summed() -> int:
+        return sum(
+            get_int(table.item(level_usage_key("team:t7", minute, s)), "tokens")
+            for s in range(shards)
+        )
+
+    wait_for(summed, lambda t: t == total, "the shards' tokens settled to the served total")
+    shown = httpx.get(
+        local.base_url + "/admin/teams/t7", headers=bearer(ADMIN_KEY), timeout=10
+    ).json()
+    assert shown["counter_shards"] == shards
+
+
 def test_a_team_max_parallel_holds_under_64_callers_on_two_processes(
     fleet: tuple[Any, Any], upstream_a: MockUpstream
 ) -> None:

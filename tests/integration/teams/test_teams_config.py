@@ -57,6 +57,7 @@ def seed(gw: Any) -> None:
         "budget_usd": 50.0,
         "budget_period": "monthly",
         "end_user_limits": {"rpm_limit": 3, "budget_usd": 0.5},
+        "counter_shards": 4,
     }
     assert call(gw, "POST", "/admin/teams", team).status_code == 201
 
@@ -80,6 +81,7 @@ def test_export_declares_them_and_loads_back_unchanged(
             "budget_usd": 50.0,
             "budget_period": "monthly",
             "end_user_limits": {"rpm_limit": 3, "budget_usd": 0.5},
+            "counter_shards": 4,
         }
     ]
     assert load_config_file(path).public_models()  # `config check` takes the file
@@ -103,6 +105,13 @@ def test_export_declares_them_and_loads_back_unchanged(
     path.write_text(yaml.safe_dump(document))
     assert cli(capsys, "config", "load", str(path), "--url", gw.base_url)[0] == 0
     assert call(gw, "GET", "/admin/teams/ads").status_code == 404
+    # null puts the bucket back on one item (the default, which the file leaves out).
+    assert call(gw, "GET", "/admin/teams/search").json()["counter_shards"] == 4
+    patched = call(gw, "PATCH", "/admin/teams/search", {"counter_shards": None})
+    assert patched.status_code == 200, patched.text
+    assert call(gw, "GET", "/admin/teams/search").json()["counter_shards"] == 1
+    status, out, _ = cli(capsys, "config", "export", "--url", gw.base_url)
+    assert "counter_shards" not in out
 
 
 @pytest.mark.parametrize(
@@ -120,6 +129,10 @@ def test_export_declares_them_and_loads_back_unchanged(
         (
             {"id": "t2", "name": "T", "organization_id": "acme", "models": ["nope"]},
             "teams[1].models",
+        ),
+        (
+            {"id": "t2", "name": "T", "organization_id": "acme", "counter_shards": 33},
+            "teams[1].counter_shards",
         ),
     ],
 )

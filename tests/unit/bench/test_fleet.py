@@ -16,6 +16,7 @@ from bench.fleet.capacity import (
 )
 from bench.fleet.engine import Fleet, Scenario
 from bench.fleet.table import SimTable, Throttled
+from bench.fleet.team_load import TeamFleet, TeamScenario, team_rows
 
 HOT = ("dep#hot", "usage#0000000001")
 
@@ -133,3 +134,17 @@ def test_the_sharded_log_holds_10000_requests_a_second_where_one_partition_canno
     one = log_run(10_000, 0.6, 1, 64)
     assert one.lost_records > 0
     assert one.lost_aggregates > 0
+
+
+def test_a_hot_team_is_capped_by_one_item_and_not_by_shards() -> None:
+    one = TeamFleet(TeamScenario(rate=1000, seconds=1.5, shards=1)).run()
+    eight = TeamFleet(TeamScenario(rate=1000, seconds=1.5, shards=8)).run()
+    limit = one.scenario.rpm_limit
+    # One item: 4 write units a request on one partition; throttled into 503s below the limit.
+    assert one.store_errors > 0
+    assert one.admitted < limit
+    # Eight shards: the limit exactly, no 503, every admission counted once.
+    assert eight.store_errors == 0
+    assert eight.admitted == eight.counted == limit
+    assert eight.refused_at_limit > 0
+    assert len(team_rows([one, eight])) == 4

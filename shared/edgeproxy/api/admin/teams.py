@@ -45,6 +45,7 @@ LIMIT_FIELDS = (
     "budget_period",
     "soft_budget_ratio",
     "end_user_limits",
+    "counter_shards",
 )
 
 

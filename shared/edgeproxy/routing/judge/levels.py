@@ -14,6 +14,17 @@ A level's counters live in its own partition (``LevelLimits.partition``):
 ``team:<id>``, ``organization:<id>``, and an end user's under its scope
 (its key's team, or the key itself when it has none).
 
+A team or organization with ``counter_shards: N`` keeps its minute bucket
+in N items, as a deployment does (``routing.allowance``): a request starts
+on a random shard (``start_shards``) and, when that shard's share of the
+rpm or tpm limit is full, borrows from the next (``borrow``), one more
+transaction per full shard; a shard seen at its rpm share is skipped for
+the rest of the minute (the service remembers it), so a full level refuses
+without a write. The shares sum to the limit, so the shards
+together admit no more than one item would (rpm: exactly as many; tpm: at
+most (N - 1) x (estimate - 1) tokens fewer). Budgets and slots stay one
+set of items per level.
+
 What the reservation cannot see (the bound ``docs/teams.md`` states): as the
 key's, an admitted request's actual usage beyond its estimate (the prompt
 the calibrated bound missed, output past ``max_tokens``); a request whose
@@ -24,8 +35,9 @@ budget.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
-from dataclasses import dataclass
+import random
+from collections.abc import Sequence, Set
+from dataclasses import dataclass, replace
 
 from edgeproxy.routing.access import (
     DAY_S,
@@ -36,6 +48,7 @@ from edgeproxy.routing.access import (
     seconds_to_next_minute,
     utc_moment,
 )
+from edgeproxy.routing.allowance import allowance, probe_order
 from edgeproxy.routing.hierarchy import Group, Level
 from edgeproxy.routing.judge.reasons import SLOT_RETRY_AFTER_S, Reason, Refusal, Write
 from edgeproxy.routing.judge.ruling import KEY_USAGE_RETENTION_S, Estimate
@@ -57,6 +70,7 @@ class LevelLimits:
     budget_usd: float | None = None
     budget_period: BudgetPeriod = BudgetPeriod.TOTAL
     soft_budget_ratio: float | None = None  # a team's or organization's alert threshold
+    shards: int = 1  # minute-bucket items (a team's or organization's ``counter_shards``)
 
     @property
     def limited(self) -> bool:
@@ -76,6 +90,10 @@ class LevelCharge:
     ``budget``: the estimate's ``spend_usd`` added to the level's spend
     ``account`` under it; ``parallel``: one of the level's slots held until
     the answer is over. None: that limit is not set (no write).
+
+    ``shard``: which of the level's ``shards`` minute-bucket items the rpm
+    and tpm writes go to; that item admits only within its share of each
+    limit (``rpm_room``, ``tpm_room``: ``routing.allowance``).
     """
 
     limits: LevelLimits
@@ -84,6 +102,23 @@ class LevelCharge:
     account: str
     tokens: int = 0
     spend_usd: float = 0.0
+    shard: int = 0
+
+    @property
+    def shards(self) -> int:
+        return self.limits.shards
+
+    @property
+    def rpm_room(self) -> int | None:
+        """This shard's part of the rpm limit (None: no rpm limit)."""
+        rpm = self.limits.rpm_limit
+        return None if rpm is None else allowance(rpm, self.shards, self.shard)
+
+    @property
+    def tpm_room(self) -> int | None:
+        """This shard's part of the tpm limit (None: no tpm limit)."""
+        tpm = self.limits.tpm_limit
+        return None if tpm is None else allowance(tpm, self.shards, self.shard)
 
     @property
     def rpm(self) -> int | None:
@@ -152,6 +187,7 @@ def level_limits(
                     group.budget_usd,
                     group.budget_period,
                     group.soft_budget_ratio,
+                    max(1, group.counter_shards),
                 )
             )
     return [limits for limits in found if limits.limited]
@@ -169,12 +205,8 @@ def charges(
         if not routed:
             limits = _without_slots(limits)
         if estimate is None:
-            limits = LevelLimits(
-                limits.level,
-                limits.id,
-                limits.partition,
-                limits.rpm_limit,
-                max_parallel_requests=limits.max_parallel_requests,
+            limits = replace(
+                limits, tpm_limit=None, budget_usd=None, budget_period=BudgetPeriod.TOTAL
             )
         if not limits.limited:
             continue
@@ -194,17 +226,30 @@ def charges(
 
 
 def _without_slots(limits: LevelLimits) -> LevelLimits:
-    return LevelLimits(
-        limits.level,
-        limits.id,
-        limits.partition,
-        limits.rpm_limit,
-        limits.tpm_limit,
-        None,
-        limits.budget_usd,
-        limits.budget_period,
-        limits.soft_budget_ratio,
+    return replace(limits, max_parallel_requests=None)
+
+
+def start_shards(planned: Sequence[LevelCharge], rng: random.Random) -> tuple[LevelCharge, ...]:
+    """``planned`` with each sharded minute bucket's start shard drawn from ``rng`` (load
+    spreading, not security); a charge without a bucket or with one shard is unchanged."""
+    return tuple(
+        replace(c, shard=rng.randrange(c.shards)) if c.bucket and c.shards > 1 else c
+        for c in planned
     )
+
+
+def borrow(
+    charge: LevelCharge, start: int, tried: int, full: Set[int] = frozenset()
+) -> tuple[LevelCharge, int] | None:
+    """``charge`` on the first shard of its probe order (from ``start``) at position
+    ``tried`` or later that is not in ``full`` (shards already seen at their rpm share this
+    minute: a minute's count only grows), with that position; None once none is left (the
+    level is full, refused without a write)."""
+    order = probe_order(charge.shards, start)
+    for position in range(tried, charge.shards):
+        if order[position] not in full:
+            return replace(charge, shard=order[position]), position
+    return None
 
 
 def _named(limits: LevelLimits) -> str:

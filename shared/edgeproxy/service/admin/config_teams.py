@@ -53,6 +53,8 @@ def _entry(group: Group) -> dict[str, Any]:
     view = teams.group_view(group, counters=False)
     if view["budget_period"] == "total":  # the default: a file states it only when it is not
         del view["budget_period"]
+    if view["counter_shards"] == 1:  # the default, likewise
+        del view["counter_shards"]
     per_user = view.get("end_user_limits")
     if per_user is not None:
         view["end_user_limits"] = {

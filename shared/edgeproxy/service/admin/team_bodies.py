@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from edgeproxy.config.base import Strict
+from edgeproxy.config.deployment import MAX_COUNTER_SHARDS
 from edgeproxy.errors import RequestError
 from edgeproxy.routing.access import MAX_PARALLEL_REQUESTS, BudgetPeriod
 from edgeproxy.routing.hierarchy import MAX_TAGS, EndUserLimits, Group, Level
@@ -45,6 +46,8 @@ class GroupFields(Strict):
     soft_budget_ratio: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
     tags: Tags | None = None
     end_user_limits: EndUserFields | None = None  # a team's only
+    # Items the minute bucket spreads over (a hot level's write rate; null: 1).
+    counter_shards: Annotated[int, Field(ge=1, le=MAX_COUNTER_SHARDS)] | None = None
 
 
 class CreateOrganization(GroupFields):
@@ -91,6 +94,8 @@ def group_fields(body: GroupFields, kind: Level | None = None) -> dict[str, Any]
         fields["models"] = frozenset(fields["models"])
     if "tags" in fields:
         fields["tags"] = dict(fields["tags"] or {})
+    if "counter_shards" in fields and fields["counter_shards"] is None:
+        fields["counter_shards"] = 1
     if "budget_period" in fields and fields["budget_period"] is None:
         fields["budget_period"] = BudgetPeriod.TOTAL
     per_user = fields.get("end_user_limits")

@@ -293,6 +293,7 @@ def group_view(group: Group, *, counters: bool = True) -> dict[str, Any]:
         "budget_period": group.budget_period.value,
         "soft_budget_ratio": group.soft_budget_ratio,
         "tags": dict(group.tags),
+        "counter_shards": group.counter_shards,
     }
     if group.kind is Level.TEAM:
         per_user = group.end_user_limits

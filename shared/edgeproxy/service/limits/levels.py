@@ -10,6 +10,11 @@ nothing. A key without a team (and a team whose levels set no limit) makes
 no call here. When the answer is over (a JSON answer counted, a stream
 ended, an error), ``LevelHold.settle`` adds the actual usage minus the
 estimate at every level and frees the slots, in one transaction again.
+A level with ``counter_shards`` starts on a random shard of its minute
+bucket and, refused by that shard's share, retries on the next shard
+(``routing.judge.levels.borrow``) before the request is refused; a shard
+found at its rpm share is remembered for the minute (requests only grow
+within one), so a level this process saw full refuses with no store call.
 
 Teams and organizations are read through a cache (``GroupCache``, the key
 cache's TTL), so the request path pays only the transaction. A slot is a
@@ -34,9 +39,11 @@ from edgeproxy.routing.estimates.tokens import key_estimate
 from edgeproxy.routing.hierarchy import Group, Level
 from edgeproxy.routing.judge.levels import (
     LevelCharge,
+    borrow,
     charges,
     level_limits,
     level_refused,
+    start_shards,
     would_refuse,
 )
 from edgeproxy.routing.judge.reasons import Write
@@ -137,6 +144,8 @@ class Levels:
         self._rng = rng
         self._max_total_ms = max_total_ms
         self.groups = GroupCache(store, clock, cache_ttl)
+        # (partition, minute, rpm limit, shards) -> the shards seen at their rpm share.
+        self._full: dict[tuple[str, int, int, int], set[int]] = {}
 
     async def _levels(self, key: ClientKey) -> tuple[Group | None, Group | None]:
         if key.team_id is None:
@@ -230,9 +239,31 @@ class Levels:
             },
         }
 
+    def _rpm_full(self, c: LevelCharge) -> set[int]:
+        """The shards of ``c``'s bucket seen at their rpm share this minute (this process)."""
+        if c.rpm is None:
+            return set()
+        return self._full.get((c.limits.partition, c.minute, c.rpm, c.shards), set())
+
+    def _note_rpm_full(self, c: LevelCharge) -> None:
+        if c.rpm is None:
+            return
+        for seen in [k for k in self._full if k[1] < c.minute]:  # past minutes
+            del self._full[seen]
+        self._full.setdefault((c.limits.partition, c.minute, c.rpm, c.shards), set()).add(c.shard)
+
     async def _charged(
-        self, planned: Sequence[LevelCharge], holder: str, until: float, now: float
+        self, plan: Sequence[LevelCharge], holder: str, until: float, now: float
     ) -> LevelHold:
+        planned = list(start_shards(plan, self._rng))
+        starts = [c.shard for c in planned]
+        tried = [0] * len(planned)  # each charge's position in its shards' probe order
+        for i, c in enumerate(planned):
+            if c.rpm is not None:
+                found = borrow(c, starts[i], 0, self._rpm_full(c))
+                if found is None:  # every shard seen full this minute: no write
+                    raise level_refused(c.limits, Write.RPM, now).error()
+                planned[i], tried[i] = found
         slots: list[int | None] = [
             None if c.parallel is None else self._rng.randrange(c.parallel) for c in planned
         ]
@@ -252,6 +283,16 @@ class Levels:
                 await asyncio.sleep(self._rng.uniform(0, CONFLICT_BACKOFF_S * 2**conflicts))
                 continue
             c = planned[failed.charge]
+            if failed.write is Write.RPM:
+                self._note_rpm_full(c)
+            if failed.write in (Write.RPM, Write.TOKENS) and c.shards > 1:
+                # That shard's share is used up: borrow from the next (one more round trip).
+                i = failed.charge
+                found = borrow(c, starts[i], tried[i] + 1, self._rpm_full(c))
+                if found is not None:
+                    planned[i], tried[i] = found
+                    continue
+                raise level_refused(c.limits, failed.write, now).error()
             cap = c.parallel
             reads = looked.get(failed.charge, 0)
             if failed.write is not Write.PARALLEL or cap is None or reads >= SLOT_READS:

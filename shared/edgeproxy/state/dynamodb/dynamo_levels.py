@@ -5,7 +5,8 @@ Items (partition ``level#<partition>``, ``routing.judge.levels``):
 ================  =======================  ======================================
 item              sk                       attributes
 ================  =======================  ======================================
-minute bucket     ``usage#<minute>``       requests, tokens, ttl
+minute bucket     ``usage#<minute>``       requests, tokens, ttl (shard k > 0: pk
+                                           ``level#<partition>#<k>``)
 spend             ``spend`` / ``spend#<d>``  spend_usd, tokens, budget_usd (no TTL)
 request slot      ``slot#<n>``             holder, until, ttl
 ================  =======================  ======================================
@@ -19,6 +20,13 @@ retried on another slot, anything else is the refusal. ``settle_levels``
 adds (actual - estimate) to what was reserved and frees the slots, in one
 transaction too, beside one ADD per budget, sent with it (one round trip), that
 returns the spend it left to the budget alerts (``level_watcher``).
+
+A level with ``counter_shards: N`` spreads its minute bucket over N items,
+the shard in the *partition* key as a deployment's (``state/keys.py``), so
+they hash apart from the first write; each admits within its share of the
+limits (``LevelCharge.rpm_room``, ``tpm_room``), the settlement goes to the
+shard the request reserved on, and ``level_counts`` sums every shard in its
+one BatchGetItem.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from typing import Any
 from edgeproxy.routing.access import ACCOUNT_SEP
 from edgeproxy.routing.judge.levels import LevelCharge, LevelCounts
 from edgeproxy.routing.judge.reasons import Write
+from edgeproxy.state.counter_shards import summed
 from edgeproxy.state.dynamodb import conditions as cond
 from edgeproxy.state.dynamodb.dynamo_alerts import LevelWatcher
 from edgeproxy.state.dynamodb.dynamo_key_reserve import SPEND_ROOM, TOKENS_ROOM
@@ -46,9 +55,10 @@ def _pk(partition: str) -> str:
     return "level#" + partition.replace("%", "%25").replace("#", "%23")
 
 
-def level_usage_key(partition: str, minute: int) -> Key:
-    """Requests and tokens of one level in one minute."""
-    return _pk(partition), f"usage#{minute}"
+def level_usage_key(partition: str, minute: int, shard: int = 0) -> Key:
+    """Requests and tokens of one level in one minute (in shard ``shard`` of its bucket)."""
+    pk = _pk(partition)
+    return (f"{pk}#{shard}" if shard else pk), f"usage#{minute}"
 
 
 def level_spend_key(account: str) -> Key:
@@ -78,14 +88,15 @@ class DynamoLevels:
             update = "ADD #requests :one, #tokens :tokens SET #ttl = :ttl"
             values[":one"] = number(1)
             names["#requests"] = "requests"
-            if c.rpm is not None:
+            rpm, tpm = c.rpm_room, c.tpm_room
+            if rpm is not None:
                 clauses.append(f"({KEY_UNDER_LIMIT})")
-                values[":limit"] = number(c.rpm)
-            if c.tpm is not None:
+                values[":limit"] = number(rpm)
+            if tpm is not None:
                 clauses.append(f"({TOKENS_ROOM})")
-                values[":room"] = number(max(0, c.tpm - tokens))
+                values[":room"] = number(max(0, tpm - tokens))
         body: dict[str, Any] = {
-            "Key": self._table.key(level_usage_key(c.limits.partition, c.minute)),
+            "Key": self._table.key(level_usage_key(c.limits.partition, c.minute, c.shard)),
             "UpdateExpression": update,
             "ExpressionAttributeNames": names,
             "ExpressionAttributeValues": values,
@@ -191,13 +202,18 @@ class DynamoLevels:
 
     async def level_counts(self, charges: Sequence[LevelCharge], now: float) -> list[LevelCounts]:
         """What each charge's counters hold at ``now``, read without a write: one
-        BatchGetItem of the minute buckets and spends, one Query per capped level's slots."""
-        wanted = [level_usage_key(c.limits.partition, c.minute) for c in charges]
+        BatchGetItem of the minute buckets (every shard) and spends, one Query per capped
+        level's slots."""
+        buckets = [
+            [level_usage_key(c.limits.partition, c.minute, s) for s in range(c.shards)]
+            for c in charges
+        ]
+        wanted = [k for keys in buckets for k in keys]
         wanted += [level_spend_key(c.account) for c in charges]
         found = await self._table.batch_get(wanted)
         out: list[LevelCounts] = []
-        for c in charges:
-            bucket = found.get(level_usage_key(c.limits.partition, c.minute), {})
+        for c, keys in zip(charges, buckets, strict=True):
+            bucket = summed((found[k] for k in keys if k in found), self._schema.ttl) or {}
             spend = found.get(level_spend_key(c.account), {})
             held = 0
             if c.parallel is not None and c.parallel > 0:
@@ -264,10 +280,11 @@ class DynamoLevels:
 
 
 def _bucket_write(charge: LevelCharge, item: dict[str, Any]) -> Write:
-    """Which of a minute bucket's limits its stored ``item`` is at: rpm first."""
+    """Which of a minute bucket's limits its stored ``item`` (the shard's) is at: rpm first."""
     requests = item.get("requests", {}).get("N")
-    if charge.rpm is not None and (
-        charge.tpm is None or (requests is not None and float(requests) >= charge.rpm)
+    room = charge.rpm_room
+    if room is not None and (
+        charge.tpm is None or (requests is not None and float(requests) >= room)
     ):
         return Write.RPM
     return Write.TOKENS
