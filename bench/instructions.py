@@ -75,14 +75,15 @@ def count(build_dir: Path, function: str, event: Path, events: str, env: dict[st
         return int(found.group(1).replace(",", "")), len(json.loads(out.read_text())["modules"])
 
 
-def measure(build_dir: Path, env: dict[str, str], events: tuple[int, int], work: Path) -> dict[str, Any]:  # fmt: skip
-    """Every function's instruction counts (millions) and modules after import."""
+def measure(build_dir: Path, env: dict[str, str], events: tuple[int, int], work: Path, functions: list[str]) -> dict[str, Any]:  # fmt: skip
+    """Each of ``functions``' instruction counts (millions) and modules after import."""
     chat = json.loads((ROOT / "events/chat.json").read_text())
     chat["headers"]["authorization"] = f"Bearer {CLIENT_KEY}"
     (work / "chat.json").write_text(json.dumps(chat))
     bare, _ = count(build_dir, "ProxyFunction", work / "chat.json", "none", env)
     out: dict[str, Any] = {}
-    for function, event_name in FUNCTIONS.items():
+    for function in functions:
+        event_name = FUNCTIONS[function]
         event = work / "chat.json" if function == "ProxyFunction" else ROOT / "events" / event_name
         imported, modules = count(build_dir, function, event, "0", env)
         one, _ = count(build_dir, function, event, "1", env)
@@ -106,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--build-dir", type=Path, required=True, help="a sam build directory")
     parser.add_argument("--baseline", type=Path, help="another sam build, counted the same way")
     parser.add_argument("--events", type=int, nargs=2, default=(4, 24))
+    parser.add_argument("--functions", nargs="+", choices=list(FUNCTIONS), default=list(FUNCTIONS))
     plan = parser.parse_args(argv)
     builds = {"after": plan.build_dir, **({"before": plan.baseline} if plan.baseline else {})}
     table = f"bench-{uuid.uuid4().hex[:8]}"
@@ -119,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         # One hash seed: string hashing, and with it dict and set layouts, the same each run.
         env = {**lambda_env(stack.store_url, table), "PYTHONHASHSEED": "0"}
         for side, build_dir in builds.items():
-            result[side] = measure(build_dir, env, tuple(plan.events), Path(work))  # type: ignore[arg-type]
+            result[side] = measure(build_dir, env, tuple(plan.events), Path(work), plan.functions)  # type: ignore[arg-type]
     if "before" in result:
         result["after_over_before"] = {
             function: _ratios(figures, result["before"][function])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -16,23 +15,22 @@ _DEFAULT_BUNDLE = ("SSL_CERT_FILE", "SSL_CERT_DIR")
 
 @contextmanager
 def lean_init() -> Iterator[None]:
-    """Around a function's import and init (``functions/*/app.py``): what a cold start need not pay.
+    """Around a function's import and init (``functions/*/app.py``): no CA bundle loaded for nothing.
 
-    - No TLS context built while importing loads the system's CA bundle.
-      aiohttp builds two at import (``aiohttp.connector``'s defaults), about a
-      fifth of the proxy's import CPU; edgeproxy never uses them (every client
-      passes ``tls.verified_context()``, certifi's bundle, loaded on first
-      use). Inside the block OpenSSL's default bundle is an empty one
-      (``os.devnull``), so those defaults trust nothing: a client that fell
-      back to them would fail its handshake, never skip verification. The
-      environment is put back as it was when the block ends.
-    - No cyclic garbage collection while init allocates the objects that live
-      as long as the process; at the end they are frozen (``gc.freeze``), so
-      later collections, one warm event's, never walk them again.
+    aiohttp builds two TLS contexts when imported (``aiohttp.connector``'s
+    defaults, each loading the system's CA bundle): about a fifth of the
+    proxy's import CPU. edgeproxy never uses them: every client passes
+    ``tls.verified_context()`` (certifi's bundle, loaded on first use). Inside
+    the block OpenSSL's default bundle is an empty one (``os.devnull``), so
+    those defaults trust nothing: a client that fell back to them would fail
+    its handshake, never skip verification. The environment is put back as it
+    was when the block ends, however it ends.
+
+    (Switching the collector off during init and freezing its heap at the end
+    was measured too: 4% fewer instructions for import and first event
+    together, but the first event, all a SnapStart restore pays, 1.5x.)
     """
     saved = {name: os.environ.get(name) for name in _DEFAULT_BUNDLE}
-    was_enabled = gc.isenabled()
-    gc.disable()
     os.environ.update(dict.fromkeys(_DEFAULT_BUNDLE, os.devnull))
     try:
         yield
@@ -42,9 +40,6 @@ def lean_init() -> Iterator[None]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-        gc.freeze()
-        if was_enabled:
-            gc.enable()
 
 
 class Entrypoint:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import random
@@ -61,7 +60,7 @@ async def test_the_store_client_connects_with_the_shared_context() -> None:
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE_ROOT = Path(edgeproxy.__file__).resolve().parents[1]
 CHECK_INIT = """
-import gc, json, os, sys
+import json, os, sys
 import app
 import aiohttp.connector as connector
 from edgeproxy.tls import verified_context
@@ -70,8 +69,6 @@ print(json.dumps({
     "verified_cas": verified_context().cert_store_stats()["x509_ca"],
     "ssl_cert_file": os.environ.get("SSL_CERT_FILE"),
     "ssl_cert_dir": os.environ.get("SSL_CERT_DIR", "unset"),
-    "gc_enabled": gc.isenabled(),
-    "frozen": gc.get_freeze_count(),
 }))
 """
 
@@ -80,8 +77,8 @@ print(json.dumps({
 def test_a_cold_start_loads_no_ca_bundle_for_aiohttps_unused_defaults(function: str) -> None:
     """``lean_init`` around ``functions/<function>/app.py``: aiohttp's import-time default
     contexts trust nothing (edgeproxy never uses them; a client that did would fail its
-    handshake), the shared context still has certifi's bundle, and the environment and the
-    collector are as before, init's objects frozen."""
+    handshake), the shared context still has certifi's bundle, and the environment is as
+    before."""
     env = {
         "AWS_REGION": "us-east-1",
         "EDGEPROXY_TABLE": "t",
@@ -104,11 +101,9 @@ def test_a_cold_start_loads_no_ca_bundle_for_aiohttps_unused_defaults(function: 
     assert seen["verified_cas"] > 0
     assert seen["ssl_cert_file"] == certifi.where()
     assert seen["ssl_cert_dir"] == "unset"
-    assert seen["gc_enabled"]
-    assert seen["frozen"] > 0
 
 
-def test_lean_init_puts_the_environment_and_the_collector_back_even_on_an_error(
+def test_lean_init_puts_the_environment_back_even_on_an_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("SSL_CERT_FILE", "/some/bundle.pem")
@@ -118,25 +113,11 @@ def test_lean_init_puts_the_environment_and_the_collector_back_even_on_an_error(
     def failing_init() -> None:
         with lean_init():
             seen["file"], seen["dir"] = os.environ["SSL_CERT_FILE"], os.environ["SSL_CERT_DIR"]
-            seen["gc"] = gc.isenabled()
             seen["cas"] = ssl.create_default_context().cert_store_stats()["x509_ca"]
             raise RuntimeError("init failed")
 
     with pytest.raises(RuntimeError):
         failing_init()
-    assert seen == {"file": os.devnull, "dir": os.devnull, "gc": False, "cas": 0}
+    assert seen == {"file": os.devnull, "dir": os.devnull, "cas": 0}
     assert os.environ["SSL_CERT_FILE"] == "/some/bundle.pem"
     assert "SSL_CERT_DIR" not in os.environ
-    assert gc.isenabled()
-    gc.unfreeze()  # this test process's objects back to the collector
-
-
-def test_lean_init_leaves_a_disabled_collector_disabled() -> None:
-    gc.disable()
-    try:
-        with lean_init():
-            pass
-        assert not gc.isenabled()
-    finally:
-        gc.enable()
-        gc.unfreeze()
