@@ -20,6 +20,7 @@ from edgeproxy.clients import store_endpoint, store_options
 from edgeproxy.entrypoint import lean_init
 from edgeproxy.settings import Settings
 from edgeproxy.tls import verified_context
+from edgeproxy.upstream.egress import guarded_connector
 from edgeproxy.upstream.transport import AiohttpTransport
 
 
@@ -39,6 +40,15 @@ async def test_the_upstream_client_connects_with_the_shared_context() -> None:
         assert session.connector._ssl is verified_context()  # type: ignore[attr-defined]
     finally:
         await session.close()
+
+
+async def test_the_alert_webhook_connects_with_the_shared_context() -> None:
+    connector = guarded_connector()  # service/alerts/webhook.py's
+    try:
+        # Not aiohttp's default context, which lean_init leaves without a CA.
+        assert connector._ssl is verified_context()  # type: ignore[attr-defined]
+    finally:
+        await connector.close()
 
 
 async def test_the_store_client_connects_with_the_shared_context() -> None:
