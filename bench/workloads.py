@@ -27,6 +27,8 @@ CHAT_MODEL = "fast-chat"
 REBINDING_MODEL = "fast-chat-rebinding"
 REBIND_GAP_S = 0.6
 EMBED_MODEL = "text-embed"
+# A pool with the response cache on, shared gateway-wide (``bench/cache_hits.py``).
+CACHED_MODEL = "fast-chat-cached"
 UPSTREAM_MODEL = "mock-small"
 
 
@@ -65,8 +67,10 @@ def gateway_config(ports: tuple[int, int], request_log: bool | None = None) -> d
             deployment("embed-a", ports[0], EMBED_MODEL, operations=["embeddings"]),
             deployment("rebind-a", ports[0], REBINDING_MODEL),
             deployment("rebind-b", ports[1], REBINDING_MODEL),
+            deployment("cached-a", ports[0], CACHED_MODEL),
         ],
         "pools": {REBINDING_MODEL: {"sticky": {"idle_ttl_seconds": 1}}},
+        "cache": {"pools": {CACHED_MODEL: {"scope": "gateway"}}},
     }
 
 

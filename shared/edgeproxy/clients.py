@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+import time
 from typing import Any
 
 from edgeproxy.aws.dynamodb import DYNAMODB, DynamoClient
@@ -90,7 +91,7 @@ async def open_store(
     client = await DynamoClient.open(session, settings.region, endpoint, options, rng.random)
     stack.push_async_callback(client.close)
     schema = TableSchema.from_env_value(settings.table_schema)
-    bounded = BoundedClient(client, settings.store_timeout_seconds, timed)
+    bounded = BoundedClient(client, settings.store_timeout_seconds, timed, time.perf_counter)
     return DynamoStore(bounded, settings.table, schema, rng)
 
 

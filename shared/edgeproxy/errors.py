@@ -39,9 +39,11 @@
         └── MetricsUnavailable          EDGEPROXY_METRICS on without prometheus-client (no start)
 
 Each ``EdgeproxyError`` maps to the OpenAI error JSON (``body``). The other
-roots stop inside the project: the service judges an ``UpstreamFault`` (in
-``routing``) into an ``EdgeproxyError`` or an in-band stream error; the router
-turns a ``CredentialError`` into a configuration failure of that deployment;
+roots stop inside the project: the service judges an ``UpstreamFault`` (its
+``Fault``, plain data drawn here so this module imports no room, is classified
+in ``routing.failures``) into an ``EdgeproxyError`` or an in-band stream
+error; the router turns a ``CredentialError`` into a configuration failure
+of that deployment;
 the CLI prints ``ConfigError`` and ``UsageError`` and exits with status 2;
 the quota refresh records a ``QuotaFetchError`` beside the last good snapshot,
 finishes the other sources, then raises ``QuotaRefreshFailed`` so the run fails
@@ -57,10 +59,8 @@ httpx's in ``upstream/errors.py``. pydantic's and YAML's become
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # only for the annotation: this module imports nothing, so every room may use it
-    from edgeproxy.routing.faults import Fault
+from dataclasses import dataclass
+from enum import StrEnum
 
 
 class EdgeproxyError(Exception):
@@ -259,6 +259,39 @@ class StoreUnavailable(StoreError):
 
 class ClientGone(Exception):
     """The client's connection closed while its stream was being sent (the stream ends)."""
+
+
+class FaultKind(StrEnum):
+    """How one attempt failed (``Fault.kind``); ``routing.failures`` classifies it."""
+
+    HTTP = "http"  # the upstream answered with an error status
+    CONNECT = "connect"  # could not connect (refused, DNS, TLS)
+    RESET = "reset"  # connection dropped before response headers
+    TIMEOUT = "timeout"  # response_ms passed before the (JSON) answer / headers
+    IDLE = "idle"  # stream silent for longer than idle_ms
+    TRUNCATED = "truncated"  # stream ended (EOF or drop) before it was complete
+    MALFORMED = "malformed"  # unparseable body or SSE chunk
+    OVERSIZE = "oversize"  # answer, SSE event or stream beyond gateway.upstream_limits
+    INCOMPATIBLE = "incompatible"  # the deployment cannot serve this request shape
+    GATEWAY = "gateway"  # the gateway itself failed (credential fetch): no upstream was called
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """What went wrong with one attempt, as plain data (``UpstreamFault.fault``).
+
+    Drawn here, beside the exception that carries it, so this module imports no
+    room; ``routing.faults`` re-exports it for the core. Messages are already
+    sanitized: no credentials, no upstream URLs.
+    """
+
+    kind: FaultKind
+    message: str
+    status: int | None = None
+    type: str | None = None
+    code: str | None = None
+    param: str | None = None
+    retry_after: float | None = None  # seconds, from the provider's Retry-After
 
 
 class UpstreamFault(Exception):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from edgeproxy.aws.session import DeferredSession
 from edgeproxy.clients import open_credentials, open_store, process_rng
-from edgeproxy.service.alerts.watcher import KeyBudgetAlerts
+from edgeproxy.service.alerts.watcher import KeyBudgetAlerts, LevelBudgetAlerts
 from edgeproxy.service.alerts.wiring import alert_notifier, alert_topic
 from edgeproxy.service.config_cache import ConfigCache
 from edgeproxy.service.gateway import Gateway
@@ -174,9 +174,11 @@ async def build_gateway(
     config = ConfigCache(store, settings.config_ttl_seconds, clock)
     # Budget alerts ride the store's spend ADDs; their posts finish before the client closes.
     topic = alert_topic(settings.alert_topic_arn, session, stack)
-    alerts = KeyBudgetAlerts(alert_notifier(store, credentials, config.cached, clock, topic))
-    store.spend_watcher = alerts
+    notifier = alert_notifier(store, credentials, config.cached, clock, topic)
+    alerts, level_alerts = KeyBudgetAlerts(notifier), LevelBudgetAlerts(notifier)
+    store.spend_watcher, store.level_watcher = alerts, level_alerts
     stack.push_async_callback(alerts.aclose)  # runs before the topic's client closes
+    stack.push_async_callback(level_alerts.aclose)
     return Gateway(
         store,
         upstream,

@@ -38,7 +38,10 @@ FLAGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"  # gitignored
+# Screenshots: $EDGEPROXY_SCREENSHOTS, else tests/artifacts/ (gitignored; CI may keep them).
+ARTIFACTS = Path(
+    os.environ.get("EDGEPROXY_SCREENSHOTS") or Path(__file__).resolve().parents[1] / "artifacts"
+)
 
 
 @pytest.fixture(scope="package")

@@ -23,9 +23,12 @@ async def go(page: Page, view: str) -> None:
 
 
 async def screenshots(page: Page, name: str) -> None:
-    """``name`` at 1280x800 and 390x844 under tests/artifacts/; nothing wider than a phone."""
-    ARTIFACTS.mkdir(exist_ok=True)
+    """``name`` at 1280x800 (the whole page, and the first screen alone: ``-glance``) and
+    390x844 under ``ARTIFACTS``; nothing wider than a phone."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     await page.set_viewport_size({"width": 1280, "height": 800})
+    await page.evaluate("window.scrollTo(0, 0)")
+    await page.screenshot(path=str(ARTIFACTS / f"console-{name}-glance.png"))
     await page.screenshot(path=str(ARTIFACTS / f"console-{name}.png"), full_page=True)
     await page.set_viewport_size({"width": 390, "height": 844})
     # The page itself never scrolls sideways (a wide table scrolls inside its own box).

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import random
 import socket
 import uuid
 from collections.abc import Callable
@@ -22,7 +23,6 @@ import openai
 import pytest
 
 from edgeproxy.api.idempotent import request_hash
-from edgeproxy.aws.dynamodb import DynamoClient
 from edgeproxy.routing.idempotency import Lease, LeaseState
 from edgeproxy.state.dynamodb.dynamo import DynamoStore
 from edgeproxy.state.dynamodb.schema import TableSchema
@@ -30,6 +30,7 @@ from edgeproxy_dev.dynamo_server import client_kwargs
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.clock import FleetClock
 from tests.fixtures.configs import config, deployment
+from tests.fixtures.dynamo import open_client
 from tests.fixtures.table import wait_for
 from tests.integration.resilience.helpers import CLIENT_KEY, HELLO, keys, router
 
@@ -198,9 +199,9 @@ async def _on_store(endpoint: str, table: str, schema: TableSchema, work: Any) -
         aws_access_key_id=options["aws_access_key_id"],
         aws_secret_access_key=options["aws_secret_access_key"],
     )
-    client = await DynamoClient.open(session, options["region_name"], endpoint)
+    client = await open_client(session, options["region_name"], endpoint)
     try:
-        return await work(DynamoStore(client, table, schema))
+        return await work(DynamoStore(client, table, schema, random.Random(0)))
     finally:
         await client.close()
 

@@ -23,14 +23,13 @@ from edgeproxy.routing.snapshot import CircuitState
 from tests.fixtures.configs import config
 from tests.fixtures.llama import MODEL_ALIAS, LlamaServer
 from tests.fixtures.secrets import remember
+from tests.fixtures.sse import sse_events, stream_text
 from tests.fixtures.table import TableView
 from tests.integration.resilience.helpers import (
     CLIENT_KEY,
     deployment_status,
     keys,
     router,
-    sse_events,
-    stream_text,
 )
 
 pytestmark = pytest.mark.slow

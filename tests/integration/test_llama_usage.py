@@ -19,7 +19,6 @@ fixed tokens with the prompt's length).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -31,6 +30,7 @@ import pytest
 from edgeproxy.routing.estimates.tokens import prompt_estimate
 from tests.fixtures.clock import FleetClock
 from tests.fixtures.llama import MODEL_ALIAS, LlamaServer
+from tests.fixtures.sse import sse_payloads
 from tests.integration.resilience.helpers import router
 from tests.integration.usage.helpers import ENV, gateway_config, new_key, records
 
@@ -206,9 +206,7 @@ def test_each_surface_reports_the_servers_count_or_a_marked_estimate_of_it(
     _estimated(shown, delta.usage.model_extra, log.next(), chat_own[0])
 
     answer = _responses(gw.base_url, key, {**responses_body, "stream": True})
-    events = [
-        json.loads(line[6:]) for line in answer.text.splitlines() if line.startswith("data: ")
-    ]
+    events = sse_payloads(answer.text)
     [done] = [
         e["response"]
         for e in events

@@ -16,6 +16,7 @@ from edgeproxy.jobs.quota import QuotaJob, Refreshed
 from edgeproxy.routing.snapshot import QuotaStatus, credential_key
 from edgeproxy.service.credentials import CredentialResolver
 from edgeproxy.state.dynamodb.dynamo import DynamoStore
+from edgeproxy.state.store import SnapshotRequest
 from edgeproxy_dev.aws import client_kwargs
 from edgeproxy_dev.mock_upstream import MockUpstream
 from edgeproxy_dev.template import default_template_path, table_schema
@@ -57,7 +58,9 @@ async def refresh(
 
 
 async def stored(store: DynamoStore) -> QuotaStatus:
-    return (await store.read_quotas([KEY]))[KEY]
+    # As routing reads it: the credential's quota item in the pool's one read.
+    read = SnapshotRequest(pool="p", deployment_ids=[], domains=[], minute=0, credentials=[KEY])
+    return (await store.read_pool(read)).quotas[KEY]
 
 
 async def test_an_openrouter_key_endpoint_gives_the_credits_left(

@@ -13,7 +13,7 @@ from typing import Any
 
 from edgeproxy.config.loader import from_document, parse_config, to_document
 from edgeproxy.jobs.health import HealthJob
-from edgeproxy.routing.allowance import allowance, tpm_fragmentation_bound
+from edgeproxy.routing.allowance import allowance
 from edgeproxy.service.admin.status_view import history
 from edgeproxy.state import items, keys
 from edgeproxy.state.dynamodb.dynamo import DynamoStore
@@ -69,6 +69,12 @@ async def test_exactly_the_limit_offered_at_once_is_all_admitted(
 async def test_a_limit_below_the_shard_count_still_admits_all_of_it(store: DynamoStore) -> None:
     results = [await store.admit("d1", MINUTE, 2, LATER, shards=SHARDS) for _ in range(6)]
     assert results == [True, True, False, False, False, False]
+
+
+def tpm_fragmentation_bound(shards: int, reserve: int) -> int:
+    """Tokens of room a sharded tpm limit may leave unused beyond one item's refusal point:
+    each shard but one may stop up to ``reserve - 1`` tokens short of its allowance."""
+    return (shards - 1) * max(0, reserve - 1)
 
 
 async def test_a_tpm_limit_across_shards_stays_within_its_stated_bound(store: DynamoStore) -> None:

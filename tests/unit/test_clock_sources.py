@@ -32,6 +32,8 @@ CLOCKS = {
     ("time", "time_ns"),
     ("time", "monotonic"),
     ("time", "monotonic_ns"),
+    ("time", "perf_counter"),
+    ("time", "perf_counter_ns"),
     ("datetime", "now"),
     ("datetime", "utcnow"),
     ("datetime", "today"),
@@ -88,12 +90,13 @@ def test_the_walk_finds_clock_reads_and_hidden_draws() -> None:
         "import time, random\n"
         "from datetime import datetime\n"
         "def f(rng: random.Random) -> None:\n"
-        "    time.time(); time.monotonic(); datetime.now(); random.random()\n"
+        "    time.time(); time.monotonic(); time.perf_counter(); datetime.now(); random.random()\n"
         "    random.Random(); random.Random(3); rng.random(); clock = time.time\n"
     )
     assert bare_sources(source) == [
         "time.time()",
         "time.monotonic()",
+        "time.perf_counter()",
         "datetime.now()",
         "random.random()",
         "random.Random()",

@@ -1,13 +1,13 @@
 // edgeproxy console, shared pieces: the admin API call (the admin key from this tab's session
 // storage, sent only as "Authorization: Bearer", never a cookie), text-only DOM helpers and
-// the view switcher (#status, #keys, #log, #teams in the address). Loaded before the views'
+// the view switcher (#status, #keys, #log, #teams, #deployments, #usage in the address). Loaded before the views'
 // scripts, which find these as window.edgeproxyConsole. Nothing from the API is ever parsed
 // as HTML: every value is set as text or as an attribute.
 "use strict";
 
 (() => {
   const KEY = "edgeproxy.adminKey";
-  const VIEWS = ["status", "keys", "log", "teams"];
+  const VIEWS = ["status", "keys", "log", "teams", "deployments", "usage"];
   const $ = (id) => document.getElementById(id);
   const shownHooks = new Map(); // view -> functions run each time it is shown
 

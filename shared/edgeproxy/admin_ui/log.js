@@ -1,8 +1,9 @@
 // edgeproxy console, the request log view (#log): one hour of the log (GET
 // admin/usage/requests?at=, newest first), filtered in the page by key, team, model,
-// deployment and status; a record opens its attempts (the deployments tried, in order, and
+// deployment, status and the minutes of the hour (from, to); a record opens its attempts (the deployments tried, in order, and
 // why it moved on), its latency, tokens and cost, and a link to the routing explainer.
-// The log names each record's key; its team is the key's (from GET admin/keys).
+// The log names each record's key and the key's team when the request ran; a record of an
+// older release without it takes the key's team now (from GET admin/keys).
 "use strict";
 
 (() => {
@@ -35,7 +36,7 @@
       teamOf = new Map(keys.data.map((k) => [k.id, k.team_id]));
       $("log-hour-shown").textContent = `${log.hour} (UTC), ${records.length} record${records.length === 1 ? "" : "s"}${records.length >= LIMIT ? ", the newest " + LIMIT : ""}`;
       options($("log-key"), new Set(records.map((r) => r.key_name ? `${r.key_name} (${r.key_id})` : r.key_id || "-")), "Any key");
-      options($("log-team"), new Set(records.map((r) => teamOf.get(r.key_id) || "-")), "Any team");
+      options($("log-team"), new Set(records.map(teamOfRecord)), "Any team");
       options($("log-model"), new Set(records.map((r) => r.model)), "Any model");
       options($("log-deployment"), new Set(records.flatMap((r) => r.tried)), "Any deployment");
       error.hidden = true;
@@ -47,6 +48,10 @@
     }
   }
 
+  const teamOfRecord = (r) => r.team || teamOf.get(r.key_id) || "-";
+  // A record's time of day (UTC) as HH:MM, as a time input's value reads.
+  const clock = (r) => C.fmtEpoch(r.at).slice(11, 16);
+
   const keyLabel = (r) => (r.key_name ? `${r.key_name} (${r.key_id})` : r.key_id || "-");
 
   function statusMatches(r, wanted) {
@@ -56,11 +61,13 @@
   }
 
   function matching() {
-    const [key, team, model, dep, status] = ["log-key", "log-team", "log-model", "log-deployment", "log-status"].map((id) => $(id).value);
+    const [key, team, model, dep, status, from, to] = ["log-key", "log-team", "log-model", "log-deployment", "log-status", "log-from", "log-to"].map((id) => $(id).value);
     return records.filter(
       (r) =>
         (!key || keyLabel(r) === key) &&
-        (!team || (teamOf.get(r.key_id) || "-") === team) &&
+        (!team || teamOfRecord(r) === team) &&
+        (!from || clock(r) >= from) &&
+        (!to || clock(r) <= to) &&
         (!model || r.model === model) &&
         (!dep || r.tried.includes(dep)) &&
         statusMatches(r, status),
@@ -112,7 +119,9 @@
     const add = (label, value) => list.append(el("dt", { text: label }), el("dd", { text: value }));
     add("Request id", r.request_id);
     add("Time", C.fmtEpoch(r.at));
-    add("Key", keyLabel(r) + (teamOf.get(r.key_id) ? ` · team ${teamOf.get(r.key_id)}` : ""));
+    const team = teamOfRecord(r);
+    add("Key", keyLabel(r) + (team !== "-" ? ` · team ${team}` : "") + (r.organization ? ` · organization ${r.organization}` : ""));
+    if (r.end_user) add("End user", r.end_user);
     add("Model", r.served_model && r.served_model !== r.model ? `${r.model} → ${r.served_model}` : r.model);
     add("Operation", r.operation + (r.stream ? " (stream)" : ""));
     add("Status", `${r.status} ${r.outcome}` + (r.failure_class ? ` (${r.failure_class})` : ""));
@@ -120,6 +129,7 @@
     add("Tokens", `${C.fmtInt(r.prompt_tokens)} in (${C.fmtInt(r.cache_read_tokens)} from cache) · ${C.fmtInt(r.completion_tokens)} out` + (r.usage_estimated ? " (estimated)" : ""));
     add("Cost", C.fmtUsd(r.cost_usd));
     if (r.anomalies.length) add("Anomalies", r.anomalies.join(", "));
+    if (r.notes && r.notes.length) add("Notes", r.notes.join(", "));
     return list;
   }
 
@@ -131,6 +141,27 @@
     $("explain-caller").value = r.key_id || "";
     if (r.key_id) $("explain-form").requestSubmit();
     $("explain").scrollIntoView();
+  }
+
+  // What the explainer cannot replay: the admin changes made since the request (the audit
+  // log's newest 200), so the operator knows whether "now" is still "that moment".
+  async function since(r) {
+    let entries;
+    try {
+      entries = (await C.api("GET", "audit?limit=200")).data;
+    } catch (_) {
+      return; // a scoped admin reads no audit log: nothing said
+    }
+    const box = $("log-since");
+    if (!box || openId !== r.request_id) return;
+    const later = entries.filter((e) => e.at > r.at);
+    box.setAttribute("data-changes", String(later.length));
+    if (!later.length) {
+      box.textContent = "No admin change since this request: the explainer's configuration is the one it met (health, circuits and limits move on their own).";
+      return;
+    }
+    const shown = later.slice(0, 3).map((e) => `${C.fmtEpoch(e.at).slice(11)} ${e.action} ${e.target}`);
+    box.textContent = `${later.length} admin change${later.length === 1 ? "" : "s"} since this request (${shown.join("; ")}${later.length > 3 ? "; …" : ""}): the explainer shows the routing as it is now.`;
   }
 
   function open(r) {
@@ -147,8 +178,10 @@
         el("button", { type: "button", id: "log-explain", text: "Explain this model and key's routing now", onclick: () => explain(r) }),
         el("span", { class: "muted", text: ` (the request was at ${C.fmtEpoch(r.at)})` }),
       ),
+      el("p", { id: "log-since", class: "muted" }),
       el("button", { type: "button", id: "log-record-close", text: "Close", onclick: closeRecord }),
     );
+    since(r);
     box.hidden = false;
     box.setAttribute("data-request", r.request_id);
     draw();
@@ -164,7 +197,7 @@
 
   document.addEventListener("DOMContentLoaded", () => {
     C.onShow("log", load);
-    for (const id of ["log-key", "log-team", "log-model", "log-deployment", "log-status"]) $(id).addEventListener("input", draw);
+    for (const id of ["log-key", "log-team", "log-model", "log-deployment", "log-status", "log-from", "log-to"]) $(id).addEventListener("input", draw);
     $("log-hour").addEventListener("change", load);
     $("log-reload").addEventListener("click", load);
     $("log-filters").addEventListener("submit", (event) => event.preventDefault());

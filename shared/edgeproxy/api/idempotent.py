@@ -42,10 +42,12 @@ REPLAYED = "idempotent-replayed"  # the header a replayed answer carries (Stripe
 @dataclass(frozen=True, slots=True)
 class Answered:
     """A response the pipeline built, and whether it was whole once sent (a stream: it
-    reached its ``Closing``; a JSON answer: always)."""
+    reached its ``Closing``; a JSON answer: always), and ``clean`` too (a stream: no
+    finish reason the gateway had to infer, what the response cache stores)."""
 
     response: Response
     complete: Callable[[], bool] = lambda: True
+    clean: Callable[[], bool] = lambda: True
 
 
 Produce = Callable[[Request], Awaitable[Answered]]

@@ -40,7 +40,8 @@ from edgeproxy.api.idempotent import Answered, Keyed, answered_once, request_has
 from edgeproxy.api.identity import Identity, check_access, identify
 from edgeproxy.api.parsing import read_json_object
 from edgeproxy.api.rate_headers import for_surface
-from edgeproxy.api.reply import Ending
+from edgeproxy.api.stored.cached import Planned, Produced, cached, plan_of
+from edgeproxy.api.stored.capture import Watched
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import ClientGone, UpstreamError
 from edgeproxy.routing.idempotency import HEADER, checked_key
@@ -49,6 +50,7 @@ from edgeproxy.service.gateway import Gateway
 from edgeproxy.service.limits.parallel import KeySlot
 from edgeproxy.service.limits.slots import Slot
 from edgeproxy.service.request import ProxyRequest
+from edgeproxy.service.stream.events import Closing
 
 logger = logging.getLogger(__name__)
 _STREAM_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
@@ -182,11 +184,14 @@ async def serve(request: Request, codec: Codec) -> Response:
     try:
         key = checked_key(request.headers.get(HEADER))
         prepared = await _prepared(request, codec, config, who)
+        plan = plan_of(request, config, who, prepared.req, prepared.body)
     except BaseException:
         await held.release()
         raise
     if key is not None:
         return await _once(request, codec, gateway, config, who, held, prepared, key)
+    if plan is not None:
+        return await _cached(request, codec, gateway, config, held, prepared, plan)
     try:
         response = (await _answered(request, codec, gateway, config, prepared, held)).response
     except BaseException:
@@ -231,7 +236,9 @@ async def _prepared(
         role=who.role,
         key=who.key,
         chat=parsed.chat,
-        end_user=end_user_of(request.headers.get(END_USER_HEADER), parsed.body, codec.surface),
+        # The client's own body: a surface's translation may drop the field (Messages'
+        # ``metadata``).
+        end_user=end_user_of(request.headers.get(END_USER_HEADER), body, codec.surface),
     )
     return Prepared(req, parsed, parsed.model, body)
 
@@ -270,6 +277,39 @@ async def _once(
     )
 
 
+async def _cached(
+    request: Request,
+    codec: Codec,
+    gateway: Gateway,
+    config: GatewayConfig,
+    held: Held,
+    prepared: Prepared,
+    plan: Planned,
+) -> Response:
+    """A request the response cache is on for (``api.stored.cached``)."""
+
+    async def produce(req: ProxyRequest) -> Produced:
+        own = Prepared(req, prepared.parsed, prepared.requested, prepared.body)
+        answered = await _answered(request, codec, gateway, config, own, held, watch=True)
+        relayed = isinstance(answered.response, RelayedResponse)
+        return Produced(answered.response, relayed, answered.clean)
+
+    return await cached(
+        codec, gateway, config, prepared.req, prepared.requested, held, plan, produce
+    )
+
+
+def _clean(closing: Closing | None) -> bool:
+    """Whether a stream's end makes it a stored answer: complete, every finish reason the
+    upstream's, no anomaly, not continued after a cut."""
+    return (
+        closing is not None
+        and not closing.finish_reasons
+        and not closing.anomalies
+        and not closing.continued
+    )
+
+
 async def _answered(
     request: Request,
     codec: Codec,
@@ -292,7 +332,7 @@ async def _answered(
         answer = await unless_client_leaves(request, gateway.open_stream(req, config, admission))
         if isinstance(answer, Gone):
             return Answered(gone)
-        events: Any = Ending(answer.body) if watch else answer.body
+        events: Any = Watched(answer.body) if watch else answer.body
         relayed = RelayedResponse(
             events,
             codec.stream(events, parsed, gateway.now()),
@@ -305,8 +345,12 @@ async def _answered(
             },
             background=BackgroundTask(answer.after) if answer.after else None,
         )
-        if isinstance(events, Ending):
-            return Answered(relayed, lambda: events.closed)
+        if isinstance(events, Watched):
+            return Answered(
+                relayed,
+                lambda: events.closing is not None,
+                lambda: _clean(events.closing),
+            )
         return Answered(relayed)
     result = await unless_client_leaves(request, gateway.complete(req, config, admission))
     if isinstance(result, Gone):

@@ -20,14 +20,26 @@ from edgeproxy.errors import EdgeproxyError
 TIMEOUT_S = 30.0
 
 
-def admin_request(args: argparse.Namespace, method: str, path: str, body: Any = None) -> Any:
-    """``method path`` (JSON ``body``) on the gateway ``args`` name; its JSON answer."""
+def admin_request(
+    args: argparse.Namespace,
+    method: str,
+    path: str,
+    body: Any = None,
+    params: dict[str, Any] | None = None,
+) -> Any:
+    """``method path`` (JSON ``body``, query ``params``) on the gateway ``args`` name; its JSON
+    answer."""
     admin_key = cli_target.admin_key(args)
     base = cli_target.url_of(args) or ""
     headers = {"authorization": f"Bearer {admin_key}"}
     try:
         answer = httpx.request(
-            method, base.rstrip("/") + path, json=body, headers=headers, timeout=TIMEOUT_S
+            method,
+            base.rstrip("/") + path,
+            json=body,
+            params=params,
+            headers=headers,
+            timeout=TIMEOUT_S,
         )
     except httpx.HTTPError as exc:
         raise EdgeproxyError(f"cannot reach {base}: {type(exc).__name__}") from None

@@ -18,11 +18,10 @@ import sys
 import time
 from typing import Any, TextIO
 
-import httpx
-
 from edgeproxy.cli import target as cli_target
+from edgeproxy.cli.admin_http import admin_request
 from edgeproxy.config.loader import from_document
-from edgeproxy.errors import EdgeproxyError, UsageError
+from edgeproxy.errors import UsageError
 from edgeproxy.routing.affinity import caller_id, key_digest
 from edgeproxy.runtime import open_store, process_rng
 from edgeproxy.service.admin.bindings import (
@@ -118,30 +117,17 @@ async def _on_table(args: argparse.Namespace, store: DynamoStore, caller: str | 
     return dataclasses.asdict(report)
 
 
-def _remote(args: argparse.Namespace, url: str) -> Any:
-    headers = {"authorization": f"Bearer {cli_target.admin_key(args)}"}
-    base = url.rstrip("/") + "/admin/bindings/"
-    try:
-        if args.action == "share":
-            params = {"pool": args.pool, "minutes": args.minutes}
-            answer = httpx.get(base + "share", params=params, headers=headers, timeout=30)
-        else:
-            body: dict[str, Any] = {"pool": args.pool}
-            if args.action == "unbind":
-                key = _client_key(args)
-                body.update({"api_key": key} if key is not None else {"caller": args.caller})
-                if args.protocol != "all":
-                    body["protocol"] = args.protocol
-            answer = httpx.post(base + args.action, json=body, headers=headers, timeout=30)
-    except httpx.HTTPError as exc:
-        raise EdgeproxyError(f"cannot reach {url}: {type(exc).__name__}") from None
-    if answer.status_code >= 400:
-        try:
-            message = answer.json()["error"]["message"]
-        except (ValueError, KeyError, TypeError):
-            message = answer.text[:200]
-        raise EdgeproxyError(f"{answer.status_code}: {message}")
-    return answer.json()
+def _remote(args: argparse.Namespace) -> Any:
+    if args.action == "share":
+        params = {"pool": args.pool, "minutes": args.minutes}
+        return admin_request(args, "GET", "/admin/bindings/share", params=params)
+    body: dict[str, Any] = {"pool": args.pool}
+    if args.action == "unbind":
+        key = _client_key(args)
+        body.update({"api_key": key} if key is not None else {"caller": args.caller})
+        if args.protocol != "all":
+            body["protocol"] = args.protocol
+    return admin_request(args, "POST", f"/admin/bindings/{args.action}", body)
 
 
 def _print(args: argparse.Namespace, result: dict[str, Any], out: TextIO) -> None:
@@ -170,9 +156,8 @@ async def run(args: argparse.Namespace) -> int:
     if args.action == "share" and args.minutes <= 0:
         raise UsageError("--minutes must be positive")
     caller = _caller(args) if args.action == "unbind" else None  # refuse a raw key first
-    url = cli_target.url_of(args)
-    if url:
-        result = _remote(args, url)
+    if cli_target.url_of(args):
+        result = _remote(args)
     else:
         settings = cli_target.table_settings(args)
         async with contextlib.AsyncExitStack() as stack:

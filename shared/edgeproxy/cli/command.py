@@ -10,11 +10,14 @@
     printf %s "$KEY" | edgeproxy hash-key      # the sha256 for gateway.api_keys
     edgeproxy status | settings get|set | audit  # see cli_admin
     edgeproxy strategies [--json]                # the strategy registry and its parameters
+    edgeproxy deployments list|add|test|set|delete  # deployments (cli/deployments.py)
+    edgeproxy routing pool|rules                 # a pool's strategy, a model's rules (same)
     edgeproxy pools effective POOL | aliases list|set|delete  # levels, aliases (cli_models)
     edgeproxy route explain --model M --key-id ID  # which deployment, and why (cli/route.py)
     edgeproxy keys create|list|show|revoke|import   # client keys (cli_keys)
     edgeproxy usage [--from --to --group-by --format] # spend and tokens (cli_usage)
     edgeproxy alerts                             # budget alerts not delivered (cli/alerts.py)
+    edgeproxy cache show|set|delete              # the response cache's rules (cli/cache.py)
     edgeproxy job health|quota-refresh           # one pass of a scheduled job (cli_jobs)
 
 Every admin command acts through a running gateway (``--url`` or
@@ -76,6 +79,14 @@ COMMANDS: dict[str, tuple[Group, str]] = {
         Group("edgeproxy.cli.strategies", "add_command"),
         "list the ordering strategies and their parameters",
     ),
+    "deployments": (
+        Group("edgeproxy.cli.deployments", "add_commands"),
+        "list, add (connection-tested), change and remove deployments",
+    ),
+    "routing": (
+        Group("edgeproxy.cli.deployments", "add_commands"),
+        "a pool's strategy and a model's rules",
+    ),
     "pools": (_MODELS, "a pool's effective settings"),
     "aliases": (_MODELS, "model aliases"),
     "route": (Group("edgeproxy.cli.route", "add_commands"), "explain routing decisions"),
@@ -95,6 +106,10 @@ COMMANDS: dict[str, tuple[Group, str]] = {
     "alerts": (
         Group("edgeproxy.cli.alerts", "add_command"),
         "budget alerts not delivered yet (pending or given up)",
+    ),
+    "cache": (
+        Group("edgeproxy.cli.cache", "add_command"),
+        "the response cache's rules per pool, team or key",
     ),
 }
 

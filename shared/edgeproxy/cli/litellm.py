@@ -24,11 +24,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import yaml
+from pydantic import ValidationError
 
 from edgeproxy.config.litellm_import.checks import name_entries
 from edgeproxy.config.litellm_import.router import convert
-from edgeproxy.config.loader import parse_config
+from edgeproxy.config.loader import TABLE_SECTIONS, parse_config
 from edgeproxy.errors import ConfigError, UsageError
+from edgeproxy.service.admin.team_bodies import CreateOrganization, CreateTeam
 
 HEADER = "# edgeproxy configuration converted from {source} by `edgeproxy config import-litellm`\n"
 
@@ -46,6 +48,16 @@ def read(path: str) -> Mapping[str, Any]:
     return data
 
 
+def checked_teams(document: Mapping[str, Any]) -> None:
+    """The converted ``organizations`` and ``teams`` as the admin API would take them."""
+    for section, body in (("organizations", CreateOrganization), ("teams", CreateTeam)):
+        for i, entry in enumerate(document.get(section, [])):
+            try:
+                body.model_validate(entry)
+            except ValidationError as exc:
+                raise ConfigError(f"{section}[{i}]: {exc.errors()[0]['msg']}") from None
+
+
 def import_litellm(
     path: str, out: TextIO, err: TextIO, environ: Mapping[str, str], *, strict: bool = False
 ) -> int:
@@ -53,7 +65,11 @@ def import_litellm(
     converted = convert(read(path), environ)
     document = converted.document
     try:
-        parse_config(document, f"{path} (converted)")
+        # Organizations and teams are table items (``config load`` writes them), checked
+        # as the admin API's bodies are.
+        checked_teams(document)
+        routing = {k: v for k, v in document.items() if k not in TABLE_SECTIONS}
+        parse_config(routing, f"{path} (converted)")
     except ConfigError as exc:
         raise ConfigError(name_entries(str(exc), converted.origins)) from None
     for line in converted.warnings:
@@ -61,9 +77,10 @@ def import_litellm(
     for line in converted.errors:
         err.write(f"error: {line}\n")
     models = len({d["model"] for d in document["deployments"]})
+    teams = f", {len(document['teams'])} teams" if document.get("teams") else ""
     err.write(
         f"converted {len(document['deployments'])} deployments ({models} models), "
-        f"{len(document.get('fallbacks', []))} fallback chains; "
+        f"{len(document.get('fallbacks', []))} fallback chains{teams}; "
         f"{len(converted.warnings)} warnings, {len(converted.errors)} entries not converted\n"
     )
     if strict and (converted.warnings or converted.errors):

@@ -50,6 +50,7 @@ def add_commands(commands: Any) -> None:
     roles = [role.value for role in Role]
     explain.add_argument("--role", choices=roles, help="explain for this role, not the caller's")
     explain.add_argument("--seed", type=int, help="repeat a random strategy's draw")
+    explain.add_argument("--end-user", help="the end user the request names (its team's limits)")
     explain.add_argument("--json", action="store_true", help="the API's JSON answer")
     explain.add_argument("--url", help=f"a running gateway's base URL (or {cli_target.URL_ENV})")
     explain.add_argument(
@@ -77,7 +78,7 @@ def order(args: argparse.Namespace, stdin: TextIO) -> dict[str, Any]:
     if not (args.key_id or args.caller):
         raise UsageError("name the caller: --key-id ID or --caller ID")
     out: dict[str, Any] = {"operation": args.operation, "body": body}
-    for name in ("key_id", "caller", "role", "seed"):
+    for name in ("key_id", "caller", "role", "seed", "end_user"):
         if getattr(args, name) is not None:
             out[name] = getattr(args, name)
     return out
@@ -102,6 +103,13 @@ def render(report: dict[str, Any], out: TextIO) -> None:
     if not report["key_allows_model"]:
         head += "; the key may not use this model (404)"
     print(head, file=out)
+    refused = report.get("refused_by")
+    if refused:
+        print(
+            f"  refused at level {refused['level']} `{refused['id']}` ({refused['reason']}): "
+            + refused["message"],
+            file=out,
+        )
     rows = [_COLUMNS] + [
         (
             ("*" if c["outcome"] == "chosen" else "")

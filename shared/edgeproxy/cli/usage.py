@@ -63,6 +63,7 @@ def add_command(commands: Any) -> None:
     usage.add_argument("--log", action="store_true", help="list the request log of one hour")
     usage.add_argument("--at", help="with --log: a time in the hour (default now)")
     usage.add_argument("--limit", type=int, default=50, help="with --log: records (default 50)")
+    usage.add_argument("--end-user", help="with --log: only the requests naming this end user")
 
 
 def _params(args: argparse.Namespace) -> dict[str, str]:
@@ -81,6 +82,8 @@ async def _over_http(args: argparse.Namespace, url: str) -> dict[str, Any]:
             params: dict[str, str] = {"limit": str(args.limit)}
             if args.at:
                 params["at"] = args.at
+            if args.end_user:
+                params["end_user"] = args.end_user
             path = "/admin/usage/requests"
         else:
             params, path = _params(args), "/admin/usage"
@@ -102,7 +105,8 @@ async def _on_table(args: argparse.Namespace) -> dict[str, Any]:
         log = DynamoUsageLog.sharing(await open_store(settings, stack, rng=process_rng()))
         if args.log:
             at = parse_time(args.at, "at") if args.at else now
-            records = await log.read_requests(int(at // HOUR_S), args.limit, now)
+            hour = int(at // HOUR_S)
+            records = await log.read_requests(hour, args.limit, now, end_user=args.end_user)
             return {"object": "list", "data": [dataclasses.asdict(r) for r in records]}
         report = await usage_report(log, ReportQuery.parse(_params(args), now), now)
         return json_ready(report)
@@ -112,7 +116,7 @@ def print_report(report: dict[str, Any], out: TextIO) -> None:
     """The report as an aligned table, with a totals line."""
     dims = ["key_name" if d == "key" else d for d in DIMENSIONS if d in report["group_by"]]
     head = ("period", *dims, "requests", "failures", "tokens", "cache_read", "cache_write")
-    head = (*head, "cost_usd")
+    head = (*head, "cost_usd", "cache_hits", "saved_usd")
     rows = [
         (
             r["period"],
@@ -125,12 +129,13 @@ def print_report(report: dict[str, Any], out: TextIO) -> None:
             str(r["tokens"]),
             *_cache(r),
             f"{r['cost_usd']:.6f}",
+            *_hits(r),
         )
         for r in report["rows"]
     ]
     t = report["totals"]
     total = ("total", *([""] * len(dims)), str(t["requests"]), str(t["failures"]))
-    rows.append((*total, str(t["tokens"]), *_cache(t), f"{t['cost_usd']:.6f}"))
+    rows.append((*total, str(t["tokens"]), *_cache(t), f"{t['cost_usd']:.6f}", *_hits(t)))
     widths = [max(len(row[i]) for row in [head, *rows]) for i in range(len(head))]
     print(f"usage {report['from']} .. {report['to']}", file=out)
     for row in [head, *rows]:
@@ -161,3 +166,8 @@ def _cell(row: dict[str, Any], column: str) -> str:
 def _cache(row: dict[str, Any]) -> tuple[str, str]:
     # A server from before prompt-cache pricing reports neither.
     return str(row.get("cache_read_tokens", 0)), str(row.get("cache_write_tokens", 0))
+
+
+def _hits(row: dict[str, Any]) -> tuple[str, str]:
+    # A server from before the response cache reports neither.
+    return str(row.get("cache_hits", 0)), f"{float(row.get('saved_usd', 0)):.6f}"

@@ -16,6 +16,7 @@ from edgeproxy.config import levels
 from edgeproxy.config.alerts import AlertSettings, webhook_problem
 from edgeproxy.config.aliases import Alias, AliasName, alias_problems, canonical, names_of
 from edgeproxy.config.base import Positive, Strict
+from edgeproxy.config.cache import CacheSettings
 from edgeproxy.config.deployment import Deployment, shared_reservations
 from edgeproxy.config.egress import EgressSettings
 from edgeproxy.config.levels import Layer, ModelSettings, params_of, strategy_of
@@ -121,6 +122,7 @@ class GatewayConfig(Strict):
     quota_sources: list[QuotaSource] = Field(default_factory=list)
     # A quota snapshot older than this is ignored by routing (the refresh runs every minute).
     quota_max_age_seconds: Positive = 600
+    cache: CacheSettings = CacheSettings()  # the response cache (config.cache), off by default
     _params: dict[tuple[str, int, Strategy, Operation, str], StrategyParams] = PrivateAttr(
         default_factory=dict
     )
@@ -150,6 +152,12 @@ class GatewayConfig(Strict):
         problems = alias_problems(self.aliases, models)
         if problems:
             raise ValueError("; ".join(problems))
+        unserved = sorted(p for p in self.cache.pools if canonical(self.aliases, p) not in pools)
+        if unserved:
+            raise ValueError(
+                "cache.pools names a pool no deployment serves (no key may use it): "
+                + ", ".join(unserved)
+            )
         for chain in self.fallbacks:
             for target in [chain.model, *chain.to]:
                 if target not in pools:

@@ -1,6 +1,6 @@
 """Budget alerts (pure): which thresholds a settlement crossed, and when to retry a delivery.
 
-A level (a client key today; a team or an organization through the same
+A level (a client key, a team or an organization, each through the same
 ``Alert``) carries a budget and a soft threshold, ``soft_budget_ratio`` (the
 share of the budget at which the first alert is due; ``routing.hierarchy``'s
 groups already carry it). Every budget also alerts at 100%. A settlement
@@ -39,6 +39,26 @@ def crossed(
     if budget is None or budget <= 0 or after <= before:
         return ()
     return tuple(t for t in thresholds(soft_ratio) if before < t * budget <= after)
+
+
+def reached(
+    spend: float, budget: float | None, soft_ratio: float | None, refused: bool = False
+) -> tuple[float, ...]:
+    """The thresholds a level's spend has reached (a team's or an organization's, read after
+    a settlement); ``refused``: its budget refused a reservation, so 100% is due too.
+
+    >>> reached(8.5, 10.0, 0.8)
+    (0.8,)
+    >>> reached(8.5, 10.0, 0.8, refused=True)
+    (0.8, 1.0)
+    >>> reached(1.0, 10.0, 0.8)
+    ()
+    """
+    if budget is None or budget <= 0:
+        return ()
+    return tuple(
+        t for t in thresholds(soft_ratio) if spend >= t * budget or (refused and t == FULL)
+    )
 
 
 def retry_at(attempts: int, now: float) -> float | None:

@@ -40,8 +40,3 @@ def probe_order(shards: int, start: int) -> list[int]:
     if shards < 1 or not 0 <= start < shards:
         raise ValueError(f"shard {start} of {shards}")
     return [(start + i) % shards for i in range(shards)]
-
-
-def tpm_fragmentation_bound(shards: int, reserve: int) -> int:
-    """Tokens of room a sharded tpm limit may leave unused beyond one item's refusal point."""
-    return (shards - 1) * max(0, reserve - 1)

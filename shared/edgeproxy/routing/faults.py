@@ -2,27 +2,17 @@
 
 The upstream client turns every foreign error (httpx exceptions, HTTP error
 answers, bad SSE) into a ``Fault``; ``routing.failures.classify`` decides
-what it means for routing. Messages here are already sanitized: no
-credentials, no upstream URLs.
+what it means for routing (a ``FailureClass``). ``Fault`` and ``FaultKind``
+are drawn in ``edgeproxy.errors``, beside ``UpstreamFault`` which carries
+them, so that leaf imports no room; they are re-exported here for the core.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 
-
-class FaultKind(StrEnum):
-    HTTP = "http"  # the upstream answered with an error status
-    CONNECT = "connect"  # could not connect (refused, DNS, TLS)
-    RESET = "reset"  # connection dropped before response headers
-    TIMEOUT = "timeout"  # response_ms passed before the (JSON) answer / headers
-    IDLE = "idle"  # stream silent for longer than idle_ms
-    TRUNCATED = "truncated"  # stream ended (EOF or drop) before it was complete
-    MALFORMED = "malformed"  # unparseable body or SSE chunk
-    OVERSIZE = "oversize"  # answer, SSE event or stream beyond gateway.upstream_limits
-    INCOMPATIBLE = "incompatible"  # the deployment cannot serve this request shape
-    GATEWAY = "gateway"  # the gateway itself failed (credential fetch): no upstream was called
+from edgeproxy.errors import Fault as Fault
+from edgeproxy.errors import FaultKind as FaultKind
 
 
 class FailureClass(StrEnum):
@@ -34,14 +24,3 @@ class FailureClass(StrEnum):
     CONFIGURATION = "configuration"  # bad credentials/access/model: quarantine
     GATEWAY = "gateway"  # our own fault: neutral
     INCOMPATIBLE = "incompatible"  # candidate cannot serve it: neutral, try another
-
-
-@dataclass(frozen=True, slots=True)
-class Fault:
-    kind: FaultKind
-    message: str
-    status: int | None = None
-    type: str | None = None
-    code: str | None = None
-    param: str | None = None
-    retry_after: float | None = None  # seconds, from the provider's Retry-After

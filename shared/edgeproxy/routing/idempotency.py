@@ -48,7 +48,7 @@ class Lease:
     ``owner``: the executing call's id (its completion and release name it).
     ``lease_until``: when a RUNNING lease lapses. ``expires_at``: when the
     record itself is gone (readers ignore it after that; TTL deletion is lazy).
-    ``answer``: the stored answer (an encoded ``api.reply.Reply``) once DONE.
+    ``answer``: the stored answer (an encoded ``state.answers.StoredAnswer``, ``api.reply``) once DONE.
     """
 
     request_hash: str
@@ -83,13 +83,6 @@ def decide(lease: Lease | None, request_hash: str, now: float) -> Decision:
     if lease.lease_until <= now:
         return Decision.TAKE
     return Decision.WAIT
-
-
-def takeable(lease: Lease | None, now: float) -> bool:
-    """Whether a conditional take at ``now`` may replace ``lease`` (the store's condition)."""
-    if lease is None or lease.expires_at <= now:
-        return True
-    return lease.state is LeaseState.RUNNING and lease.lease_until <= now
 
 
 def lease_until(now: float, deadline_s: float) -> float:

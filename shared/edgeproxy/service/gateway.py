@@ -84,6 +84,8 @@ class Gateway:
         self._telemetry = telemetry
         self._tracer = tracer or NoTracer()
         self._json = JsonCaller(upstream)
+        # The upstream client itself (an admin's connection test sends through it).
+        self.upstream = upstream
         self._stream = StreamCaller(upstream)
         # Each deployment's prompt calibration per protocol, learned from the counts its
         # answers report.
@@ -179,6 +181,27 @@ class Gateway:
         now = self._clock()
         return await counted(self._store, self.key_parallel, req, config, self.calibrations, now)
 
+    def cached(
+        self, req: ProxyRequest, config: GatewayConfig, deployment: str | None, saved_usd: float
+    ) -> Callable[[], Awaitable[None]]:
+        """Log an answer the response cache served (``api.cached``): the request was
+        admitted (its rpm counted), no upstream was called and nothing is spent. The
+        record's write starts now; the answer awaits what this returns once it is sent."""
+        self._telemetry.count("CacheHits")
+        run = self._run(req, config)
+        entry = self.usage_log.begin(run)
+
+        async def write() -> None:
+            if entry is not None:
+                await self.usage_log.write(entry, entry.hit(deployment, saved_usd))
+
+        writing = self._keep(write())
+
+        async def after() -> None:
+            await writing
+
+        return after
+
     async def complete(
         self, req: ProxyRequest, config: GatewayConfig, admission: Admission
     ) -> JsonAnswer:
@@ -230,9 +253,10 @@ class Gateway:
         )
 
         async def recorded() -> None:
-            await asyncio.gather(success.written(), self.usage_log.answered(entry, result))
-            if above is not None:  # the answer's usage is in the tally
-                await above.settle(req.tally)
+            writes = [success.written(), self.usage_log.answered(entry, result)]
+            if above is not None:  # the answer's usage is in the tally (``success`` counted it)
+                writes.append(above.settle(req.tally))  # beside the outcome: no round trip more
+            await asyncio.gather(*writes)
             if held is not None:  # after the actual usage, on the same counter path
                 await held.release(self._outcomes.key_usage)
 

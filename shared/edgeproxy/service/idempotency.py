@@ -9,7 +9,8 @@ or this call's own deadline passes (409 with Retry-After). The owner stores
 its answer with ``finish`` or gives the key back with ``release``.
 
 The first call's answer is kept inside the lease item itself (an encoded
-``api.reply.Reply``), so a replay is the one read that found the key done.
+``state.answers.StoredAnswer``, ``api.reply``), so a replay is the one read
+that found the key done.
 
     >>> leases = Leases(store, clock)  # doctest: +SKIP
     >>> got = await leases.acquire(scope, key, request_hash, deadline_s=600)
@@ -72,11 +73,18 @@ class Leases:
         self._sleep = sleep
 
     async def acquire(
-        self, scope: str, key: str, request_hash: str, deadline_s: float
+        self,
+        scope: str,
+        key: str,
+        request_hash: str,
+        deadline_s: float,
+        *,
+        wait_s: float | None = None,
     ) -> Owned | Replay:
         """Own the key, or the first call's answer; raises 422 (another body) or 409 (still
-        running at this call's deadline, ``deadline_s`` from now)."""
-        give_up_at = self._clock() + deadline_s
+        running at this call's deadline, ``deadline_s`` from now, or after ``wait_s`` when
+        given: the response cache's bounded wait for an identical request in flight)."""
+        give_up_at = self._clock() + (deadline_s if wait_s is None else min(wait_s, deadline_s))
         owner = uuid.uuid4().hex
         polls = 0
         lease: Lease | None = None

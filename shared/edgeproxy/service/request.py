@@ -47,6 +47,7 @@ class ProxyRequest:
     ``chat``: for a Responses request, its chat translation (deployments that
     do not list ``responses`` get that instead of ``body``).
     ``end_user``: the end user the request names (``routing.judge.end_user``), if any.
+    ``cache``: what the response cache did (``api.cached``), for the request log.
     """
 
     operation: Operation
@@ -64,6 +65,7 @@ class ProxyRequest:
     key: ClientKey | None = None
     chat: Translated | None = None
     end_user: str | None = None
+    cache: str | None = None  # the response cache's part: ``miss``, ``bypass`` (None: none)
     tally: Tally = field(default_factory=Tally, compare=False)
 
     @property

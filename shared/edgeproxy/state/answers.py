@@ -135,6 +135,9 @@ class AnswerStore(Protocol):
         """
         ...
 
-    async def get_answer(self, digest: str, now: float) -> StoredAnswer | None:
-        """The answer stored under ``digest`` (None: none, expired at ``now``, or torn)."""
+    async def get_answer(
+        self, digest: str, now: float, *, consistent: bool = False
+    ) -> StoredAnswer | None:
+        """The answer stored under ``digest`` (None: none, expired at ``now``, or torn);
+        ``consistent``: a strongly consistent read."""
         ...

@@ -154,7 +154,7 @@ id (a YAML key's digest, an anonymous caller's IP bucket), ``<hash>`` the first 
 sha256 of the header's value, so a client's text never becomes a key and every key of one client
 spreads over partitions. ``state`` is ``running`` while the first call executes (until
 ``lease_until``, its deadline plus a margin) and ``done`` once its answer is stored (``answer``:
-the zlib-compressed reply of ``api/reply.py`` as base64, at most 290 KB compressed);
+the zlib-compressed ``StoredAnswer`` of ``api/reply.py`` as base64, at most 290 KB compressed);
 ``expires_at`` is 24 h after the first call, and a reader ignores the item after it.
 
 Capacity slots

@@ -23,7 +23,8 @@ class LeaseStore(Protocol):
     async def take_lease(
         self, scope: str, key: str, lease: Lease, now: float
     ) -> tuple[bool, Lease | None]:
-        """Write ``lease`` if none is held at ``now`` (``idempotency.takeable``).
+        """Write ``lease`` if none is held at ``now``: no item, an expired one, or a running
+        one whose lease lapsed (a finished one is kept until it expires).
 
         ``(True, lease)`` when taken; ``(False, stored)`` with the lease that
         blocked the write (None if it vanished in between: try again).

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from edgeproxy.routing.judge.levels import LevelCharge
+from edgeproxy.routing.judge.levels import LevelCharge, LevelCounts
 from edgeproxy.routing.judge.reasons import Write
 
 
@@ -47,6 +47,10 @@ class LevelStore(Protocol):
 
     async def free_level_slots(self, partition: str, cap: int, now: float) -> list[int]:
         """The slots below ``cap`` of the level's ``partition`` free at ``now``."""
+        ...
+
+    async def level_counts(self, charges: Sequence[LevelCharge], now: float) -> list[LevelCounts]:
+        """What each charge's counters hold at ``now`` (a read only: the explainer's)."""
         ...
 
     async def settle_levels(self, settled: Sequence[Settlement], holder: str) -> None:

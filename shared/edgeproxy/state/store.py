@@ -20,15 +20,15 @@ split by audience, so each caller depends on what it uses only:
     CounterStore   CounterSink, SpendSink            a counter buffer
     OutcomeStore   CounterSink, SpendSink,           the outcome writer
                    QuotaSink, StandingWrites
-    JobStore       note_quota_failure, read_quotas,  the scheduled jobs
-                   put_health, and ConfigSource,
+    JobStore       note_quota_failure, put_health,   the scheduled jobs
+                   and ConfigSource,
                    UsageSource, QuotaSink
     BindingResets  bump_pool_generation, and         an operator's binding resets
                    BindingDrops
     AuditLog       record_audit, read_audit,         the audit log
                    read_circuit, write_circuit_audited
     KeyFinder      find_client_key                   a key by its public id
-    KeyRegistry    put/list/revoke_client_key,       the operators' key calls
+    KeyRegistry    put/list_client_key(s),           the operators' key calls
                    read_key_usage, and KeyFinder
     AdminStore     ConfigStore, UsageSource,         the CLI and the admin API
                    PoolSource, BindingResets,
@@ -68,7 +68,6 @@ from edgeproxy.routing.snapshot import (
     Circuit,
     Health,
     Quota,
-    QuotaStatus,
     Usage,
 )
 from edgeproxy.state.answers import AnswerStore
@@ -189,10 +188,6 @@ class JobStore(ConfigSource, UsageSource, QuotaSink, Protocol):
         """Record a failed refresh; the last good readings stay as they are."""
         ...
 
-    async def read_quotas(self, credentials: Sequence[str]) -> dict[str, QuotaStatus]:
-        """The stored quota of each credential that has one."""
-        ...
-
     async def put_health(self, health: Health, expires_at: float) -> bool:
         """Store the health job's result for one deployment; False if a run for
         ``health.minute`` or a later one already stored its own."""
@@ -258,7 +253,8 @@ class KeyFinder(Protocol):
 
 
 class KeyRegistry(KeyFinder, Protocol):
-    """The operators' client-key calls: create, list, revoke, and a key's usage."""
+    """The operators' client-key calls: create, list, and a key's usage (a revocation is a
+    key update, ``KeyLifecycleStore``)."""
 
     async def put_client_key(self, key: ClientKey) -> bool:
         """Create ``key``; False (nothing written) if a key with its digest exists."""
@@ -266,10 +262,6 @@ class KeyRegistry(KeyFinder, Protocol):
 
     async def list_client_keys(self) -> list[ClientKey]:
         """Every client key, revoked ones included, oldest first."""
-        ...
-
-    async def revoke_client_key(self, key_id: str) -> ClientKey | None:
-        """Mark the key revoked (idempotent); the revoked key, or None if unknown."""
         ...
 
     async def read_key_usage(self, key_id: str, minute: int) -> KeyUsage:

@@ -15,6 +15,8 @@ usage aggregate     ``usage#<day>``         ``<hour, 7 digits>#<key>#<model>#   
                                                                                 prompt_tokens,
                                                                                 completion_tokens,
                                                                                 cost_usd,
+                                                                                cache_hits,
+                                                                                saved_usd,
                                                                                 key_id, key_name,
                                                                                 model, deployment,
                                                                                 each set label,
@@ -129,6 +131,10 @@ class RequestRecord:
     # The key's team and that team's organization when the request ran (ids; ``LABELS``).
     team: str | None = None
     organization: str | None = None
+    # The response cache: ``hit`` (served from it: no upstream call, ``cost_usd`` 0 and
+    # ``saved_usd`` what the stored answer cost), ``miss``, ``bypass``; None: not cached.
+    cache: str | None = None
+    saved_usd: float = 0.0
 
     @property
     def hour(self) -> int:
@@ -171,6 +177,8 @@ class UsageRow:
     cache_read_tokens: int = 0  # of prompt_tokens
     cache_write_tokens: int = 0
     labels: Labels = ()  # the records' set ``LABELS``: part of the bucket
+    cache_hits: int = 0  # requests answered by the response cache
+    saved_usd: Decimal = field(default_factory=Decimal)  # what those answers had cost
 
     @property
     def bucket(self) -> Bucket:
@@ -196,6 +204,8 @@ class UsageRow:
             self.cache_read_tokens + other.cache_read_tokens,
             self.cache_write_tokens + other.cache_write_tokens,
             self.labels,
+            self.cache_hits + other.cache_hits,
+            self.saved_usd + other.saved_usd,
         )
 
 
@@ -257,8 +267,14 @@ class UsageLogStore(Protocol):
         ...
 
     async def read_requests(
-        self, hour: int, limit: int, now: float, where: tuple[str, str] | None = None
+        self,
+        hour: int,
+        limit: int,
+        now: float,
+        where: tuple[str, str] | None = None,
+        end_user: str | None = None,
     ) -> list[RequestRecord]:
         """Up to ``limit`` log records of ``hour``, newest first (across every shard);
-        ``where``: only records whose label (``LABELS``) has that value."""
+        ``where``: only records whose label (``LABELS``) has that value; ``end_user``: only
+        the requests that named that end user."""
         ...

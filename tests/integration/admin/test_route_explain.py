@@ -119,7 +119,7 @@ def test_a_binding_made_through_one_process_is_the_others_sticky_choice(
 
     # The primary's tier recovers: the binding yields to it (003's tiers first).
     ok(admin(gw.base_url, "POST", "/admin/circuits/a/close", headers={"if-match": '"1"'}))
-    items = table.scan()
+    items = _state(table)
     report = _explain(other.base_url)
     assert (report["chosen"], report["sticky"]) == ("a", False)
     b = _by_id(report)["b"]

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from edgeproxy import strict_json
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.gateway import GatewayServer
+from tests.fixtures.sse import sse_payloads
 from tests.fixtures.table import TableView
 from tests.integration.hardening.helpers import (
     CHAT,
@@ -136,9 +137,7 @@ def check(path: str, answer: httpx.Response) -> None:
             openai_error(answer)
         return
     if answer.headers.get("content-type", "").startswith("text/event-stream"):
-        for line in answer.text.splitlines():
-            if line.startswith("data: ") and line != "data: [DONE]":
-                strict_json.loads(line[6:])
+        sse_payloads(answer.text)  # each payload strict JSON
     else:
         strict_json.loads(answer.content)
 

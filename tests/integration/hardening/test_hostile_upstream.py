@@ -20,6 +20,7 @@ from edgeproxy_dev.mock_upstream import MockUpstream
 from edgeproxy_dev.runner import MOCK_KEY
 from tests.fixtures.failover import failover_pair
 from tests.fixtures.gateway import GatewayServer
+from tests.fixtures.sse import sse_payloads
 from tests.fixtures.table import TableView
 from tests.integration.hardening.helpers import (
     CHAT,
@@ -43,15 +44,6 @@ def hostile_pair(upstream_a: MockUpstream, upstream_b: MockUpstream) -> dict[str
         router=fast_router(),
         gateway={"upstream_limits": LIMITS},
     )
-
-
-def sse_payloads(text: str) -> list[Any]:
-    """Every ``data:`` payload of an SSE body, each parsed strictly (it must be valid JSON)."""
-    out: list[Any] = []
-    for line in text.splitlines():
-        if line.startswith("data: ") and line != "data: [DONE]":
-            out.append(strict_json.loads(line[len("data: ") :]))
-    return out
 
 
 @pytest.fixture

@@ -114,6 +114,10 @@ def test_a_burst_on_two_processes_alerts_once_per_threshold_and_a_failed_post_is
 
     # One threshold arrives now; the other failed once and waits for the sweep.
     wait_for(lambda: (len(receiver.got), receiver.refused), lambda n: n == (1, 1), "first post")
+    # The refused one's retry is recorded after its post failed: wait for it, not for the post.
+    wait_for(
+        lambda: asyncio.run(_pending(dynamo_endpoint, table)), lambda n: n == [1], "retry kept"
+    )
     # Not due yet at the gateways' clock; due once the clock passes the backoff.
     assert asyncio.run(_sweep(dynamo_endpoint, table, alerts, clock.now())) == (0, 1)
     assert asyncio.run(_sweep(dynamo_endpoint, table, alerts, clock.now() + RETRY_CAP_S)) == (1, 0)
@@ -127,6 +131,21 @@ def test_a_burst_on_two_processes_alerts_once_per_threshold_and_a_failed_post_is
 async def _secret(reference: str) -> bytes:
     assert reference == REF
     return SECRET.encode()
+
+
+async def _pending(endpoint: str, table: TableView) -> list[int]:
+    """The failed attempts of each alert that waits for a retry, due or not."""
+    options = client_kwargs(endpoint)
+    session = aioboto3.Session(
+        aws_access_key_id=options["aws_access_key_id"],
+        aws_secret_access_key=options["aws_secret_access_key"],
+    )
+    client = await open_client(session, options["region_name"], endpoint)
+    try:
+        store = DynamoStore(client, table.name, table.schema, random.Random(0))
+        return [a.attempts for a in await store.pending_alerts(1e15)]
+    finally:
+        await client.close()
 
 
 async def _sweep(

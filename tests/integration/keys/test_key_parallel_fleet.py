@@ -101,6 +101,9 @@ def test_a_stream_holds_its_slot_until_it_ends(
     remote, local = spawn_gateway(cfg, env=ENV), start_gateway(cfg, env=ENV)
     key = create_key(local.base_url, name="one", max_parallel_requests=1)["key"]
     body = {"model": "fast-chat", "messages": HELLO, "stream": True}
+    # The upstream sends its first event and then goes silent: the stream stays open on the
+    # other process for as long as the test needs, whatever the machine's load.
+    upstream_a.set_faults([{"stall_after_chunks": 1}])
     with httpx.stream(
         "POST",
         remote.base_url + "/v1/chat/completions",
@@ -109,11 +112,20 @@ def test_a_stream_holds_its_slot_until_it_ends(
         timeout=30,
     ) as streaming:
         assert streaming.status_code == 200
-        # Headers are in, the body not read: the stream is still open on the other process.
         refused = chat(local.base_url, key)
         assert refused.status_code == 429
         assert refused.json()["error"]["code"] == "rate_limit_exceeded"
+    # The client left: the stream is over and its slot is released.
+    wait_for(lambda: chat(local.base_url, key).status_code, lambda s: s == 200, "slot released")
+
+    # A stream read to its end releases the slot too, just after its last byte.
+    with httpx.stream(
+        "POST",
+        remote.base_url + "/v1/chat/completions",
+        json=body,
+        headers=bearer(key),
+        timeout=30,
+    ) as streaming:
         text = streaming.read().decode()
     assert "[DONE]" in text
-    # The slot is released once the stream's response is over, just after its last byte.
     wait_for(lambda: chat(local.base_url, key).status_code, lambda s: s == 200, "slot released")

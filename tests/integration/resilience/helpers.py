@@ -7,7 +7,6 @@ test runs in a few seconds against real gateways and mock upstreams.
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any
 
 import httpx
@@ -88,27 +87,6 @@ def post_chat(
         headers["x-unified-routing-metadata"] = "true"
     payload = {"model": model, "messages": HELLO, "stream": stream, **body}
     return httpx.post(base_url + "/v1/chat/completions", json=payload, headers=headers, timeout=30)
-
-
-def sse_events(response: httpx.Response) -> list[Any]:
-    """The ``data:`` payloads of an SSE body, parsed (``[DONE]`` kept as the string)."""
-    events: list[Any] = []
-    for block in response.text.split("\n\n"):
-        for line in block.splitlines():
-            if line.startswith("data: "):
-                data = line[len("data: ") :]
-                events.append(data if data == "[DONE]" else json.loads(data))
-    return events
-
-
-def stream_text(events: list[Any]) -> str:
-    """The content the client saw across a stream's chunks."""
-    return "".join(
-        choice["delta"].get("content") or ""
-        for event in events
-        if isinstance(event, dict)
-        for choice in event.get("choices", [])
-    )
 
 
 def deployment_status(base_url: str, model: str) -> dict[str, dict[str, Any]]:

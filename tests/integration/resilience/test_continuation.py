@@ -11,28 +11,20 @@ import pytest
 from edgeproxy_dev.mock_answers import pieces, prompt_tokens
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.configs import config, deployment
-from tests.fixtures.upstream import MakeUpstream
+from tests.fixtures.sse import sse_events, stream_text
+from tests.fixtures.upstream import CANON
 from tests.integration.resilience.helpers import (
     CLIENT_KEY,
     keys,
     model_requests,
     post_chat,
     router,
-    sse_events,
-    stream_text,
 )
 
-CANON = "The quick brown fox jumps over the lazy dog and keeps on running far away."
 # OpenAI frames: role, then one word each. Anthropic: message_start, block start, ping, words.
 CUT = {"cut_after_chunks": 5}  # the client saw "The quick brown fox "
 STALL = {"stall_after_chunks": 5}
 PREFILL = {"fast-chat": {"continuation": "prefill"}}
-
-
-@pytest.fixture
-def pair(make_upstream: MakeUpstream) -> tuple[MockUpstream, MockUpstream]:
-    """Two upstreams that both give the canonical answer (and continue it from a prefill)."""
-    return make_upstream("a", default_content=CANON), make_upstream("b", default_content=CANON)
 
 
 def gateway(start_gateway: Any, a: MockUpstream, b: MockUpstream, **b_fields: Any) -> Any:
@@ -58,9 +50,9 @@ def prefills(upstream: MockUpstream) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("fault", [CUT, STALL], ids=["cut", "stall"])
 def test_a_cut_stream_is_completed_seamlessly_on_a_prefill_capable_deployment(
-    start_gateway, pair, fault: dict[str, Any]
+    start_gateway, canonical_pair, fault: dict[str, Any]
 ) -> None:
-    a, b = pair
+    a, b = canonical_pair
     gw = gateway(start_gateway, a, b, supports_prefill=True)
     a.set_faults([fault])
     answer = post_chat(
@@ -102,9 +94,9 @@ def test_a_cut_stream_is_completed_seamlessly_on_a_prefill_capable_deployment(
 
 @pytest.mark.parametrize("fault", [CUT, STALL], ids=["cut", "stall"])
 def test_without_a_capable_target_the_client_gets_the_original_error(
-    start_gateway, pair, fault: dict[str, Any], caplog: pytest.LogCaptureFixture
+    start_gateway, canonical_pair, fault: dict[str, Any], caplog: pytest.LogCaptureFixture
 ) -> None:
-    a, b = pair
+    a, b = canonical_pair
     gw = gateway(start_gateway, a, b)  # b cannot continue a prefill (and would say 400)
     a.set_faults([fault])
     b.set_faults([], persistent={"reject_prefill": True})
@@ -122,9 +114,9 @@ def test_without_a_capable_target_the_client_gets_the_original_error(
 
 
 def test_a_target_that_rejects_the_prefill_never_becomes_the_final_error(
-    start_gateway, pair
+    start_gateway, canonical_pair
 ) -> None:
-    a, b = pair
+    a, b = canonical_pair
     gw = gateway(start_gateway, a, b, supports_prefill=True)  # it claims so, but answers 400
     a.set_faults([CUT])
     b.set_faults([], persistent={"reject_prefill": True})
@@ -134,8 +126,8 @@ def test_a_target_that_rejects_the_prefill_never_becomes_the_final_error(
     assert len(prefills(b)) == 1
 
 
-def test_continuation_is_off_unless_asked(start_gateway, pair) -> None:
-    a, b = pair
+def test_continuation_is_off_unless_asked(start_gateway, canonical_pair) -> None:
+    a, b = canonical_pair
     gw = start_gateway(
         config(
             deployment("a", a, priority=1),
@@ -160,9 +152,9 @@ def anthropic_events(response: httpx.Response) -> list[tuple[str, dict[str, Any]
 
 
 def test_a_cut_anthropic_stream_continues_on_the_fallback_chain_with_summed_usage(
-    start_gateway, pair
+    start_gateway, canonical_pair
 ) -> None:
-    a, b = pair
+    a, b = canonical_pair
     gw = start_gateway(
         config(
             deployment("a", a, provider="anthropic"),
@@ -206,9 +198,9 @@ def test_a_cut_anthropic_stream_continues_on_the_fallback_chain_with_summed_usag
 
 
 def test_the_interactive_preset_continues_a_cut_stream_without_a_pool_setting(
-    start_gateway, pair
+    start_gateway, canonical_pair
 ) -> None:
-    a, b = pair
+    a, b = canonical_pair
     gw = start_gateway(
         config(
             deployment("a", a, priority=1, supports_prefill=True),
@@ -235,9 +227,9 @@ def _finish_reasons(events: list[Any]) -> list[str]:
 
 
 def test_a_new_turn_continuation_joins_with_the_space_the_model_would_have_written(
-    start_gateway, pair
+    start_gateway, canonical_pair
 ) -> None:
-    a, b = pair
+    a, b = canonical_pair
     gw = gateway(start_gateway, a, b, supports_prefill=True)
     # a's stream is cut right after "Taylor." (role, five words); b's chat template
     # starts a new turn, as llama-cpp-python's does: a fresh message, no leading space.
@@ -251,9 +243,9 @@ def test_a_new_turn_continuation_joins_with_the_space_the_model_would_have_writt
 
 
 def test_the_continuation_asks_for_what_is_left_of_max_tokens_counting_short_tokens(
-    start_gateway, pair
+    start_gateway, canonical_pair
 ) -> None:
-    a, b = pair
+    a, b = canonical_pair
     gw = gateway(start_gateway, a, b, supports_prefill=True)
     # Eight one-letter words (16 characters) were delivered: 8 tokens, not 16 / 4.
     a.set_faults([{"content": "a b c d e f g h i j k l", "cut_after_chunks": 9}])
@@ -268,9 +260,9 @@ def test_the_continuation_asks_for_what_is_left_of_max_tokens_counting_short_tok
 
 
 def test_a_cut_with_max_tokens_used_up_ends_by_length_without_another_call(
-    start_gateway, pair
+    start_gateway, canonical_pair
 ) -> None:
-    a, b = pair
+    a, b = canonical_pair
     gw = gateway(start_gateway, a, b, supports_prefill=True)
     a.set_faults([{"content": "a b c d e f g h i j k l", "cut_after_chunks": 9}])
     events = sse_events(post_chat(gw.base_url, "fast-chat", stream=True, max_tokens=8))
@@ -282,9 +274,9 @@ def test_a_cut_with_max_tokens_used_up_ends_by_length_without_another_call(
 
 
 def test_a_cut_anthropic_stream_at_max_tokens_ends_with_max_tokens_and_the_estimate(
-    start_gateway, pair
+    start_gateway, canonical_pair
 ) -> None:
-    a, b = pair
+    a, b = canonical_pair
     gw = start_gateway(
         config(
             deployment("a", a, provider="anthropic"),

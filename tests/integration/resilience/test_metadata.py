@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.configs import config, deployment
-from tests.integration.resilience.helpers import keys, post_chat, router, sse_events
+from tests.fixtures.sse import sse_events
+from tests.integration.resilience.helpers import (
+    keys,
+    post_chat,
+    router,
+)
 
 
 def test_metadata_shows_attempts_and_fallback(

@@ -12,6 +12,7 @@ from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.clock import FleetClock
 from tests.fixtures.configs import config, deployment
 from tests.fixtures.gateway import AUTH_REQUIRED
+from tests.fixtures.sse import sse_events, stream_text
 from tests.fixtures.table import TableView
 from tests.integration.resilience.helpers import (
     CLIENT_KEY,
@@ -19,8 +20,6 @@ from tests.integration.resilience.helpers import (
     model_requests,
     post_chat,
     router,
-    sse_events,
-    stream_text,
 )
 
 SLACK_S = 2.0  # the upstream call counts are the proof; times are coarse for load

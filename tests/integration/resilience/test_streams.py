@@ -7,14 +7,13 @@ import pytest
 
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.configs import config, deployment
+from tests.fixtures.sse import sse_events, stream_text
 from tests.integration.resilience.helpers import (
     HELLO,
     keys,
     model_requests,
     post_chat,
     router,
-    sse_events,
-    stream_text,
 )
 
 FULL = "Hello from {}! You said: Hello!"

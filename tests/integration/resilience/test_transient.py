@@ -10,6 +10,7 @@ import pytest
 
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.configs import config, deployment
+from tests.fixtures.sse import sse_events, stream_text
 from tests.integration.resilience.helpers import (
     CLIENT_KEY,
     HELLO,
@@ -18,8 +19,6 @@ from tests.integration.resilience.helpers import (
     model_requests,
     post_chat,
     router,
-    sse_events,
-    stream_text,
 )
 
 

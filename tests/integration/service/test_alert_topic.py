@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import random
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -20,10 +21,9 @@ import httpx
 import pytest
 from moto.server import ThreadedMotoServer
 
-from edgeproxy.aws.dynamodb import DynamoClient
 from edgeproxy.cli import main
 from edgeproxy.config.alerts import AlertSettings
-from edgeproxy.routing.alerts import MAX_ATTEMPTS, NEVER, RETRY_CAP_S
+from edgeproxy.routing.alerts import MAX_ATTEMPTS, NEVER, RETRY_CAP_S, Alert
 from edgeproxy.service.alerts.notifier import AlertNotifier
 from edgeproxy.service.alerts.signature import verify
 from edgeproxy.service.alerts.topic import AlertTopic, subject, topic_region
@@ -32,6 +32,7 @@ from edgeproxy.state.dynamodb.dynamo import DynamoStore
 from edgeproxy_dev.dynamo_server import client_kwargs
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.configs import config, deployment
+from tests.fixtures.dynamo import open_client
 from tests.integration.keys.helpers import ADMIN_KEY, ENV, bearer
 from tests.integration.service.test_alerts import LOOPBACK, SECRET, Receiver, receiver
 
@@ -121,6 +122,13 @@ def _notifier(
     return AlertNotifier(store, lambda: (settings, LOOPBACK), secret, lambda: clock[0], topic)
 
 
+async def _settled(notifier: AlertNotifier, *crossing: Any) -> list[Alert]:
+    """Claim what a settlement crossed and deliver it, as the watchers do (here awaited)."""
+    won = await notifier.claim(*crossing)
+    await notifier.deliver(won)
+    return won
+
+
 async def test_a_crossing_is_published_once_to_the_topic_and_posted_once_to_the_webhook(
     store: DynamoStore, receiver: Receiver, aws: dict[str, Any]
 ) -> None:
@@ -128,7 +136,7 @@ async def test_a_crossing_is_published_once_to_the_topic_and_posted_once_to_the_
     await topic.create()
     publisher = _publisher(aws, topic.arn)
     notifier = _notifier(store, receiver.url, publisher, [1000.0])
-    won = await notifier.settled("team", "search", "2026-12-01", 10.0, 0.8, 7.0, 8.5)
+    won = await _settled(notifier, "team", "search", "2026-12-01", 10.0, 0.8, 7.0, 8.5)
     assert [a.threshold for a in won] == [0.8]
     [message] = await topic.delivered()
     body = json.loads(message)
@@ -140,7 +148,7 @@ async def test_a_crossing_is_published_once_to_the_topic_and_posted_once_to_the_
     assert verify(SECRET, signature, posted)
     assert await store.undelivered_alerts() == []
     # Claimed once: the same threshold again sends nothing anywhere.
-    assert await notifier.settled("team", "search", "2026-12-01", 10.0, 0.8, 8.5, 9.0) == []
+    assert await _settled(notifier, "team", "search", "2026-12-01", 10.0, 0.8, 8.5, 9.0) == []
     assert await notifier.sweep(1e12) == 0
     assert await topic.delivered() == []
     assert len(receiver.got) == 1
@@ -154,7 +162,7 @@ async def test_a_retry_goes_only_to_the_destination_that_did_not_take_it(
     publisher = _publisher(aws, topic.arn)
     clock = [1000.0]
     notifier = _notifier(store, receiver.url, publisher, clock)
-    await notifier.settled("key", "k1", None, 10.0, None, 9.0, 10.0)
+    await _settled(notifier, "key", "k1", None, 10.0, None, 9.0, 10.0)
     assert len(receiver.got) == 1  # the webhook took it
     [owed] = await store.undelivered_alerts()
     assert (owed.sent, owed.attempts, owed.delivered) == (frozenset({"webhook"}), 1, False)
@@ -172,7 +180,7 @@ async def test_given_up_alerts_stay_listed_and_are_never_sent_again(
     publisher = _publisher(aws, f"arn:aws:sns:{REGION}:123456789012:edgeproxy-never-made")
     clock = [1000.0]
     notifier = _notifier(store, None, publisher, clock)  # SNS only
-    await notifier.settled("organization", "acme", None, 100.0, None, 99.0, 101.0)
+    await _settled(notifier, "organization", "acme", None, 100.0, None, 99.0, 101.0)
     for _ in range(MAX_ATTEMPTS):
         clock[0] += RETRY_CAP_S
         await notifier.sweep()
@@ -193,7 +201,7 @@ async def test_the_process_wiring_reaches_the_topic_by_botocores_endpoint_settin
     async with contextlib.AsyncExitStack() as stack:
         wired = alert_topic(topic.arn, aioboto3.Session(**KEYS), stack)
         assert wired is not None
-        await _notifier(store, None, wired, [1000.0]).settled("key", "k9", None, 1.0, None, 0, 2)
+        await _settled(_notifier(store, None, wired, [1000.0]), "key", "k9", None, 1.0, None, 0, 2)
     assert len(await topic.delivered()) == 1
     assert alert_topic(None, aioboto3.Session(), contextlib.AsyncExitStack()) is None
 
@@ -217,16 +225,16 @@ async def _owe(endpoint: str, table: str, schema: Any) -> None:
         aws_access_key_id=options["aws_access_key_id"],
         aws_secret_access_key=options["aws_secret_access_key"],
     )
-    client = await DynamoClient.open(session, options["region_name"], endpoint)
+    client = await open_client(session, options["region_name"], endpoint)
     try:
-        store = DynamoStore(client, table, schema)
+        store = DynamoStore(client, table, schema, random.Random(0))
         clock = [1000.0]
         notifier = _notifier(store, "http://127.0.0.1:9/hook", None, clock)  # nothing listens
-        await notifier.settled("team", "ads", None, 5.0, None, 4.0, 6.0)
+        await _settled(notifier, "team", "ads", None, 5.0, None, 4.0, 6.0)
         for _ in range(MAX_ATTEMPTS):
             clock[0] += RETRY_CAP_S
             await notifier.sweep()
-        await notifier.settled("key", "k1", "2026-12-01", 10.0, 0.8, 7.0, 8.5)
+        await _settled(notifier, "key", "k1", "2026-12-01", 10.0, 0.8, 7.0, 8.5)
     finally:
         await client.close()
 

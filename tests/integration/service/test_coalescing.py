@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -54,7 +55,7 @@ def _request(caller: int) -> SnapshotRequest:
 async def test_concurrent_requests_share_reads_that_started_after_they_asked(
     store: DynamoStore, dynamo_client: Any, table_name: str, table_schema: Any
 ) -> None:
-    logged = LoggedReads(dynamo_client, table_name, table_schema)
+    logged = LoggedReads(dynamo_client, table_name, table_schema, random.Random(0))
     await store.record(UsageDelta("a", MINUTE, requests=7), MINUTE * 60.0 + 3600)
     shared = CoalescingStore(logged, 0.025)
 

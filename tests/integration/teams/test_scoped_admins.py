@@ -96,6 +96,21 @@ def test_a_team_admin_is_refused_every_route_outside_its_team(world: dict[str, A
     headers = bearer(world["admin_a"])
     routes = admin_routes()
     assert len(routes) > 50
+    # The recent routes are in the registry walked here: alerts, usage and the log, team
+    # moves, the explainer, organizations.
+    named = {f"{r.method} {r.path}" for r in routes}
+    assert {
+        "GET /admin/alerts/undelivered",
+        "GET /admin/usage",
+        "GET /admin/usage/requests",
+        "PUT /admin/teams/{team_id}/organization",
+        "PUT /admin/keys/{key_id}/team",
+        "POST /admin/route/explain",
+        "DELETE /admin/organizations/{org_id}",
+    } <= named
+    # Beside the registry: the deep health check (it reads every credential reference).
+    deep = httpx.get(gw.base_url + "/health/deep", headers=headers, timeout=10)
+    assert deep.status_code == 403, deep.text
     for route in routes:
         for target, names in TARGETS.items():
             path = _path(route.path, _values(world, names))

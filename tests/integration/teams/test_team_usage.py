@@ -171,3 +171,38 @@ def test_a_key_moved_to_another_team_keeps_its_past_under_the_old_one(
     lead = fleet["admins"]["team"]["key"]
     rows = _report(base, lead, None, group_by="team")["rows"]
     assert [(r["team"], r["requests"]) for r in rows] == [("search", 1)]
+
+
+def test_the_log_filters_by_end_user_within_a_team_admins_view(
+    fleet: dict[str, Any], clock: FleetClock
+) -> None:
+    """Reports do not group by end user (one row per customer would not bound the aggregates);
+    the log answers "what did this end user send", held to the admin's scope."""
+    base, started = fleet["gw"].base_url, clock.now()
+    for team, user in (("search", "alice"), ("search", "alice"), ("search", "bob")):
+        assert chat(base, fleet["keys"][team]["key"], user=user).status_code == 200
+    assert chat(base, fleet["keys"]["ads"]["key"], user="alice").status_code == 200  # another
+    records(base, started, 4)
+
+    def log(key: str, **params: str) -> httpx.Response:
+        return httpx.get(
+            base + "/admin/usage/requests",
+            params={"at": str(started), **params},
+            headers=bearer(key),
+            timeout=30,
+        )
+
+    everyone = log(ADMIN_KEY, end_user="alice").json()["data"]
+    assert sorted(r["team"] for r in everyone) == ["ads", "search", "search"]
+    lead = fleet["admins"]["team"]["key"]
+    mine = log(lead, end_user="alice").json()["data"]
+    assert [(r["team"], r["end_user"]) for r in mine] == [("search", "alice")] * 2
+    assert [r["end_user"] for r in log(lead, end_user="bob").json()["data"]] == ["bob"]
+    bad = log(ADMIN_KEY, end_user="a\nb")
+    assert bad.status_code == 400
+    assert bad.json()["error"]["param"] == "end_user"
+    grouped = httpx.get(
+        base + "/admin/usage", params={"group_by": "end_user"}, headers=ROOT, timeout=30
+    )
+    assert grouped.status_code == 400
+    assert grouped.json()["error"]["param"] == "group_by"

@@ -217,3 +217,25 @@ def test_a_delete_racing_moves_never_orphans_a_key(gw: Any) -> None:
         assert members == []  # deleted: no key still names it
     else:
         assert team.json()["keys"] == len(members)
+
+
+def test_a_key_created_into_an_unknown_team_or_an_organization_given_a_parent_is_refused(
+    gw: Any,
+) -> None:
+    org_and_team(gw)
+    keys_before = call(gw, "GET", "/admin/keys").json()["data"]
+    ghost = call(gw, "POST", "/admin/keys", {"name": "k", "team_id": "ghost"})
+    detail = error(ghost, 400)
+    assert detail["param"] == "team_id"
+    assert "ghost" in detail["message"]
+    assert call(gw, "GET", "/admin/keys").json()["data"] == keys_before  # no key written
+    # An organization has no parent: naming one (a way to a cycle) is refused by its field.
+    parent = call(
+        gw, "POST", "/admin/organizations", {"id": "sub", "name": "S", "organization_id": "acme"}
+    )
+    assert error(parent, 400)["param"] == "organization_id"
+    assert call(gw, "GET", "/admin/organizations/sub").status_code == 404
+    acme = call(gw, "GET", "/admin/organizations/acme").json()
+    patched = call(gw, "PATCH", "/admin/organizations/acme", {"organization_id": "acme"})
+    assert error(patched, 400)["param"] == "organization_id"
+    assert call(gw, "GET", "/admin/organizations/acme").json() == acme

@@ -55,6 +55,8 @@ def test_usage_prints_the_same_report_over_http_and_from_the_table(
             "cache_read",
             "cache_write",
             "cost_usd",
+            "cache_hits",
+            "saved_usd",
         ]
         assert lines[2].split() == [
             row["period"],
@@ -66,6 +68,8 @@ def test_usage_prints_the_same_report_over_http_and_from_the_table(
             "0",
             "0",
             f"{row['cost_usd']:.6f}",
+            "0",
+            "0.000000",
         ]
         assert lines[3].split()[0] == "total"
         status, out, _ = run(capsys, "usage", *where, "--format", "csv", "--group-by", "key")
@@ -81,11 +85,23 @@ def test_usage_log_lists_this_hours_records(
     key = new_key(gw.base_url)
     answer = chat(gw.base_url, key["key"])
     records(gw.base_url, clock.now(), 1)
+    named = chat(gw.base_url, key["key"], user="alice")
+    records(gw.base_url, clock.now(), 2)
     for where in (["--url", gw.base_url], ["--table", gw.table]):
         status, out, _ = run(capsys, "usage", *where, "--log", "--limit", "5")
         assert status == 0
+        assert [r["request_id"] for r in json.loads(out)["data"]] == [
+            named.headers["x-request-id"],
+            answer.headers["x-request-id"],
+        ]
+        # --end-user: only the requests naming that end user.
+        status, out, _ = run(capsys, "usage", *where, "--log", "--end-user", "alice")
+        assert status == 0
         [record] = json.loads(out)["data"]
-        assert record["request_id"] == answer.headers["x-request-id"]
+        assert (record["request_id"], record["end_user"]) == (
+            named.headers["x-request-id"],
+            "alice",
+        )
 
 
 def test_a_bad_range_is_one_line_on_stderr(start_gateway, capsys, upstream_a: MockUpstream) -> None:

@@ -15,9 +15,12 @@ import pytest
 
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.clock import FleetClock
+from tests.fixtures.sse import sse_events, stream_text
 from tests.fixtures.table import TableView, wait_for
-from tests.fixtures.upstream import MakeUpstream
-from tests.integration.resilience.helpers import router, sse_events, stream_text
+from tests.fixtures.upstream import CANON
+from tests.integration.resilience.helpers import (
+    router,
+)
 from tests.integration.usage.helpers import (
     ENV,
     PRICES,
@@ -30,7 +33,6 @@ from tests.integration.usage.helpers import (
     records,
 )
 
-CANON = "The quick brown fox jumps over the lazy dog and keeps on running far away."
 PATIENT = {"response_ms": 30_000, "idle_ms": 30_000, "total_ms": 60_000}
 
 
@@ -190,9 +192,9 @@ def _continuing(start_gateway: Any, a: MockUpstream, b: MockUpstream, **b_fields
 
 
 def test_a_stream_cut_and_continued_is_one_success_served_by_the_continuation(
-    start_gateway, clock: FleetClock, make_upstream: MakeUpstream
+    start_gateway, clock: FleetClock, canonical_pair: tuple[MockUpstream, MockUpstream]
 ) -> None:
-    a, b = make_upstream("a", default_content=CANON), make_upstream("b", default_content=CANON)
+    a, b = canonical_pair
     gw = _continuing(start_gateway, a, b, supports_prefill=True)
     a.set_faults([{"cut_after_chunks": 5}])
     key = new_key(gw.base_url)
@@ -205,9 +207,9 @@ def test_a_stream_cut_and_continued_is_one_success_served_by_the_continuation(
 
 
 def test_a_stream_cut_for_good_is_a_stream_cut_record(
-    start_gateway, clock: FleetClock, make_upstream: MakeUpstream
+    start_gateway, clock: FleetClock, canonical_pair: tuple[MockUpstream, MockUpstream]
 ) -> None:
-    a, b = make_upstream("a", default_content=CANON), make_upstream("b", default_content=CANON)
+    a, b = canonical_pair
     gw = _continuing(start_gateway, a, b)  # b cannot continue
     a.set_faults([{"cut_after_chunks": 5}])
     b.set_faults([], persistent={"reject_prefill": True})

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.clock import FleetClock
-from tests.fixtures.upstream import MakeUpstream
-from tests.integration.resilience.helpers import router, sse_events, stream_text
+from tests.fixtures.sse import sse_events, stream_text
+from tests.fixtures.upstream import CANON, MakeUpstream
+from tests.integration.resilience.helpers import (
+    router,
+)
 from tests.integration.usage.helpers import ENV, chat, gateway_config, new_key, one_record, priced
 from tests.integration.usage.test_metrics import METRICS_ENV, scrape, total
 
-CANON = "The quick brown fox jumps over the lazy dog and keeps on running far away."
 NO_FINISH = {"finish_reason": None}
 
 
@@ -51,9 +54,9 @@ def test_a_trusted_end_without_a_finish_reason_is_an_anomaly_in_the_request_log(
 
 
 def test_an_untrusted_end_after_the_first_token_is_continued_elsewhere(
-    start_gateway: Any, clock: FleetClock, make_upstream: MakeUpstream
+    start_gateway: Any, clock: FleetClock, canonical_pair: tuple[MockUpstream, MockUpstream]
 ) -> None:
-    a, b = make_upstream("a", default_content=CANON), make_upstream("b", default_content=CANON)
+    a, b = canonical_pair
     gw = start_gateway(
         gateway_config(
             priced("a", a, priority=1, supports_prefill=True, trust_stream_end=False),
@@ -92,9 +95,9 @@ def test_an_untrusted_end_without_continuation_is_an_honest_error_not_an_answer(
 
 
 def test_an_untrusted_empty_end_fails_over_before_anything_is_shown(
-    start_gateway: Any, clock: FleetClock, make_upstream: MakeUpstream
+    start_gateway: Any, clock: FleetClock, canonical_pair: tuple[MockUpstream, MockUpstream]
 ) -> None:
-    a, b = make_upstream("a", default_content=CANON), make_upstream("b", default_content=CANON)
+    a, b = canonical_pair
     gw = start_gateway(
         gateway_config(
             priced("a", a, priority=1, trust_stream_end=False),

@@ -13,7 +13,6 @@ server that ignores ``stream_options``. The stock SDKs parse each of them.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import anthropic
@@ -22,15 +21,8 @@ import openai
 
 from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.fixtures.clock import FleetClock
+from tests.fixtures.sse import sse_payloads
 from tests.integration.usage.helpers import ENV, gateway_config, new_key, one_record, priced
-
-
-def _events(answer: httpx.Response) -> list[dict[str, Any]]:
-    out = []
-    for line in answer.text.splitlines():
-        if line.startswith("data: ") and line != "data: [DONE]":
-            out.append(json.loads(line[len("data: ") :]))
-    return out
 
 
 def _gateway(start_gateway: Any, upstream: MockUpstream) -> Any:
@@ -50,7 +42,7 @@ def _streamed(
         headers={"authorization": f"Bearer {key}"},
         timeout=30,
     )
-    return _events(answer), one_record(gw.base_url, clock.now())
+    return sse_payloads(answer.text), one_record(gw.base_url, clock.now())
 
 
 def test_a_translated_responses_stream_completes_with_the_counted_usage(

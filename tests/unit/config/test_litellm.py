@@ -250,17 +250,89 @@ def test_model_info_token_limits_become_the_context_window_and_output_cap() -> N
     assert not [w for w in result.warnings if "max_" in w]
 
 
-def test_team_settings_are_dropped_with_where_teams_are_made() -> None:
+GPT = {
+    "model_name": "gpt-4o",
+    "litellm_params": {"model": "openai/gpt-4o", "api_key": "os.environ/OPENAI_API_KEY"},
+}
+
+
+def test_team_settings_become_teams_of_one_organization_and_the_rest_is_said_dropped() -> None:
     source = {
-        "model_list": [],
+        "model_list": [GPT],
         "litellm_settings": {
-            "default_team_settings": [{"team_id": "search", "success_callback": ["langfuse"]}]
+            "default_team_settings": [
+                {
+                    "team_id": "Search Team",
+                    "team_alias": "Search",
+                    "max_budget": 200,
+                    "budget_duration": "30d",
+                    "soft_budget": 150,
+                    "rpm_limit": 60,
+                    "tpm_limit": 100000,
+                    "max_parallel_requests": 8,
+                    "models": ["gpt-4o", "claude"],
+                    "metadata": {"cost_center": "42", "size": 3},
+                    "success_callback": ["langfuse"],
+                },
+                {"team_id": "ops", "max_budget": -1, "budget_duration": "90d"},
+                {"team_alias": "no id"},
+            ],
+            "default_team_params": {"max_budget": 10},
+            "max_end_user_budget": 0.5,
         },
     }
-    warnings = convert(source, {}).warnings
-    dropped = [w for w in warnings if "default_team_settings" in w]
-    assert len(dropped) == 1
-    assert "edgeproxy teams create" in dropped[0]
+    result = convert(source, {})
+    document, warnings = result.document, result.warnings
+    assert document["organizations"] == [{"id": "litellm", "name": "Imported from LiteLLM"}]
+    search, ops = document["teams"]
+    assert search == {
+        "id": "search-team",
+        "organization_id": "litellm",
+        "name": "Search",
+        "budget_usd": 200.0,
+        "budget_period": "monthly",
+        "soft_budget_ratio": 0.75,
+        "rpm_limit": 60,
+        "tpm_limit": 100000,
+        "max_parallel_requests": 8,
+        "models": ["gpt-4o"],
+        "tags": {"cost_center": "42"},
+    }
+    assert ops == {"id": "ops", "organization_id": "litellm", "name": "ops"}
+
+    def said(where: str, what: str) -> bool:
+        return any(w.startswith(where) and what in w for w in warnings)
+
+    first, second = "litellm_settings.default_team_settings[0]", "default_team_settings[1]"
+    assert said(first, "team_id 'Search Team' written as the id 'search-team'")
+    assert said(first, "models ['claude']: not served; left out")
+    assert said(first, "success_callback has no equivalent; dropped")
+    assert said(first, "metadata values that are not strings dropped")
+    assert said("litellm_settings." + second, "max_budget -1 is not a number >= 0; dropped")
+    assert said("litellm_settings." + second, "budget_duration '90d'")
+    assert said("litellm_settings.default_team_settings[2]", "no team_id; dropped")
+    assert said("litellm_settings", "default_team_params has no equivalent; dropped")
+    assert said("litellm_settings", "max_end_user_budget has no equivalent; dropped (end users'")
+
+
+def test_the_command_writes_teams_that_config_load_takes(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    source = tmp_path / "litellm.yaml"
+    teams = [{"team_id": "search", "max_budget": 5, "budget_duration": "1d", "models": ["gpt-4o"]}]
+    source.write_text(
+        yaml.safe_dump({"model_list": [GPT], "litellm_settings": {"default_team_settings": teams}})
+    )
+    assert cli.main(["config", "import-litellm", str(source)]) == 0
+    out, err = capsys.readouterr()
+    assert "1 fallback chains" not in err
+    assert ", 1 teams; " in err.splitlines()[-1]
+    document = yaml.safe_load(out)
+    [team] = document["teams"]
+    assert (team["budget_usd"], team["budget_period"]) == (5.0, "daily")
+    path = tmp_path / "edgeproxy.yaml"
+    path.write_text(out)
+    assert load_config_file(path).public_models() == ["gpt-4o"]  # the routing part loads
 
 
 def test_cache_prices_per_token_become_prices_per_million() -> None:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from edgeproxy.routing.allowance import allowance, probe_order, tpm_fragmentation_bound
+from edgeproxy.routing.allowance import allowance, probe_order
 
 
 @given(st.integers(0, 100_000), st.integers(1, 32))
@@ -37,8 +37,3 @@ def test_a_probe_visits_every_shard_once_from_its_start(shards: int, data: st.Da
     order = probe_order(shards, start)
     assert order[0] == start
     assert sorted(order) == list(range(shards))
-
-
-def test_the_tpm_bound_is_zero_for_one_shard_and_grows_with_shards() -> None:
-    assert tpm_fragmentation_bound(1, 100) == 0
-    assert tpm_fragmentation_bound(4, 100) == 3 * 99

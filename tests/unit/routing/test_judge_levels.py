@@ -11,11 +11,14 @@ from edgeproxy.routing.access import BudgetPeriod, ClientKey
 from edgeproxy.routing.hierarchy import EndUserLimits, Group, Level
 from edgeproxy.routing.judge.end_user import END_USER_HEADER, MAX_END_USER, end_user_of
 from edgeproxy.routing.judge.levels import (
+    LevelCharge,
+    LevelCounts,
     LevelLimits,
     charges,
     end_user_partition,
     level_limits,
     level_refused,
+    would_refuse,
 )
 from edgeproxy.routing.judge.reasons import Reason, Write
 from edgeproxy.routing.judge.ruling import KEY_USAGE_RETENTION_S, Estimate
@@ -179,3 +182,42 @@ def test_a_malformed_end_user_is_a_400_naming_its_field(
     assert bad.value.status == 400
     assert bad.value.param == param
     assert param in bad.value.message
+
+
+def _planned(estimate: Estimate) -> tuple[LevelCharge, ...]:
+    # end user (tpm 500, $1 a day), team (rpm 10, 2 slots), organization ($100 a month)
+    return charges(level_limits(KEY, TEAM, ORG, "alice"), estimate, NOW)
+
+
+def test_would_refuse_reads_the_reservations_own_conditions() -> None:
+    planned = _planned(Estimate(30, 0.5))
+    empty = [LevelCounts() for _ in planned]
+    assert would_refuse(planned, empty) is None
+    # rpm: the count is at the limit (10 made).
+    assert would_refuse(planned, [empty[0], LevelCounts(requests=10), empty[2]]) == (1, Write.RPM)
+    assert would_refuse(planned, [empty[0], LevelCounts(requests=9), empty[2]]) is None
+    # tpm: the bucket must leave room for the estimate (500 - 30).
+    near = LevelCounts(tokens=470, tokens_seen=True)
+    assert would_refuse(planned, [near, *empty[1:]]) is None
+    over = LevelCounts(tokens=471, tokens_seen=True)
+    assert would_refuse(planned, [over, *empty[1:]]) == (0, Write.TOKENS)
+    # budget: under it, with room for the estimate ($1 - $0.5); an empty budget admits.
+    room = LevelCounts(spend_usd=0.5, spend_seen=True)
+    assert would_refuse(planned, [room, *empty[1:]]) is None
+    spent = LevelCounts(spend_usd=0.51, spend_seen=True)
+    assert would_refuse(planned, [spent, *empty[1:]]) == (0, Write.SPEND)
+    # slots: both held.
+    full = LevelCounts(in_flight=2)
+    assert would_refuse(planned, [empty[0], full, empty[2]]) == (1, Write.PARALLEL)
+
+
+def test_a_limit_refusal_is_named_before_a_full_levels_slots_and_zero_before_all() -> None:
+    planned = _planned(Estimate(30, 0.5))
+    spent = LevelCounts(spend_usd=100.0, spend_seen=True)
+    full = LevelCounts(in_flight=2)
+    # The team's slots are full and the organization's budget is spent: the budget is
+    # named (another slot would not help), as the store's cancellation reasons are read.
+    assert would_refuse(planned, [LevelCounts(), full, spent]) == (2, Write.SPEND)
+    closed = Group(Level.ORGANIZATION, "acme", "Acme", rpm_limit=0)
+    zero = charges(level_limits(KEY, TEAM, closed, None), Estimate(30, 0.5), NOW)
+    assert would_refuse(zero, [LevelCounts(requests=10), LevelCounts()]) == (1, Write.RPM)

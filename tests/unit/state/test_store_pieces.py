@@ -87,6 +87,42 @@ def test_each_protocol_call_is_declared_once() -> None:
     assert {call: names for call, names in owners.items() if len(names) > 1} == {}
 
 
+def _state_protocols() -> dict[str, type]:
+    """Every store protocol drawn in a module of ``state/`` (``store.py``'s and the others',
+    such as ``usage_log.UsageLogStore``, which ``DynamoUsageLog`` implements apart)."""
+    package = importlib.import_module("edgeproxy.state")
+    found: dict[str, type] = {}
+    for module in pkgutil.iter_modules(package.__path__):
+        if module.ispkg:
+            continue
+        loaded = importlib.import_module(f"edgeproxy.state.{module.name}")
+        found.update(
+            (name, value)
+            for name, value in vars(loaded).items()
+            if inspect.isclass(value)
+            and getattr(value, "_is_protocol", False)
+            and value.__module__ == loaded.__name__
+        )
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(_state_protocols()))
+def test_each_call_of_every_state_protocol_has_one_implementation(name: str) -> None:
+    # Not only the protocols ``Store`` composes: a store of its own (the request log's)
+    # follows the same rule, one class of ``state/dynamodb/`` per call.
+    protocol = _state_protocols()[name]
+    for call in sorted(_declared(protocol)):
+        assert len(_implementers(call)) == 1, f"{name}.{call}: {sorted(_implementers(call))}"
+
+
+def test_every_state_protocol_call_is_declared_once() -> None:
+    owners: dict[str, list[str]] = {}
+    for name, protocol in _state_protocols().items():
+        for call in _declared(protocol):
+            owners.setdefault(call, []).append(name)
+    assert {call: names for call, names in owners.items() if len(names) > 1} == {}
+
+
 def test_the_store_composes_every_piece() -> None:
     assert _calls(store.Store) <= set(dir(dynamo.DynamoStore))
     pieces = {base.__name__ for base in dynamo.DynamoStore.__bases__}
@@ -121,3 +157,5 @@ def test_the_check_sees_the_protocols_and_the_pieces() -> None:
     assert len(_calls(store.Store)) >= 35
     assert _declared(store.CounterStore) == set()
     assert _calls(store.CounterStore) == {"record", "record_key_usage"}
+    assert {"UsageLogStore", "LeaseStore", "AnswerStore", "PoolSource"} <= set(_state_protocols())
+    assert set(_protocols()) <= set(_state_protocols()) | {"Store"}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 
 from edgeproxy.api.admin.guard import AdminCall, AdminRoute, json_body, version_of, versioned
 from edgeproxy.api.admin.settings import edit, editor
@@ -18,8 +18,10 @@ from edgeproxy.config.deployment import Deployment
 from edgeproxy.errors import NotFound
 from edgeproxy.service.admin import config_changes as changes
 from edgeproxy.service.admin.config_edit import Versioned, checked
+from edgeproxy.service.admin.connection import try_deployment
 from edgeproxy.service.admin.redaction import scrub
 from edgeproxy.service.admin.redirect import restating
+from edgeproxy.service.credentials import CredentialResolver
 
 
 def _one(current: Versioned, deployment_id: str) -> dict[str, Any]:
@@ -85,6 +87,30 @@ async def delete_deployment(call: AdminCall) -> Response:
     return versioned({"deleted": dep_id}, done.version)
 
 
+async def test_connection(call: AdminCall) -> Response:
+    """One small call to a deployment not saved yet (or a changed one): the checks of the
+    write that would save it first (400 naming the field), then one chat call of one token.
+    Nothing is stored; the answer never holds the credential."""
+    body = await json_body(call)
+    dep = checked(Deployment, body)
+    assert isinstance(dep, Deployment)
+    known = {d.id for d in (await editor(call).current()).config.deployments}
+    # A changed deployment as its PUT would be: a moved base_url restates its secrets, and
+    # a secret sent back redacted stands for the stored one only while base_url stays.
+    change = (
+        restating(changes.replace_deployment(dep.id, body, partial=False), dep.id, body)
+        if dep.id in known
+        else changes.create_deployment(body)
+    )
+    config = await editor(call).trial(change)
+    [tried] = [d for d in config.deployments if d.id == dep.id]
+    credentials = call.gateway.credentials or CredentialResolver({})
+    found = await try_deployment(
+        call.gateway.upstream, credentials, config, tried, call.gateway.now
+    )
+    return JSONResponse(found.body())
+
+
 TAG = "deployments"
 ONE = "/admin/deployments/{id}"
 
@@ -98,6 +124,14 @@ ROUTES = [
         TAG,
         body=Deployment,
         versioned=True,
+    ),
+    AdminRoute(
+        "POST",
+        "/admin/connection-test",
+        test_connection,
+        "Try a deployment before saving it: one chat call of one token (nothing stored)",
+        TAG,
+        body=Deployment,
     ),
     AdminRoute("GET", ONE, get_deployment, "One deployment", TAG),
     AdminRoute(

@@ -5,7 +5,9 @@ the caller (a client key's id, or an affinity identity as stored). The
 request body is parsed by its surface's codec, as the proxy would parse it,
 then explained by ``service.explainer``: the router's read and core,
 with no upstream call and no state written. ``seed`` makes a random
-strategy's draw repeatable.
+strategy's draw repeatable. ``levels`` and ``refused_by``: the limits of the
+key's team, organization and end user with their counters as read, and the
+refusal (naming the level and its id) the request would get from them.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from edgeproxy.api.surfaces.responses import RESPONSES
 from edgeproxy.config.base import Strict
 from edgeproxy.config.roles import Role
 from edgeproxy.errors import RequestError
+from edgeproxy.routing.judge.end_user import end_user_of
 from edgeproxy.service.admin.bindings import looks_like_caller_id, resolve_caller
 from edgeproxy.service.admin.config_edit import checked
 from edgeproxy.service.admin.redaction import redact_caller
@@ -54,6 +57,8 @@ class Explain(Strict):
     ``key_id``: a client key's id (its role and identity); ``caller``: an
     affinity identity (``key:<sha256>``, ``grant:<id>``, ``ip:<bucket>``) or an IP.
     ``role`` overrides the caller's role. ``seed``: the draw of a random strategy.
+    ``end_user``: the end user the request names (as ``x-edgeproxy-end-user`` would;
+    else the body's ``user`` or ``metadata.user_id``).
     """
 
     body: dict[str, Any]
@@ -63,6 +68,7 @@ class Explain(Strict):
     caller: Text | None = None
     role: Role | None = None
     seed: int | None = None
+    end_user: Text | None = None
 
     @model_validator(mode="after")
     def _one_each(self) -> Self:
@@ -107,10 +113,13 @@ async def explain_route(call: AdminCall) -> Response:
         role=who.role,
         key=who.key,
         chat=parsed.chat,
+        end_user=end_user_of(order.end_user, order.body, codec.surface),
     )
     now = gateway.now()
     run = new_run(req, call.config, now, gateway.calibrations.view(req.protocol))
     report = await explain(gateway.store, call.config, run, now=now, rng=random.Random(order.seed))
+    # The team, organization and end-user limits the request would meet (read, not charged).
+    report.update(await gateway.levels.explain(req, call.config, gateway.calibrations, now))
     report["caller"] = redact_caller(who.caller)
     report["key_id"] = who.key.id if who.key else None
     return JSONResponse(report)

@@ -1,4 +1,4 @@
-"""``/admin/``: the console (status, keys, request log), static files served by the same app.
+"""``/admin/``: the console (status, keys, log, teams, deployments, usage), static files served by the same app.
 
 The page (``edgeproxy/admin_ui/``: HTML, CSS and one small script per view, no build step)
 holds no data and needs no key to load; everything it shows comes from the
@@ -47,6 +47,10 @@ ASSETS = {
     "keys.js": "text/javascript; charset=utf-8",  # the keys view
     "log.js": "text/javascript; charset=utf-8",  # the request log view
     "teams.js": "text/javascript; charset=utf-8",  # the teams view
+    "deployments.js": "text/javascript; charset=utf-8",  # deployments: list, editor, test
+    "routing.js": "text/javascript; charset=utf-8",  # presets, strategies, rules, aliases
+    "charts.js": "text/javascript; charset=utf-8",  # hand-written SVG charts
+    "usage_time.js": "text/javascript; charset=utf-8",  # the usage-over-time view
     "style.css": "text/css; charset=utf-8",
 }
 

@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from edgeproxy.api.admin import alerts as admin_alerts
+from edgeproxy.api.admin import cache as admin_cache
 from edgeproxy.api.admin import config as admin_config
 from edgeproxy.api.admin import deployments as admin_deployments
 from edgeproxy.api.admin import explain as admin_explain
@@ -59,6 +60,7 @@ ROUTE_TABLES: tuple[Sequence[AdminRoute], ...] = (
     admin_usage.ROUTES,
     admin_teams.ROUTES,
     admin_alerts.ROUTES,
+    admin_cache.ROUTES,
     [AdminRoute("GET", OPENAPI_PATH, openapi, "This document", "meta")],
 )
 

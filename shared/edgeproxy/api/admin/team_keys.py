@@ -18,7 +18,7 @@ from starlette.responses import JSONResponse, Response
 from edgeproxy.api.admin.guard import AdminCall
 from edgeproxy.errors import PermissionDenied, RequestError, VersionConflict
 from edgeproxy.routing.access import ClientKey
-from edgeproxy.routing.hierarchy import GATEWAY, Level, more_rights, scope_of
+from edgeproxy.routing.hierarchy import GATEWAY, more_rights, scope_of
 from edgeproxy.service.admin import audit, teams
 from edgeproxy.service.keys import NewKey
 
@@ -67,7 +67,7 @@ async def create(call: AdminCall, new: NewKey, view: dict[str, Any]) -> Response
             raise RequestError("Could not create a unique key; try again.")
         await store.record_audit(entry)
     else:
-        team = await teams.found(store, Level.TEAM, key.team_id, param="team_id")
+        team = await teams.member_team(store, key.team_id)
         teams.fits(key.models, team, "the key", "models")
         if not await store.create_member_key(key, team, entry):
             raise VersionConflict(f"Team `{team.id}` changed meanwhile; retry.", param="team_id")

@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse, Response
 from edgeproxy.api.admin.guard import AdminCall, AdminRoute
 from edgeproxy.errors import RequestError
 from edgeproxy.routing.hierarchy import AdminScope, Level
+from edgeproxy.routing.judge.end_user import MAX_END_USER
 from edgeproxy.service.usage.report import (
     ReportQuery,
     json_ready,
@@ -72,7 +73,13 @@ async def requests(call: AdminCall) -> Response:
     if not limit.isdigit() or not 0 < int(limit) <= MAX_RECORDS:
         raise RequestError(f"`limit` must be an integer from 1 to {MAX_RECORDS}.", param="limit")
     hour = int(at // HOUR_S)
-    records = await _store(call).read_requests(hour, int(limit), now, scope_label(call.scope))
+    end_user = params.get("end_user")
+    if end_user is not None and not (0 < len(end_user) <= MAX_END_USER and end_user.isprintable()):
+        raise RequestError(
+            f"`end_user` must be 1-{MAX_END_USER} printable characters.", param="end_user"
+        )
+    where = scope_label(call.scope)
+    records = await _store(call).read_requests(hour, int(limit), now, where, end_user)
     return JSONResponse(
         {
             "object": "list",
@@ -115,6 +122,7 @@ ROUTES = [
         query=(
             ("at", "string", "a time in the hour (default: now)"),
             ("limit", "integer", f"records, default 50 (at most {MAX_RECORDS})"),
+            ("end_user", "string", "only the requests that named this end user"),
         ),
     ),
 ]

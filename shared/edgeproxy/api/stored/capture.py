@@ -4,11 +4,12 @@
 a ``RelayedResponse``) and tees what it sends: the status, the headers, every
 body message. When the response has been sent whole it asks ``complete()``
 (a JSON answer: always; a stream: whether its relay ended in ``Closing``,
-``Watched``) and hands the ``StoredAnswer`` to ``keep``. Nothing is kept
+``Watched``) and hands the ``StoredAnswer`` to ``keep``, before the last
+body message goes out (so the client's next request finds it). Nothing is kept
 unless every one of these holds:
 
-- the status is 200 and the response ended normally (no exception, the
-  client did not leave: a ``RelayedResponse`` whose client left ends early
+- the status is 200 and the response reached its last message (no exception,
+  the client did not leave: a ``RelayedResponse`` whose client left ends early
   without its last message, so ``more_body`` never turned false);
 - a stream saw its ``Closing`` (never a ``Failed``: a cut or truncated stream);
 - the body is at most ``limit`` bytes (past it the tee stops copying);
@@ -101,10 +102,9 @@ class Captured(Response):
         headers: list[tuple[str, str]] = []
         parts: list[bytes] = []
         size = 0
-        ended = False
 
         async def tee(message: Message) -> None:
-            nonlocal status, headers, size, ended
+            nonlocal status, headers, size
             if message["type"] == "http.response.start":
                 status = int(message["status"])
                 headers = [
@@ -115,11 +115,18 @@ class Captured(Response):
                 size += len(chunk)
                 if size <= self._limit:
                     parts.append(chunk)
-                ended = not message.get("more_body", False)
+                if not message.get("more_body", False):
+                    # Kept before the last message goes out: the client's next request
+                    # (on any instance) finds the answer its previous one stored.
+                    await self._kept(status, headers, parts, size)
             await send(message)
 
         await self.inner(scope, receive, tee)
-        if not (ended and status == 200 and size <= self._limit and self._complete()):
+
+    async def _kept(
+        self, status: int, headers: list[tuple[str, str]], parts: list[bytes], size: int
+    ) -> None:
+        if not (status == 200 and size <= self._limit and self._complete()):
             return
         body = b"".join(parts)
         if carries_secret(body):

@@ -12,6 +12,8 @@
     fallbacks                        fallbacks (reason general)
     context_window_fallbacks         fallbacks (reason context_window)
     content_policy_fallbacks         fallbacks (reason content_policy)
+    litellm_settings.default_team_settings
+                                     organizations / teams (``config/litellm_import/teams.py``)
 
 Everything else is reported as a warning. ``litellm_settings`` may hold
 ``fallbacks``, ``num_retries`` and ``request_timeout`` too.
@@ -27,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from edgeproxy.config.litellm_import import checks
+from edgeproxy.config.litellm_import import checks, teams
 from edgeproxy.config.litellm_import.entries import Warnings, deployment
 from edgeproxy.config.litellm_import.rules import state_entry_rules
 from edgeproxy.config.policies import Operation, default_execution_policies
@@ -97,7 +99,11 @@ def convert(litellm: Mapping[str, Any], environ: Mapping[str, str]) -> Converted
     chains += _fallbacks(settings, pools, "litellm_settings", warnings)
     if chains:
         out["fallbacks"] = chains
+    organizations, team_list = teams.teams(settings, pools, warnings)
+    if team_list:
+        out["organizations"], out["teams"] = organizations, team_list
     mapped = set(FALLBACKS) | set(_LITELLM_ALIASES) | {theirs for theirs, _ in _CIRCUIT}
+    mapped.add(teams.SETTING)
     for name in sorted(set(settings) - mapped):
         warnings.add("litellm_settings", f"{name} has no equivalent; dropped{_HINTS.get(name, '')}")
     general = litellm.get("general_settings") or {}
@@ -112,12 +118,7 @@ def convert(litellm: Mapping[str, Any], environ: Mapping[str, str]) -> Converted
     return Converted(out, notes, list(warnings.errors), origins)
 
 
-# LiteLLM keeps teams in its database; its config only names per-team callbacks and budgets.
-_TEAMS_HINT = (
-    " (teams: edgeproxy teams create; LiteLLM's teams, their keys, models and budgets live in its "
-    "database, not its config)"
-)
-_HINTS = {"default_team_settings": _TEAMS_HINT}
+_HINTS = teams.HINTS  # LiteLLM's other team settings, said as dropped with where they go
 
 
 def _default_matrix() -> dict[str, Any]:

@@ -56,6 +56,7 @@ class LevelLimits:
     max_parallel_requests: int | None = None
     budget_usd: float | None = None
     budget_period: BudgetPeriod = BudgetPeriod.TOTAL
+    soft_budget_ratio: float | None = None  # a team's or organization's alert threshold
 
     @property
     def limited(self) -> bool:
@@ -150,6 +151,7 @@ def level_limits(
                     group.max_parallel_requests,
                     group.budget_usd,
                     group.budget_period,
+                    group.soft_budget_ratio,
                 )
             )
     return [limits for limits in found if limits.limited]
@@ -201,6 +203,7 @@ def _without_slots(limits: LevelLimits) -> LevelLimits:
         None,
         limits.budget_usd,
         limits.budget_period,
+        limits.soft_budget_ratio,
     )
 
 
@@ -243,3 +246,48 @@ def level_refused(limits: LevelLimits, write: Write, now: float) -> Refusal:
             f"it resets at {moment}."
         )
     return Refusal(Reason.BUDGET, message, level=level)
+
+
+@dataclass(frozen=True, slots=True)
+class LevelCounts:
+    """What one level's counters held when read (the explainer's view, no write): the
+    minute bucket's ``requests`` and ``tokens``, the period's ``spend_usd``, and how many
+    of its slots were ``in_flight`` (0 for a level without a cap)."""
+
+    requests: int = 0
+    tokens: int = 0
+    spend_usd: float = 0.0
+    in_flight: int = 0
+    spend_seen: bool = False  # whether a spend item exists (an empty budget admits anything)
+    tokens_seen: bool = False  # whether the minute bucket holds tokens
+
+
+def would_refuse(
+    planned: Sequence[LevelCharge], counts: Sequence[LevelCounts]
+) -> tuple[int, Write] | None:
+    """Which charge of ``planned`` would be refused with ``counts`` read, and by which write
+    (None: all would land), by the reservation's own rules: a limit of 0 first, then the
+    transaction's conditions (the innermost level's first; a full level's slots last)."""
+    for i, c in enumerate(planned):
+        if c.parallel == 0:
+            return i, Write.PARALLEL
+        if c.rpm == 0:
+            return i, Write.RPM
+        if c.budget is not None and c.budget <= 0:
+            return i, Write.SPEND
+    for i, (c, n) in enumerate(zip(planned, counts, strict=True)):
+        if c.rpm is not None and n.requests >= c.rpm:
+            return i, Write.RPM
+        if c.tpm is not None and n.tokens_seen and n.tokens > max(0, c.tpm - c.tokens):
+            return i, Write.TOKENS
+        if c.budget is not None and n.spend_seen and not _spend_room(c.budget, c, n):
+            return i, Write.SPEND
+    for i, (c, n) in enumerate(zip(planned, counts, strict=True)):
+        if c.parallel is not None and n.in_flight >= c.parallel:
+            return i, Write.PARALLEL
+    return None
+
+
+def _spend_room(budget: float, c: LevelCharge, n: LevelCounts) -> bool:
+    """The budget's condition (``SPEND_ROOM``): under it, with room for the estimate."""
+    return n.spend_usd < budget and n.spend_usd <= max(0.0, budget - c.spend_usd)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from edgeproxy.config.cache import CacheRule
 from edgeproxy.config.presets import Preset, without_preset
 from edgeproxy.config.router import RouterSettings
 from edgeproxy.errors import AlreadyExists, NotFound, RequestError
@@ -148,5 +149,28 @@ def delete_fallback(reason: str, model: str) -> Change:
         if len(kept) == len(chains):
             raise NotFound(f"No `{reason}` fallback chain for `{model}`.", param="model")
         doc["fallbacks"] = kept
+
+    return change
+
+
+def put_cache_rule(level: str, name: str, body: dict[str, Any]) -> Change:
+    """Set the response cache's rule of one pool, team or key (``cache.<level>.<name>``)."""
+    checked(CacheRule, body)
+
+    def change(doc: Document) -> None:
+        section = doc.setdefault("cache", {})
+        section.setdefault(level, {})[name] = body
+
+    return change
+
+
+def delete_cache_rule(level: str, name: str) -> Change:
+    """Drop one rule of the response cache."""
+
+    def change(doc: Document) -> None:
+        rules = (doc.get("cache") or {}).get(level, {})
+        if name not in rules:
+            raise NotFound(f"No cache rule for {level} `{name}`.", param="name")
+        del rules[name]
 
     return change

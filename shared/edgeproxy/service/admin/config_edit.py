@@ -178,6 +178,21 @@ class ConfigEditor:
             raise _conflict(expected_version, latest.version)
         return Versioned(config, version)
 
+    async def trial(self, change: Change) -> GatewayConfig:
+        """The configuration ``change`` would make of the stored one, checked as ``edit``
+        checks it (models, entry rules, name resolution), and not written."""
+        now = await self.current()
+        after = copy.deepcopy(now.document)
+        change(after)
+        try:
+            config = validated(after)
+            await resolvable(config)
+        except RequestError as exc:
+            exc.message = by_id(exc.message, _ids(after))
+            exc.args = (exc.message,)
+            raise
+        return config
+
     async def edit_latest(
         self, change: Change, *, actor: str, action: str, target: str
     ) -> Versioned:

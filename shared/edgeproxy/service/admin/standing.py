@@ -26,11 +26,12 @@ from typing import Any
 from edgeproxy.config.deployment import Deployment
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.config.policies import Operation
-from edgeproxy.errors import EdgeproxyError, ModelOverloaded, ModelUnavailable, RateLimited
 from edgeproxy.routing.counters import FAILURE_COUNTERS
 from edgeproxy.routing.faults import FailureClass
-from edgeproxy.routing.selection import Blocked, BlockReason, RouteRequest, next_deployment
+from edgeproxy.routing.judge.pool import pool_refusal
+from edgeproxy.routing.selection import Blocked, RouteRequest, next_deployment
 from edgeproxy.routing.snapshot import PoolSnapshot, Usage
+from edgeproxy.routing.step import PoolFailure
 from edgeproxy.state.audit import AuditEntry
 
 ERROR_MINUTES = 5  # the window of the error rate (this minute and the four before)
@@ -39,14 +40,6 @@ DEGRADED_ERROR_RATE = 0.1
 # What counts as the deployment's error: a request error is the caller's (a 400 relayed).
 ERROR_CLASSES = (FailureClass.TRANSIENT, FailureClass.CONFIGURATION, FailureClass.THROTTLE)
 AUDIT_SCAN = 200  # audit entries read for who drained a deployment
-_ANSWERS: dict[BlockReason, type[EdgeproxyError]] = {
-    BlockReason.OVERLOADED: ModelOverloaded,
-    BlockReason.UNAVAILABLE: ModelUnavailable,
-    BlockReason.DISABLED: ModelUnavailable,
-    BlockReason.INCOMPATIBLE: ModelUnavailable,
-    BlockReason.RATE_LIMITED: RateLimited,
-    BlockReason.RESERVED: RateLimited,
-}
 _STATE_RANK = {"down": 0, "degraded": 1, "healthy": 2}
 
 
@@ -129,7 +122,8 @@ def answer(
     pick = next_deployment(deployments, snapshot, request, now, random.Random(0))
     if not isinstance(pick, Blocked):
         return None
-    error = _ANSWERS.get(pick.reason, ModelUnavailable)
+    # The error the judge renders for this block, as a request would get it.
+    error = pool_refusal(PoolFailure(blocked=pick), now).error()
     fallbacks = sorted({m for chain in config.fallbacks if chain.model == pool for m in chain.to})
     return {
         "status": error.status,

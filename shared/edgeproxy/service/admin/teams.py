@@ -86,6 +86,17 @@ async def parent_of(store: TeamStore, org_id: str) -> Group:
     )
 
 
+async def member_team(store: TeamStore, team_id: str) -> Group:
+    """The team a key is put into (created in, or moved to); a 400 on ``team_id`` if it is none."""
+    check_id(team_id, "team_id")
+    team = await store.get_group(Level.TEAM, team_id)
+    if team is None:
+        raise RequestError(
+            f"team_id: team `{team_id}` does not exist", param="team_id", code="unknown_team"
+        )
+    return team
+
+
 def fits(models: frozenset[str] | None, group: Group, what: str, param: str) -> None:
     """400 on ``param`` when ``models`` (``what``'s) are not all allowed by ``group``."""
     outside = models_outside(models, group)
@@ -230,14 +241,7 @@ async def move_key(
         key = await current_key(store, key_id, expected)
         team = None
         if team_id is not None:
-            check_id(team_id, "team_id")
-            team = await store.get_group(Level.TEAM, team_id)
-            if team is None:
-                raise RequestError(
-                    f"team_id: team `{team_id}` does not exist",
-                    param="team_id",
-                    code="unknown_team",
-                )
+            team = await member_team(store, team_id)
             fits(key.models, team, f"key `{key_id}`", "team_id")
         if key.team_id == team_id:
             return key, key

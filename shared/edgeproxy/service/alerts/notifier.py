@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 
 from edgeproxy.config.alerts import AlertSettings
@@ -76,10 +76,26 @@ class AlertNotifier:
         after: float,
     ) -> list[Alert]:
         """Claim each threshold crossed (fleet-wide, once); the ones this process must send."""
+        due = crossed(before, after, budget_usd, soft_ratio)
+        if not due:
+            return []
+        assert budget_usd is not None  # crossed() is empty without a budget
+        return await self.claim_thresholds(level, level_id, period, budget_usd, due, after)
+
+    async def claim_thresholds(
+        self,
+        level: str,
+        level_id: str,
+        period: str | None,
+        budget_usd: float,
+        due: Sequence[float],
+        after: float,
+    ) -> list[Alert]:
+        """Claim each of the thresholds ``due`` (fleet-wide, once); the ones this process
+        must send (a team's or an organization's: ``watcher.LevelBudgetAlerts``)."""
         now = self._clock()
         won: list[Alert] = []
-        for threshold in crossed(before, after, budget_usd, soft_ratio):
-            assert budget_usd is not None  # crossed() is empty without a budget
+        for threshold in due:
             alert = Alert(
                 level, level_id, period or TOTAL_PERIOD, threshold, budget_usd, after, now
             )

@@ -24,7 +24,7 @@ import logging
 import random
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import StoreError, StoreUnavailable
@@ -32,7 +32,13 @@ from edgeproxy.routing.access import ClientKey
 from edgeproxy.routing.deadlines import Budget
 from edgeproxy.routing.estimates.tokens import key_estimate
 from edgeproxy.routing.hierarchy import Group, Level
-from edgeproxy.routing.judge.levels import LevelCharge, charges, level_limits, level_refused
+from edgeproxy.routing.judge.levels import (
+    LevelCharge,
+    charges,
+    level_limits,
+    level_refused,
+    would_refuse,
+)
 from edgeproxy.routing.judge.reasons import Write
 from edgeproxy.routing.judge.ruling import Estimate
 from edgeproxy.service.limits.calibrations import Calibrations
@@ -170,6 +176,59 @@ class Levels:
         total_s = Budget.from_deadline(deadline, 0.0, self._max_total_ms).total_ms / 1000.0
         holder = f"{req.request_id}:{self._rng.getrandbits(64):016x}"
         return await self._charged(planned, holder, now + total_s + GRACE_S, now)
+
+    async def explain(
+        self,
+        req: ProxyRequest,
+        config: GatewayConfig,
+        calibrations: Calibrations,
+        now: float,
+    ) -> dict[str, Any]:
+        """The levels above ``req``'s key as its reservation at ``now`` would meet them, read
+        only (the team and organization as stored now, not cached): each level's limits and
+        counters, and ``refused_by``, the refusal naming the level it would get (None: none)."""
+        key = req.key
+        if key is None or key.team_id is None:
+            return {"levels": [], "refused_by": None}
+        team = await self._store.get_group(Level.TEAM, key.team_id)
+        org = None
+        if team is not None and team.parent is not None:
+            org = await self._store.get_group(Level.ORGANIZATION, team.parent)
+        limits = level_limits(key, team, org, req.end_user)
+        planned = charges(limits, level_estimate(req, config, calibrations), now)
+        counts = await self._store.level_counts(planned, now)
+        rows = [
+            {
+                "level": c.limits.level.value,
+                "id": c.limits.id,
+                "rpm_limit": c.rpm,
+                "requests_this_minute": n.requests,
+                "tpm_limit": c.tpm,
+                "tokens_this_minute": n.tokens,
+                "budget_usd": c.budget,
+                "spend_usd": round(n.spend_usd, 6),
+                "max_parallel_requests": c.parallel,
+                "in_flight": n.in_flight,
+                "estimate_tokens": c.tokens,
+                "estimate_usd": round(c.spend_usd, 6),
+            }
+            for c, n in zip(planned, counts, strict=True)
+        ]
+        refusal = would_refuse(planned, counts)
+        if refusal is None:
+            return {"levels": rows, "refused_by": None}
+        index, write = refusal
+        refused = level_refused(planned[index].limits, write, now)
+        return {
+            "levels": rows,
+            "refused_by": {
+                "level": refused.level,
+                "id": planned[index].limits.id,
+                "reason": refused.reason.value,
+                "message": refused.message,
+                "retry_after_s": refused.retry_after,
+            },
+        }
 
     async def _charged(
         self, planned: Sequence[LevelCharge], holder: str, until: float, now: float

@@ -62,6 +62,10 @@ class Closing:
     # when the upstream reported none (``estimated``: the last attempt reported none).
     counted: Usage | None = None
     estimated: bool = False
+    # The completeness judge's anomalies of the serving stream (``missing_done``...), and
+    # whether it was cut and continued elsewhere: a complete answer, never a stored one.
+    anomalies: tuple[str, ...] = ()
+    continued: bool = False
 
     @property
     def shown_usage(self) -> Usage | None:

@@ -235,6 +235,8 @@ class Relay:
             routing=self._routing(run),
             counted=added(progress.usage, counted),
             estimated=own is None,
+            anomalies=outcome.anomalies if isinstance(outcome, Complete) else (),
+            continued=bool(progress.continuations),
         )
         if record is not None:
             record.counted = counted.counts()
@@ -269,6 +271,7 @@ class Relay:
             routing=self._routing(run),
             counted=Usage(prompt, delivered),
             estimated=True,
+            continued=bool(progress.continuations),
         )
 
     def _anomalies(self, run: Run, served: Served, anomalies: tuple[str, ...]) -> None:

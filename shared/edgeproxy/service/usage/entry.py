@@ -97,6 +97,16 @@ class Entry:
             answer=kept(self.settings, run.req.model, answer),
         )
 
+    def hit(self, deployment_id: str | None, saved_usd: float) -> RequestRecord:
+        """The record of an answer the response cache served: no attempt, nothing spent,
+        ``saved_usd`` what the stored answer cost when it was first served."""
+        return replace(
+            self._base(200, "success"),
+            deployment=deployment_id,
+            cache="hit",
+            saved_usd=saved_usd,
+        )
+
     def failed(self, exc: BaseException) -> RequestRecord:
         """The record of a request that ended in ``exc`` before an answer."""
         attempts = [a for a in self.run.trace.attempts if a.error_kind != "abandoned"]
@@ -143,6 +153,7 @@ class Entry:
             if self.first_token_at is None
             else _ms(self.first_token_at - self.started_at),
             prompt=kept(self.settings, req.model, req.body),
+            cache=req.cache,
         )
 
 

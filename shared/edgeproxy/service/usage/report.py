@@ -52,6 +52,9 @@ COLUMNS = (
     "cache_read_tokens",
     "cache_write_tokens",
     "uncached_prompt_tokens",
+    # Requests the response cache answered (no upstream call) and what they had cost.
+    "cache_hits",
+    "saved_usd",
 )
 COUNTERS = COLUMNS[COLUMNS.index("requests") :]
 MICRO = Decimal("0.000001")
@@ -161,6 +164,8 @@ class ReportRow:
             "uncached_prompt_tokens": max(
                 0, c.prompt_tokens - c.cache_read_tokens - c.cache_write_tokens
             ),
+            "cache_hits": c.cache_hits,
+            "saved_usd": c.saved_usd,
         }
 
 
@@ -183,7 +188,9 @@ def grouped(rows: list[UsageRow], query: ReportQuery) -> list[ReportRow]:
         labels = tuple(row.label(n) if n in query.group_by else None for n in LABELS)
         bucket = (period_of(row.hour, query.granularity), key, model, dep, labels)
         held = sums.get(bucket)
-        plain = UsageRow(0, "", "", "", "", *_counts(row))
+        plain = UsageRow(
+            0, "", "", "", "", *_counts(row), cache_hits=row.cache_hits, saved_usd=row.saved_usd
+        )
         sums[bucket] = plain if held is None else held.plus(plain)
     return [
         ReportRow(period, key, names.get(key, "") if key else None, model, dep, counters, labels)
@@ -230,7 +237,9 @@ def json_ready(report: dict[str, Any]) -> dict[str, Any]:
     """``report`` with each cost a JSON number rounded to 1e-6 USD."""
 
     def money(row: dict[str, Any]) -> dict[str, Any]:
-        return {**row, "cost_usd": float(Decimal(row["cost_usd"]).quantize(MICRO))}
+        cost = float(Decimal(row["cost_usd"]).quantize(MICRO))
+        saved = float(Decimal(row.get("saved_usd", 0)).quantize(MICRO))
+        return {**row, "cost_usd": cost, "saved_usd": saved}
 
     return {**report, "rows": [money(r) for r in report["rows"]], "totals": money(report["totals"])}
 

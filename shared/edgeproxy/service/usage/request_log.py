@@ -63,6 +63,8 @@ def usage_row(record: RequestRecord) -> UsageRow:
         cache_read_tokens=record.cache_read_tokens,
         cache_write_tokens=record.cache_write_tokens,
         labels=record.labels,
+        cache_hits=1 if record.cache == "hit" else 0,
+        saved_usd=Decimal(repr(record.saved_usd)),
     )
 
 

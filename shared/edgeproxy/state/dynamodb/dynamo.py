@@ -36,7 +36,7 @@ from edgeproxy.routing.snapshot import (
 from edgeproxy.state import items, keys
 from edgeproxy.state.counter_shards import ShardCounts
 from edgeproxy.state.dynamodb import conditions as cond
-from edgeproxy.state.dynamodb.dynamo_alerts import DynamoAlerts, SpendWatcher
+from edgeproxy.state.dynamodb.dynamo_alerts import DynamoAlerts, LevelWatcher, SpendWatcher
 from edgeproxy.state.dynamodb.dynamo_answers import DynamoAnswers
 from edgeproxy.state.dynamodb.dynamo_audit import DynamoAudit
 from edgeproxy.state.dynamodb.dynamo_config import DynamoConfig
@@ -384,4 +384,6 @@ class DynamoStore(
         self._schema = schema
         # Told of every spend ADD's settled value (``service.alerts.watcher``); None: no alerts.
         self.spend_watcher: SpendWatcher | None = None
+        # Told of each team's, organization's and end user's settled spend and budget refusal.
+        self.level_watcher: LevelWatcher | None = None
         self._shards = ShardCounts(rng)

@@ -19,6 +19,7 @@ import json
 from typing import Any, Protocol
 
 from edgeproxy.routing.alerts import NEVER, Alert, PendingAlert
+from edgeproxy.routing.judge.levels import LevelCharge
 from edgeproxy.state import keys
 from edgeproxy.state.dynamodb import conditions as cond
 from edgeproxy.state.dynamodb.schema import TableSchema
@@ -34,6 +35,18 @@ class SpendWatcher(Protocol):
 
     async def spend_moved(self, account: str, added_usd: float, item: dict[str, Any]) -> None:
         """``item``: the spend item after adding ``added_usd`` (``spend_usd``, ``budget_usd``)."""
+        ...
+
+
+class LevelWatcher(Protocol):
+    """Told of a team's, an organization's or an end user's spend as the store sees it."""
+
+    async def level_spend(self, charge: LevelCharge, spend_usd: float) -> None:
+        """The level's spend after a settlement's ADD (``ReturnValues=ALL_NEW``)."""
+        ...
+
+    async def level_budget_refused(self, charge: LevelCharge, spend_usd: float) -> None:
+        """The level's budget refused a reservation; ``spend_usd``: what its condition saw."""
         ...
 
 

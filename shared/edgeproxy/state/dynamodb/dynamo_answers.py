@@ -4,7 +4,8 @@ A write is one PutItem (one part) or one TransactWriteItems (several), so a
 reader never sees some parts of a new answer beside none of the others' ; a
 read is one eventually consistent Query of the answer's partition (half the
 read units of a strong read: a write of the last second or so may be missed,
-which costs one more upstream call, never a wrong answer).
+which costs one more upstream call, never a wrong answer); a request that
+waited for an identical one in flight reads strongly (it knows the write landed).
 """
 
 from __future__ import annotations
@@ -50,14 +51,17 @@ class DynamoAnswers:
             return
         await self._table.transact_if([("Put", {"Item": item}) for item in items])
 
-    async def get_answer(self, digest: str, now: float) -> StoredAnswer | None:
-        """The whole answer under ``digest``, or None (absent, expired, torn, unreadable)."""
+    async def get_answer(
+        self, digest: str, now: float, *, consistent: bool = False
+    ) -> StoredAnswer | None:
+        """The whole answer under ``digest``, or None (absent, expired, torn, unreadable);
+        ``consistent``: a strong read (a waiter that saw the writer finish)."""
         response = await self._table.call(
             "query",
             KeyConditionExpression="#pk = :pk",
             ExpressionAttributeNames={"#pk": self._schema.pk},
             ExpressionAttributeValues={":pk": text(answer_partition(digest))},
-            ConsistentRead=False,
+            ConsistentRead=consistent,
         )
         found: dict[str, Item] = {
             get_text(item, self._schema.sk) or "": item for item in response.get("Items", [])

@@ -8,10 +8,9 @@ refreshes. ``DynamoStore`` inherits them and supplies the table.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from typing import Any
 
-from edgeproxy.routing.snapshot import Health, Quota, QuotaStatus, Usage
+from edgeproxy.routing.snapshot import Health, Quota, Usage
 from edgeproxy.state import items, keys
 from edgeproxy.state.counter_shards import summed
 from edgeproxy.state.dynamodb.schema import TableSchema
@@ -124,13 +123,3 @@ class DynamoJobs:
             ExpressionAttributeNames={"#error": "error", "#at": "error_at"},
             ExpressionAttributeValues={":error": text(error[:500]), ":at": number(at)},
         )
-
-    async def read_quotas(self, credentials: Sequence[str]) -> dict[str, QuotaStatus]:
-        """The quota items of ``credentials`` (status views, the refresh job's report)."""
-        wanted = [keys.quota_key(c) for c in credentials]
-        found = await self._table.batch_get(wanted)
-        return {
-            c: items.quota_status_from(c, found[k])
-            for c in credentials
-            if (k := keys.quota_key(c)) in found
-        }

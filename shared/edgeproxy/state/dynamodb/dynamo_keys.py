@@ -29,7 +29,7 @@ KEY_EXISTS = "attribute_exists(#pk)"
 
 class DynamoKeys:
     """``KeyStore``'s own calls (look a key up, admit it, touch it) and ``KeyRegistry``'s
-    (the operators': create, list, find, revoke, a key's usage), mixed into ``DynamoStore``."""
+    (the operators': create, list, find, a key's usage), mixed into ``DynamoStore``."""
 
     _table: Table
     _schema: TableSchema
@@ -133,21 +133,6 @@ class DynamoKeys:
             return None  # not an id: no query (and never a prefix match on the empty string)
         found = [k for k in await self._query_keys(key_id) if k.id == key_id]
         return found[0] if found else None
-
-    async def revoke_client_key(self, key_id: str) -> ClientKey | None:
-        """Mark the key revoked; the revoked key, or None if there is no such key."""
-        key = await self.find_client_key(key_id)
-        if key is None:
-            return None
-        won, _ = await self._table.write_if(
-            "update_item",
-            Key=self._table.key(keys.client_key_key(key.digest)),
-            UpdateExpression="SET #revoked = :yes",
-            ConditionExpression=KEY_EXISTS,
-            ExpressionAttributeNames={"#revoked": "revoked", "#pk": self._schema.pk},
-            ExpressionAttributeValues={":yes": {"BOOL": True}},
-        )
-        return await self.get_client_key(key.digest) if won else None
 
     async def read_key_usage(self, key_id: str, minute: int) -> KeyUsage:
         """The key's tokens in bucket ``minute`` and its total spend (one BatchGetItem)."""

@@ -17,24 +17,27 @@ budget, one of its slots taken while free; all land or none. When it is
 cancelled, the reasons say which item's condition failed: a held slot is
 retried on another slot, anything else is the refusal. ``settle_levels``
 adds (actual - estimate) to what was reserved and frees the slots, in one
-transaction too.
+transaction too, beside one ADD per budget, sent with it (one round trip), that
+returns the spend it left to the budget alerts (``level_watcher``).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
 from edgeproxy.routing.access import ACCOUNT_SEP
-from edgeproxy.routing.judge.levels import LevelCharge
+from edgeproxy.routing.judge.levels import LevelCharge, LevelCounts
 from edgeproxy.routing.judge.reasons import Write
 from edgeproxy.state.dynamodb import conditions as cond
+from edgeproxy.state.dynamodb.dynamo_alerts import LevelWatcher
 from edgeproxy.state.dynamodb.dynamo_key_reserve import SPEND_ROOM, TOKENS_ROOM
 from edgeproxy.state.dynamodb.dynamo_keys import KEY_UNDER_LIMIT
 from edgeproxy.state.dynamodb.dynamo_slots import SLOT_RETENTION_S
 from edgeproxy.state.dynamodb.schema import TableSchema
 from edgeproxy.state.dynamodb.table import Table
-from edgeproxy.state.items import number, text
+from edgeproxy.state.items import get_float, get_int, number, text
 from edgeproxy.state.keys import Key
 from edgeproxy.state.levels import Failed, Settlement
 
@@ -64,6 +67,7 @@ class DynamoLevels:
 
     _table: Table
     _schema: TableSchema
+    level_watcher: LevelWatcher | None
 
     def _bucket(self, c: LevelCharge, tokens: int, conditional: bool) -> dict[str, Any]:
         names = {"#tokens": "tokens", "#ttl": self._schema.ttl}
@@ -158,6 +162,9 @@ class DynamoLevels:
         (index, write), (_, item) = failed[0]
         if write is None:
             write = _bucket_write(charges[index], item)
+        elif write is Write.SPEND and self.level_watcher is not None:
+            spend = get_float(item, "spend_usd")
+            await self.level_watcher.level_budget_refused(charges[index], spend)
         return Failed(index, write)
 
     async def free_level_slots(self, partition: str, cap: int, now: float) -> list[int]:
@@ -182,17 +189,45 @@ class DynamoLevels:
             query["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         return [slot for slot in range(cap) if slot not in held]
 
+    async def level_counts(self, charges: Sequence[LevelCharge], now: float) -> list[LevelCounts]:
+        """What each charge's counters hold at ``now``, read without a write: one
+        BatchGetItem of the minute buckets and spends, one Query per capped level's slots."""
+        wanted = [level_usage_key(c.limits.partition, c.minute) for c in charges]
+        wanted += [level_spend_key(c.account) for c in charges]
+        found = await self._table.batch_get(wanted)
+        out: list[LevelCounts] = []
+        for c in charges:
+            bucket = found.get(level_usage_key(c.limits.partition, c.minute), {})
+            spend = found.get(level_spend_key(c.account), {})
+            held = 0
+            if c.parallel is not None and c.parallel > 0:
+                held = c.parallel - len(
+                    await self.free_level_slots(c.limits.partition, c.parallel, now)
+                )
+            out.append(
+                LevelCounts(
+                    requests=get_int(bucket, "requests"),
+                    tokens=get_int(bucket, "tokens"),
+                    spend_usd=get_float(spend, "spend_usd"),
+                    in_flight=held,
+                    spend_seen="spend_usd" in spend,
+                    tokens_seen="tokens" in bucket,
+                )
+            )
+        return out
+
     async def settle_levels(self, settled: Sequence[Settlement], holder: str) -> None:
         """Add each settlement's difference and free its slot, in one transaction (a slot
         that lapsed and was retaken meanwhile is left alone: then without the slots)."""
         writes: list[tuple[str, dict[str, Any]]] = []
         frees: list[tuple[str, dict[str, Any]]] = []
+        spends: list[Settlement] = []
         for s in settled:
             c = s.charge
             if c.tpm is not None and s.tokens:
                 writes.append(("Update", self._bucket(c, s.tokens, False)))
-            if c.budget is not None and (s.tokens or s.spend_usd):
-                writes.append(("Update", self._spend(c, s.tokens, s.spend_usd, False)))
+            if c.budget is not None:
+                spends.append(s)
             if s.slot is not None:
                 frees.append(
                     (
@@ -205,11 +240,27 @@ class DynamoLevels:
                         },
                     )
                 )
+        await asyncio.gather(
+            self._settle_counts(writes, frees), *(self._settle_spend(s) for s in spends)
+        )
+
+    async def _settle_counts(
+        self, writes: list[tuple[str, dict[str, Any]]], frees: list[tuple[str, dict[str, Any]]]
+    ) -> None:
         if not writes and not frees:
             return
         if await self._table.transact_reasons(writes + frees) is None or not writes:
             return
         await self._table.transact_reasons(writes)
+
+    async def _settle_spend(self, s: Settlement) -> None:
+        """One budget's difference, an ADD that returns the spend it left (for the alerts,
+        ``service.alerts.watcher.LevelBudgetAlerts``: no extra read)."""
+        body = self._spend(s.charge, s.tokens, s.spend_usd, False)
+        settled = await self._table.call("update_item", **body, ReturnValues="ALL_NEW")
+        if self.level_watcher is not None:
+            spend = get_float(settled.get("Attributes", {}), "spend_usd")
+            await self.level_watcher.level_spend(s.charge, spend)
 
 
 def _bucket_write(charge: LevelCharge, item: dict[str, Any]) -> Write:

@@ -37,6 +37,8 @@ _COUNTERS = (
     "cost_usd",
     "cache_read_tokens",
     "cache_write_tokens",
+    "cache_hits",
+    "saved_usd",
 )
 _FIELDS = [f.name for f in dataclasses.fields(RequestRecord)]
 
@@ -97,6 +99,8 @@ def row_from(item: Item) -> UsageRow:
         cache_read_tokens=count("cache_read_tokens"),
         cache_write_tokens=count("cache_write_tokens"),
         labels=layout.labels_of(item.get(n, {}).get("S") for n in layout.LABELS),
+        cache_hits=count("cache_hits"),
+        saved_usd=Decimal(item["saved_usd"]["N"]) if "saved_usd" in item else Decimal(0),
     )
 
 
@@ -163,6 +167,8 @@ class DynamoUsageLog:
             ":cost_usd": {"N": str(row.cost_usd)},
             ":cache_read_tokens": number(row.cache_read_tokens),
             ":cache_write_tokens": number(row.cache_write_tokens),
+            ":cache_hits": number(row.cache_hits),
+            ":saved_usd": {"N": str(row.saved_usd)},
             ":ttl": number(expires_at),
             ":hour": number(row.hour),
             ":key_id": text(row.key_id),
@@ -252,23 +258,34 @@ class DynamoUsageLog:
         return list(summed.values())
 
     async def read_requests(
-        self, hour: int, limit: int, now: float, where: tuple[str, str] | None = None
+        self,
+        hour: int,
+        limit: int,
+        now: float,
+        where: tuple[str, str] | None = None,
+        end_user: str | None = None,
     ) -> list[RequestRecord]:
         """Up to ``limit`` records of ``hour``, newest first: each shard's newest, merged.
 
         ``where`` (label, value): a filter on each shard's Query, paged until ``limit``
-        records pass it or the shard ends (a scoped admin's view of the log)."""
+        records pass it or the shard ends (a scoped admin's view of the log);
+        ``end_user``: only the records of the requests that named it (the same way)."""
         gate = asyncio.Semaphore(PARALLEL_QUERIES)
-        extra: dict[str, Any] = {}
+        clauses: list[str] = []
+        names: dict[str, str] = {}
+        values: dict[str, Any] = {}
         if where is not None:
             label, value = where
             if label not in layout.LABELS:
                 raise ValueError(f"no label {label!r}")
-            extra = {
-                "FilterExpression": "#label = :label",
-                "names": {"#label": label},
-                "values": {":label": text(value)},
-            }
+            clauses.append("#label = :label")
+            names["#label"], values[":label"] = label, text(value)
+        if end_user is not None:
+            clauses.append("#end_user = :end_user")
+            names["#end_user"], values[":end_user"] = "end_user", text(end_user)
+        extra: dict[str, Any] = {}
+        if clauses:
+            extra = {"FilterExpression": " AND ".join(clauses), "names": names, "values": values}
 
         async def newest(shard: int) -> list[Item]:
             async with gate:

@@ -31,7 +31,3 @@ class TableSchema:
         if len(parts) != 3 or not all(parts):
             raise ValueError(f"table schema must be 'pk,sk,ttl', got {value!r}")
         return cls(pk=parts[0], sk=parts[1], ttl=parts[2])
-
-    def env_value(self) -> str:
-        """The inverse of ``from_env_value``."""
-        return f"{self.pk},{self.sk},{self.ttl}"

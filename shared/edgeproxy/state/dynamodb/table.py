@@ -15,7 +15,6 @@ black-holed store costs a request at most that long before it is answered
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -58,32 +57,42 @@ class BoundedClient:
     whole, retries and backoff included.
     """
 
-    def __init__(self, client: Any, budget_s: float, timed: CallTimer | None = None) -> None:
-        """``timed(operation, seconds, failed)``: told each call's duration (metrics)."""
+    def __init__(
+        self,
+        client: Any,
+        budget_s: float,
+        timed: CallTimer | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        """``timed(operation, seconds, failed)``: told each call's duration (metrics), read
+        on ``clock`` (the composition root's ``time.perf_counter``), which it needs."""
+        if timed is not None and clock is None:
+            raise ValueError("a timed client needs the clock it measures on")
         self._client = client
         self._budget = budget_s
         self._timed = timed
+        self._clock = clock
 
     def __getattr__(self, operation: str) -> Callable[..., Awaitable[Any]]:
         call = getattr(self._client, operation)
-        timed = self._timed
+        timed, clock = self._timed, self._clock
 
         async def bounded(**kwargs: Any) -> Any:
             async with asyncio.timeout(self._budget):
                 return await call(**kwargs)
 
-        if timed is None:
+        if timed is None or clock is None:
             return bounded
 
         async def measured(**kwargs: Any) -> Any:
-            started = time.perf_counter()
+            started = clock()
             failed = True
             try:
                 answer = await bounded(**kwargs)
                 failed = False
                 return answer
             finally:
-                timed(operation, time.perf_counter() - started, failed)
+                timed(operation, clock() - started, failed)
 
         return measured
 

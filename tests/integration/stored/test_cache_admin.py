@@ -1,0 +1,121 @@
+"""The response cache's rules through the admin API and ``edgeproxy cache``: set, used, dropped."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from edgeproxy_dev.mock_upstream import MockUpstream
+from tests.fixtures.cli import point_the_cli_at
+from tests.fixtures.cli import run_cli as run
+from tests.integration.keys.helpers import ADMIN_KEY, ENV, bearer, create_key
+from tests.integration.usage.helpers import chat, gateway_config, priced
+
+ROOT = bearer(ADMIN_KEY)
+
+
+@pytest.fixture(autouse=True)
+def cli_env(monkeypatch: pytest.MonkeyPatch, dynamo_endpoint: str, gateway_table: str) -> None:
+    point_the_cli_at(monkeypatch, dynamo_endpoint, gateway_table, admin_key=ADMIN_KEY)
+
+
+def _cache(gw: Any) -> dict[str, Any]:
+    answer = httpx.get(gw.base_url + "/admin/cache", headers=ROOT, timeout=10)
+    assert answer.status_code == 200, answer.text
+    body: dict[str, Any] = answer.json()
+    return body
+
+
+def test_a_rule_set_through_the_admin_api_turns_the_cache_on_and_its_delete_off(
+    start_gateway: Callable[..., Any], upstream_a: MockUpstream
+) -> None:
+    gw = start_gateway(gateway_config(priced("a", upstream_a)), env=ENV)
+    key = create_key(gw.base_url, name="app")["key"]
+    assert "x-edgeproxy-cache" not in chat(gw.base_url, key).headers  # off by default
+    current = _cache(gw)
+    assert current["cache"] == {"pools": {}, "teams": {}, "keys": {}}
+    put = httpx.put(
+        gw.base_url + "/admin/cache/pools/fast-chat",
+        json={"scope": "gateway", "ttl_seconds": 60, "version": current["version"]},
+        headers=ROOT,
+        timeout=10,
+    )
+    assert put.status_code == 200, put.text
+    assert put.json()["cache"]["pools"]["fast-chat"]["scope"] == "gateway"
+    assert chat(gw.base_url, key).headers["x-edgeproxy-cache"] == "miss"
+    assert chat(gw.base_url, key).headers["x-edgeproxy-cache"] == "hit"
+    gone = httpx.delete(
+        gw.base_url + "/admin/cache/pools/fast-chat",
+        params={"version": put.json()["version"]},
+        headers=ROOT,
+        timeout=10,
+    )
+    assert gone.status_code == 200, gone.text
+    assert "x-edgeproxy-cache" not in chat(gw.base_url, key).headers
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "status", "says"),
+    [
+        ("/admin/cache/pools/no-such-pool", {}, 400, "no deployment serves"),
+        ("/admin/cache/pools/fast-chat", {"ttl_seconds": 0}, 400, "ttl_seconds"),
+        ("/admin/cache/pools/fast-chat", {"scope": "everyone"}, 400, "scope"),
+        ("/admin/cache/levels/fast-chat", {}, 404, "not a cache level"),
+        ("/admin/cache/keys/not-an-id", {}, 400, "keys"),
+    ],
+)
+def test_bad_rules_are_a_clear_4xx(
+    start_gateway: Callable[..., Any],
+    upstream_a: MockUpstream,
+    path: str,
+    body: dict[str, Any],
+    status: int,
+    says: str,
+) -> None:
+    gw = start_gateway(gateway_config(priced("a", upstream_a)), env=ENV)
+    version = _cache(gw)["version"]
+    answer = httpx.put(
+        gw.base_url + path, json={**body, "version": version}, headers=ROOT, timeout=10
+    )
+    assert answer.status_code == status, answer.text
+    assert says in answer.json()["error"]["message"]
+    assert _cache(gw)["version"] == version  # nothing written
+
+
+def test_a_client_key_may_not_change_the_rules(
+    start_gateway: Callable[..., Any], upstream_a: MockUpstream
+) -> None:
+    gw = start_gateway(gateway_config(priced("a", upstream_a)), env=ENV)
+    key = create_key(gw.base_url, name="app")["key"]
+    answer = httpx.put(
+        gw.base_url + "/admin/cache/pools/fast-chat",
+        json={"version": _cache(gw)["version"]},
+        headers=bearer(key),
+        timeout=10,
+    )
+    assert answer.status_code == 403
+
+
+def test_the_cli_sets_shows_and_deletes_rules(
+    start_gateway: Callable[..., Any], upstream_a: MockUpstream, capsys: Any
+) -> None:
+    gw = start_gateway(gateway_config(priced("a", upstream_a)), env=ENV)
+    url = ["--url", gw.base_url]
+    status, out, err = run(capsys, "cache", "show", *url)
+    assert (status, out.strip()) == (0, "no cache rules: the cache is off"), err
+    status, out, err = run(
+        capsys, "cache", "set", "pools", "fast-chat", "--scope", "team", "--ttl", "600",
+        "--coalesce", *url,
+    )  # fmt: skip
+    assert status == 0, err
+    assert out.strip() == "pools fast-chat: scope=team ttl=600s coalesce"
+    rule = _cache(gw)["cache"]["pools"]["fast-chat"]
+    assert (rule["scope"], rule["ttl_seconds"], rule["coalesce"]) == ("team", 600, True)
+    status, _, err = run(capsys, "cache", "set", "pools", "ghost", *url)
+    assert status == 1
+    assert "no deployment serves" in err
+    status, out, err = run(capsys, "cache", "delete", "pools", "fast-chat", *url)
+    assert (status, out.strip()) == (0, "no cache rules: the cache is off"), err
