@@ -1,5 +1,8 @@
 """Lambda entry point of the scheduled health job (EventBridge, every minute)."""
 
-from edgeproxy.jobs.entry import build_health_handler
+from edgeproxy.entrypoint import lean_init
 
-handler = build_health_handler()
+with lean_init():  # what the cold start need not pay (entrypoint.py)
+    from edgeproxy.jobs.entry import build_health_handler
+
+    handler = build_health_handler()

@@ -1,5 +1,8 @@
 """Lambda entry point of the proxy: API Gateway HTTP API -> the edgeproxy ASGI app."""
 
-from edgeproxy.api.handler import build_handler
+from edgeproxy.entrypoint import lean_init
 
-handler = build_handler()
+with lean_init():  # what the cold start need not pay (entrypoint.py)
+    from edgeproxy.api.handler import build_handler
+
+    handler = build_handler()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
-from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -76,15 +75,39 @@ def make_http_client(
     call), at most ``max_per_host`` to one upstream host: a slow one cannot take another's.
     """
     transport = AiohttpTransport(max_connections=max_connections, max_per_host=max_per_host)
-    return httpx.AsyncClient(
+    return _CookielessClient(
         transport=transport,
         trust_env=False,
         follow_redirects=False,
-        # Cookies one caller's upstream answer set must never reach another's request.
-        cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
         timeout=httpx.Timeout(600.0, connect=CONNECT_TIMEOUT_S),
         headers={"user-agent": USER_AGENT},
     )
+
+
+class _NoCookies(httpx.Cookies):
+    """A jar that is always empty: an answer's ``Set-Cookie`` is never even parsed."""
+
+    def extract_cookies(self, response: httpx.Response) -> None:
+        return None
+
+
+_NO_COOKIES = _NoCookies()
+
+
+class _CookielessClient(httpx.AsyncClient):
+    """httpx's client without cookies: one caller's upstream answer must never set a
+    cookie for another's request. An empty jar that is never filled, rather than a jar
+    whose policy refuses every cookie: httpx parses each answer's headers into the
+    standard library's cookie objects before the policy refuses (a twentieth of a warm
+    Lambda event's CPU), and merges the jar into every request it builds."""
+
+    @property
+    def cookies(self) -> httpx.Cookies:
+        return _NO_COOKIES
+
+    @cookies.setter
+    def cookies(self, cookies: object) -> None:
+        raise AttributeError("the upstream client keeps no cookies")
 
 
 class UpstreamClient:

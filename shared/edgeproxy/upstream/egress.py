@@ -20,6 +20,7 @@ import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from edgeproxy.config.egress import (
@@ -32,6 +33,7 @@ from edgeproxy.config.egress import (
 )
 from edgeproxy.config.entry_rules import Problem
 from edgeproxy.config.models import GatewayConfig
+from edgeproxy.tls import verified_context
 
 EGRESS: contextvars.ContextVar[EgressSettings | None] = contextvars.ContextVar(
     "edgeproxy_egress", default=None
@@ -131,3 +133,12 @@ async def name_problems(
                 )
             )
     return out
+
+
+def guarded_connector() -> aiohttp.TCPConnector:
+    """Connections for a one-off post (the alert webhook): names resolved through
+    ``GuardedResolver``, HTTPS verified with the process's one context (never aiohttp's
+    import-time default, which a Lambda function's ``lean_init`` leaves trusting nothing)."""
+    return aiohttp.TCPConnector(
+        ssl=verified_context(), resolver=GuardedResolver(aiohttp.DefaultResolver())
+    )

@@ -3,7 +3,10 @@
 ``config.alerts.webhook_problem`` judges the URL at load and admin-write
 time, and again before each post; ``post`` connects through the
 egress-guarded resolver, so a name that resolves into a refused range is
-refused at connect time too (DNS rebinding).
+refused at connect time too (DNS rebinding). HTTPS is verified with the
+process's one context (``tls.verified_context``, certifi's bundle), never
+aiohttp's import-time default, which a Lambda function's ``lean_init`` leaves
+trusting nothing.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import aiohttp
 from edgeproxy.config.alerts import webhook_problem
 from edgeproxy.config.egress import EgressSettings
 from edgeproxy.service.alerts.signature import HEADER, sign
-from edgeproxy.upstream.egress import EGRESS, GuardedResolver
+from edgeproxy.upstream.egress import EGRESS, guarded_connector
 
 POST_TIMEOUT_S = 5.0  # one delivery attempt, off the request path
 
@@ -26,7 +29,7 @@ async def post(
         return False
     token = EGRESS.set(egress)  # the guarded resolver judges the names it resolves
     headers = {"content-type": "application/json", HEADER: sign(secret, timestamp, body)}
-    connector = aiohttp.TCPConnector(resolver=GuardedResolver(aiohttp.DefaultResolver()))
+    connector = guarded_connector()
     timeout = aiohttp.ClientTimeout(total=POST_TIMEOUT_S)
     try:
         async with (
