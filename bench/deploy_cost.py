@@ -41,7 +41,9 @@ class Measured:
     json_log_bytes: int = 1292  # chat.json: Powertools' "routed" line and two EMF documents
     stream_log_bytes: int = 1296  # chat_stream.json: the same three lines
     record_bytes: int = 389  # a request log record's DynamoDB item size (no bodies)
-    aggregate_bytes: int = 205  # an hour x key x model x deployment aggregate
+    aggregate_bytes: int = (
+        228  # an hour x key x model x deployment aggregate (cache hits and savings included)
+    )
     counter_bytes: int = 205  # a deployment's minute bucket of counters, before its seconds
     counter_second_bytes: int = 33  # each second of the minute that saw traffic adds this
     binding_bytes: int = 160  # a caller's sticky binding
