@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from urllib.parse import quote
 
 import httpx
 from playwright.async_api import expect
@@ -40,6 +41,14 @@ def _send(base_url: str, method: str, path: str, body: dict[str, object]) -> Non
     assert answer.status_code in (200, 201), answer.text
 
 
+def _cache_rule(base_url: str, pool: str) -> None:
+    version = httpx.get(base_url + "/admin/cache", headers=bearer(ADMIN_KEY)).json()["version"]
+    headers = {**bearer(ADMIN_KEY), "if-match": f'"{version}"'}
+    path = f"/admin/cache/pools/{quote(pool, safe='')}"
+    answer = httpx.put(base_url + path, json={"scope": "key"}, headers=headers, timeout=10)
+    assert answer.status_code == 200, answer.text
+
+
 async def test_hostile_names_in_the_new_views_are_text_and_run_nothing(
     start_gateway, upstream_a: MockUpstream, upstream_b: MockUpstream, watched: Watched
 ) -> None:
@@ -48,6 +57,7 @@ async def test_hostile_names_in_the_new_views_are_text_and_run_nothing(
     await asyncio.to_thread(
         _send, gw.base_url, "PUT", "/admin/aliases/legacy", {"model": HOSTILE_MODEL}
     )
+    await asyncio.to_thread(_cache_rule, gw.base_url, HOSTILE_MODEL)
     key = await asyncio.to_thread(new_key, gw.base_url, HOSTILE_KEY)
     started = time.time()
     assert (await asyncio.to_thread(chat, gw.base_url, remember(key["key"]))).status_code == 200
@@ -65,6 +75,10 @@ async def test_hostile_names_in_the_new_views_are_text_and_run_nothing(
     await expect(page.locator("#dep-editor-title")).to_have_text("Change deployment b")
     await expect(page.locator("#dep-form [name=model]")).to_have_value(HOSTILE_MODEL)
     await page.click("#dep-cancel")
+    rule = page.locator(f'#cache-list tr[data-rule="pools/{HOSTILE_MODEL}"] td')
+    await expect(rule.nth(1)).to_have_text(HOSTILE_MODEL)
+    await rule.locator(".act-cache-edit").click()
+    await expect(page.locator("#cache-name")).to_have_value(HOSTILE_MODEL)
 
     await go(page, "usage")
     requests = page.locator('#usage-time-view [data-measure="requests"]')

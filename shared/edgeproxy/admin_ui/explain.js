@@ -1,6 +1,8 @@
 // edgeproxy status page, the routing explainer: asks POST admin/route/explain for one model and
-// caller and shows each deployment's place in the decision. Separate from app.js on purpose;
-// everything from the API is set as text, never parsed as HTML.
+// caller and shows each deployment's place in the decision, and the limits of the key's team,
+// organization and end user (``levels``) with the one that would refuse it (``refused_by``:
+// level, id, reason). Separate from app.js on purpose; everything from the API is set as
+// text, never parsed as HTML.
 "use strict";
 
 (() => {
@@ -32,6 +34,49 @@
     return tr;
   }
 
+  // "used / limit" of one counter, "-" when the level sets no such limit.
+  const of = (used, limit, money) => (limit === null || limit === undefined ? "-" : money ? `$${Number(used).toFixed(4)} / $${Number(limit).toFixed(2)}` : `${used} / ${limit}`);
+
+  function levels(report) {
+    const box = $("explain-levels");
+    const rows = report.levels || [];
+    box.replaceChildren();
+    box.hidden = rows.length === 0;
+    if (!rows.length) return;
+    const refused = report.refused_by;
+    const table = document.createElement("table");
+    table.className = "grid explain-levels";
+    const head = document.createElement("tr");
+    for (const name of ["level", "id", "requests this minute", "tokens this minute", "spend", "in flight"]) head.append(cell("th", name));
+    table.append(head);
+    for (const level of rows) {
+      const tr = document.createElement("tr");
+      tr.setAttribute("data-level", level.level);
+      if (refused && refused.level === level.level && refused.id === level.id) tr.className = "explain-refused";
+      tr.append(
+        cell("td", level.level),
+        cell("td", level.id),
+        cell("td", of(level.requests_this_minute, level.rpm_limit)),
+        cell("td", of(level.tokens_this_minute, level.tpm_limit)),
+        cell("td", of(level.spend_usd, level.budget_usd, true)),
+        cell("td", of(level.in_flight, level.max_parallel_requests)),
+      );
+      table.append(tr);
+    }
+    box.append(table);
+  }
+
+  function refusal(report) {
+    const box = $("explain-refused");
+    const refused = report.refused_by;
+    box.hidden = !refused;
+    if (!refused) return box.replaceChildren();
+    const retry = refused.retry_after_s ? ` Retry after ${Math.ceil(refused.retry_after_s)} s.` : "";
+    box.textContent = `Refused at the ${refused.level} level, ${refused.id} (${refused.reason}): ${refused.message}${retry}`;
+    box.setAttribute("data-level", refused.level);
+    box.setAttribute("data-reason", refused.reason);
+  }
+
   function show(report) {
     const verdict = report.chosen
       ? `${report.chosen} by ${report.sticky ? "sticky binding" : report.strategy || "the only deployment"}`
@@ -43,6 +88,8 @@
     for (const name of COLUMNS) head.append(cell("th", name));
     table.append(head, ...report.candidates.map(row));
     table.hidden = false;
+    refusal(report);
+    levels(report);
   }
 
   async function ask(event) {

@@ -82,9 +82,9 @@
       cell(keyLabel(r)),
       cell(r.model),
       cell(r.deployment || "-"),
-      el("td", {}, el("span", { class: "state state-log-" + r.outcome, text: `${r.status} ${r.outcome}` })),
+      el("td", {}, el("span", { class: "state state-log-" + r.outcome, text: `${r.status} ${r.outcome}` }), r.cache ? el("span", { class: "cache-tag", "data-cache": r.cache, text: ` cache: ${r.cache}` }) : null),
       cell(`${C.fmtInt(r.latency_ms)} ms`, "num"),
-      cell(C.fmtUsd(r.cost_usd), "num"),
+      cell(C.fmtUsd(r.cost_usd) + (r.cache === "hit" ? ` (saved ${C.fmtUsd(r.saved_usd)})` : ""), "num"),
       el("td", {}, el("button", { type: "button", class: "act-open-record", text: "Open", "aria-label": `Open request ${r.request_id}`, onclick: () => open(r) })),
     );
     return tr;
@@ -101,6 +101,10 @@
   // Each deployment tried, in order, and what became of it.
   function attempts(r) {
     const list = el("ol", { class: "attempts" });
+    if (r.cache === "hit") {
+      list.append(el("li", { text: "answered from the response cache: no deployment was called" + (r.deployment ? ` (the stored answer came from ${r.deployment})` : "") }));
+      return list;
+    }
     r.tried.forEach((dep, i) => {
       const last = i === r.tried.length - 1;
       let what;
@@ -126,8 +130,9 @@
     add("Operation", r.operation + (r.stream ? " (stream)" : ""));
     add("Status", `${r.status} ${r.outcome}` + (r.failure_class ? ` (${r.failure_class})` : ""));
     add("Latency", `${C.fmtInt(r.latency_ms)} ms in all · ${C.fmtInt(r.upstream_ms)} ms upstream · ${C.fmtInt(r.added_ms)} ms added by the gateway` + (r.ttft_ms === null ? "" : ` · first token ${C.fmtInt(r.ttft_ms)} ms`));
-    add("Tokens", `${C.fmtInt(r.prompt_tokens)} in (${C.fmtInt(r.cache_read_tokens)} from cache) · ${C.fmtInt(r.completion_tokens)} out` + (r.usage_estimated ? " (estimated)" : ""));
+    add("Tokens", `${C.fmtInt(r.prompt_tokens)} in (${C.fmtInt(r.cache_read_tokens)} from the provider's prompt cache) · ${C.fmtInt(r.completion_tokens)} out` + (r.usage_estimated ? " (estimated)" : ""));
     add("Cost", C.fmtUsd(r.cost_usd));
+    if (r.cache) add("Response cache", r.cache === "hit" ? `hit · no upstream call · saved ${C.fmtUsd(r.saved_usd)}` : r.cache);
     if (r.anomalies.length) add("Anomalies", r.anomalies.join(", "));
     if (r.notes && r.notes.length) add("Notes", r.notes.join(", "));
     return list;

@@ -1,5 +1,5 @@
-// edgeproxy console, usage over time (#usage): spend, tokens, requests, errors and
-// prompt-cache reads per hour (last 24 hours) or per day (last 7 or 30 days), by key, team,
+// edgeproxy console, usage over time (#usage): spend, tokens, requests, errors, response-cache
+// hits and what they saved, and prompt-cache reads per hour (last 24 hours) or per day (last 7 or 30 days), by key, team,
 // model or deployment, from GET admin/usage (the hourly aggregates, held to a scoped admin's
 // team by the API). One stacked bar chart per measure (charts.js: SVG by hand), the same
 // colour for the same key in every chart, and beside each the numbers it draws. The CSV is
@@ -19,7 +19,9 @@
     { name: "tokens", label: "Tokens", of: (r) => r.tokens, fmt: C.fmtInt },
     { name: "requests", label: "Requests", of: (r) => r.requests, fmt: C.fmtInt },
     { name: "errors", label: "Errors (failed requests)", of: (r) => r.failures, fmt: C.fmtInt },
-    { name: "cache", label: "Prompt-cache hits (tokens read from a provider's cache)", of: (r) => r.cache_read_tokens, fmt: C.fmtInt },
+    { name: "cache", label: "Cache hits (answers the response cache served, no upstream call)", of: (r) => r.cache_hits, fmt: C.fmtInt },
+    { name: "saved", label: "Saved by the response cache (what its answers had cost)", of: (r) => r.saved_usd, fmt: (x) => C.fmtUsd(x) },
+    { name: "prompt-cache", label: "Prompt-cache reads (input tokens read from a provider's cache)", of: (r) => r.cache_read_tokens, fmt: C.fmtInt },
   ];
   const KEEP = 5; // series drawn on their own; the rest as "other"
 

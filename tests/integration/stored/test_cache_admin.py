@@ -119,3 +119,67 @@ def test_the_cli_sets_shows_and_deletes_rules(
     assert "no deployment serves" in err
     status, out, err = run(capsys, "cache", "delete", "pools", "fast-chat", *url)
     assert (status, out.strip()) == (0, "no cache rules: the cache is off"), err
+
+
+def _put(gw: Any, path: str, version: int) -> httpx.Response:
+    return httpx.put(gw.base_url + path, json={"version": version}, headers=ROOT, timeout=10)
+
+
+def test_a_rule_on_a_team_or_key_the_table_does_not_hold_is_refused_naming_the_field(
+    start_gateway: Callable[..., Any], upstream_a: MockUpstream
+) -> None:
+    gw = start_gateway(gateway_config(priced("a", upstream_a)), env=ENV)
+    version = _cache(gw)["version"]
+    for path, field in (
+        ("/admin/cache/teams/ghost-team", "cache.teams.ghost-team"),
+        ("/admin/cache/keys/0123456789abcdef", "cache.keys.0123456789abcdef"),
+    ):
+        answer = _put(gw, path, version)
+        assert answer.status_code == 400, answer.text
+        error = answer.json()["error"]
+        assert error["param"] == field
+        assert "there is no" in error["message"]
+    assert _cache(gw)["version"] == version  # nothing written
+    # The same names once they exist: accepted.
+    org = {"id": "acme", "name": "Acme"}
+    team = {"id": "ghost-team", "name": "G", "organization_id": "acme"}
+    for path, body in (("/admin/organizations", org), ("/admin/teams", team)):
+        made = httpx.post(gw.base_url + path, json=body, headers=ROOT, timeout=10)
+        assert made.status_code == 201, made.text
+    key_id = create_key(gw.base_url, name="app")["id"]
+    answer = _put(gw, "/admin/cache/teams/ghost-team", version)
+    assert answer.status_code == 200, answer.text
+    answer = _put(gw, f"/admin/cache/keys/{key_id}", answer.json()["version"])
+    assert answer.status_code == 200, answer.text
+    assert set(answer.json()["cache"]["keys"]) == {key_id}
+
+
+def test_a_whole_configuration_loaded_with_a_ghost_team_or_key_rule_is_refused(
+    start_gateway: Callable[..., Any], upstream_a: MockUpstream
+) -> None:
+    gw = start_gateway(gateway_config(priced("a", upstream_a)), env=ENV)
+    got = httpx.get(gw.base_url + "/admin/config", headers=ROOT, timeout=10).json()
+    document = got["document"]
+
+    def load(doc: dict[str, Any]) -> httpx.Response:
+        body = {"document": doc, "base_version": got["version"], "force": True}
+        return httpx.put(gw.base_url + "/admin/config", json=body, headers=ROOT, timeout=10)
+
+    ghost_key = {**document, "cache": {"keys": {"0123456789abcdef": {}}}}
+    answer = load(ghost_key)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"]["param"] == "cache.keys.0123456789abcdef"
+    ghost_team = {**document, "cache": {"teams": {"research": {"scope": "team"}}}}
+    answer = load(ghost_team)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"]["param"] == "cache.teams.research"
+    assert _cache(gw)["version"] == got["version"]  # nothing written
+    # A file that declares the team in its own teams: section may name it.
+    declared = {
+        **ghost_team,
+        "organizations": [{"id": "lab", "name": "Lab"}],
+        "teams": [{"id": "research", "name": "Research", "organization_id": "lab"}],
+    }
+    answer = load(declared)
+    assert answer.status_code == 200, answer.text
+    assert set(_cache(gw)["cache"]["teams"]) == {"research"}

@@ -5,7 +5,8 @@
 ``teams`` or ``keys``; the body is a ``CacheRule``), ``DELETE`` drops it.
 Both are versioned and audited like every configuration edit, and the whole
 document is validated again, so a rule on a pool no deployment serves is a
-400 naming it. Gateway-level: closed to scoped admins (``api.admin.scopes``).
+400 naming it, and so is one on a team or key the table does not hold
+(``service.admin.cache_owners``). Gateway-level: closed to scoped admins (``api.admin.scopes``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from edgeproxy.api.admin.guard import AdminCall, AdminRoute, json_body, version_
 from edgeproxy.api.admin.settings import edit, editor
 from edgeproxy.config.cache import CacheRule
 from edgeproxy.errors import NotFound, RequestError
+from edgeproxy.service.admin import cache_owners
 from edgeproxy.service.admin import config_changes as changes
 
 LEVELS = ("pools", "teams", "keys")
@@ -53,6 +55,7 @@ async def put_rule(call: AdminCall) -> Response:
     level, name = _target(call)
     body = await json_body(call)
     version = version_of(call, body)
+    await cache_owners.check_rule(call.gateway.store, level, name)
     done = await edit(
         call, version, changes.put_cache_rule(level, name, body), "cache.update", f"{level}/{name}"
     )

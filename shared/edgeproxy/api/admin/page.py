@@ -49,6 +49,7 @@ ASSETS = {
     "teams.js": "text/javascript; charset=utf-8",  # the teams view
     "deployments.js": "text/javascript; charset=utf-8",  # deployments: list, editor, test
     "routing.js": "text/javascript; charset=utf-8",  # presets, strategies, rules, aliases
+    "cache_rules.js": "text/javascript; charset=utf-8",  # the response cache's rules
     "charts.js": "text/javascript; charset=utf-8",  # hand-written SVG charts
     "usage_time.js": "text/javascript; charset=utf-8",  # the usage-over-time view
     "style.css": "text/css; charset=utf-8",

@@ -20,7 +20,8 @@ from typing import Any
 from edgeproxy.config.loader import from_document, parse_config, to_document
 from edgeproxy.config.models import GatewayConfig
 from edgeproxy.errors import ConfigError, VersionConflict
-from edgeproxy.service.admin import audit, config_teams
+from edgeproxy.routing.hierarchy import Level
+from edgeproxy.service.admin import audit, cache_owners, config_teams
 from edgeproxy.service.admin.config_edit import as_document
 from edgeproxy.service.admin.config_secrets import Document, changes, redact, restore
 from edgeproxy.service.admin.config_teams import RoundTripStore
@@ -160,6 +161,13 @@ async def load(
     config = await owner_checked(
         store, clock, old, config, owner=owner, actor=actor, store_keys=not dry_run
     )
+    declared_teams = declared.get(Level.TEAM)
+    await cache_owners.check_added(
+        store,
+        old.cache if old is not None else None,
+        config.cache,
+        None if declared_teams is None else _ids_of(declared_teams),
+    )
     after = as_document(config)
     diff = changes(before, after) if before is not None else [{"path": "", "new": "(all)"}]
     if base is not None and base > current:
@@ -184,3 +192,10 @@ async def load(
     if version is None:
         raise VersionConflict("The configuration changed while it was being loaded; retry.")
     return LoadResult(version, True, listed, overwritten)
+
+
+def _ids_of(entries: object) -> list[str]:
+    """The ``id`` of each entry of a declared ``teams:`` section (``plan`` checks the rest)."""
+    if not isinstance(entries, list):
+        return []
+    return [str(e["id"]) for e in entries if isinstance(e, dict) and "id" in e]
