@@ -25,9 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from playwright.async_api import Browser, ConsoleMessage, Page, Request, async_playwright
+from playwright.async_api import Browser, ConsoleMessage, Page, Request, async_playwright, expect
 
 CHROMIUM = Path(os.environ.get("EDGEPROXY_CHROMIUM", "/usr/bin/chromium"))
+# How long a page action or an ``expect`` waits for its condition (Playwright's expect
+# defaults to 5 s, which a loaded CI machine's page refresh can pass): a deadline, not a sleep.
+DEADLINE_MS = 15_000
+expect.set_options(timeout=DEADLINE_MS)
 FLAGS = [
     "--headless",
     "--no-sandbox",
@@ -82,7 +86,7 @@ async def watched(browser: Browser) -> AsyncIterator[Watched]:
     """A fresh context and page (desktop size) that records console errors."""
     context = await browser.new_context(viewport={"width": 1280, "height": 900})
     page = await context.new_page()
-    page.set_default_timeout(15_000)
+    page.set_default_timeout(DEADLINE_MS)
     seen = Watched(page)
 
     def console(message: ConsoleMessage) -> None:
