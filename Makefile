@@ -123,6 +123,7 @@ unit: $(STAMP)
 	$(BIN)/python -m pytest -q tests/unit
 
 bench: $(STAMP)
+	bash infra/bench-deps.sh
 	$(BIN)/python bench/run.py
 
 bench-smoke: $(STAMP)
@@ -145,6 +146,7 @@ $(LITELLM_STAMP):
 ## and the sam-built ProxyFunction (cold start, warm CPU; bench/built.py).
 ## The two venvs install side by side (-j2): a fresh clone's first run stays under 15 minutes.
 bench-compare:
+	bash infra/bench-deps.sh
 	$(MAKE) --no-print-directory -j2 $(STAMP) $(LITELLM_STAMP) $(SAM_STAMP)
 	EDGEPROXY_SAM=$(SAM) LITELLM_VERSION=$(LITELLM_VERSION) LITELLM_VENV=$(LITELLM_VENV) \
 	  $(BIN)/python bench/compare.py
