@@ -312,3 +312,40 @@ def test_a_deleted_teams_id_is_never_reused_so_its_admin_keys_cover_nothing_new(
         timeout=10,
     )
     assert minted.status_code in (400, 403, 404), minted.text
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"rpm_limit": 1000},
+        {"tpm_limit": 10**6},
+        {"max_parallel_requests": 50},
+        {"budget_usd": 1e6},
+        {"name": "renamed", "budget_usd": 1e6},  # a limit beside an allowed field
+    ],
+)
+def test_a_team_admin_cannot_change_its_own_teams_limits(
+    world: dict[str, Any], change: dict[str, Any]
+) -> None:
+    gw = world["gw"]
+    before = httpx.get(
+        gw.base_url + "/admin/teams/a", headers={"authorization": f"Bearer {ADMIN_KEY}"}, timeout=10
+    ).json()
+    answer = httpx.patch(
+        gw.base_url + "/admin/teams/a", json=change, headers=bearer(world["admin_a"]), timeout=10
+    )
+    assert answer.status_code == 403, answer.text
+    limit = next(name for name in change if name != "name")
+    assert answer.json()["error"]["param"] == limit
+    after = httpx.get(
+        gw.base_url + "/admin/teams/a", headers={"authorization": f"Bearer {ADMIN_KEY}"}, timeout=10
+    ).json()
+    assert after == before  # nothing half-written, the name included
+    # The organization's (here: the gateway's) admin grants it.
+    granted = httpx.patch(
+        gw.base_url + "/admin/teams/a",
+        json=change,
+        headers={"authorization": f"Bearer {ADMIN_KEY}"},
+        timeout=10,
+    )
+    assert granted.status_code == 200, granted.text

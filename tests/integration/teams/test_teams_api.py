@@ -92,6 +92,19 @@ def test_limits_are_stored_and_never_negative(gw: Any, field: str) -> None:
     assert call(gw, "GET", "/admin/teams/search").json()[field] is None
 
 
+@pytest.mark.parametrize("ratio", [0, 1, 1.5, -0.1])
+def test_a_soft_threshold_is_a_share_strictly_between_nothing_and_the_budget(
+    gw: Any, ratio: float
+) -> None:
+    body = {"id": "acme", "name": "Acme", "budget_usd": 10, "soft_budget_ratio": ratio}
+    assert error(call(gw, "POST", "/admin/organizations", body), 400)["param"] == (
+        "soft_budget_ratio"
+    )
+    assert call(gw, "GET", "/admin/organizations/acme").status_code == 404
+    body["soft_budget_ratio"] = 0.9
+    assert call(gw, "POST", "/admin/organizations", body).status_code == 201
+
+
 def test_end_user_limits_are_a_teams_only(gw: Any) -> None:
     org_and_team(gw)
     limits = {"rpm_limit": 3, "budget_usd": 0.5, "budget_period": "daily"}

@@ -315,6 +315,17 @@ def test_team_settings_become_teams_of_one_organization_and_the_rest_is_said_dro
     assert said("litellm_settings", "max_end_user_budget has no equivalent; dropped (end users'")
 
 
+def test_a_soft_budget_equal_to_the_budget_is_dropped_not_made_a_second_100_alert() -> None:
+    team = {"team_id": "ops", "max_budget": 100, "soft_budget": 100}
+    source = {"model_list": [GPT], "litellm_settings": {"default_team_settings": [team]}}
+    result = convert(source, {})
+    [ops] = result.document["teams"]
+    assert "soft_budget_ratio" not in ops
+    assert any(
+        "soft_budget 100 is not a share of max_budget below it" in w for w in result.warnings
+    )
+
+
 def test_the_command_writes_teams_that_config_load_takes(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -91,10 +91,10 @@ def _team(entry: Mapping[str, Any], where: str, pools: set[str], w: Warnings) ->
             )
     soft = entry.get("soft_budget")
     if soft is not None:
-        if _number(soft) and team.get("budget_usd") and soft <= team["budget_usd"]:
+        if _number(soft) and team.get("budget_usd") and 0 < soft < team["budget_usd"]:
             team["soft_budget_ratio"] = round(float(soft) / team["budget_usd"], 6)
         else:
-            w.add(where, f"soft_budget {soft!r} is not a share of max_budget; dropped")
+            w.add(where, f"soft_budget {soft!r} is not a share of max_budget below it; dropped")
     for name in _COUNTS:
         value = entry.get(name)
         if value is None:

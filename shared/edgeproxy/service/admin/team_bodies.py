@@ -43,7 +43,9 @@ class GroupFields(Strict):
     max_parallel_requests: Annotated[int, Field(ge=0, le=MAX_PARALLEL_REQUESTS)] | None = None
     budget_usd: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
     budget_period: BudgetPeriod | None = None
-    soft_budget_ratio: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
+    # Strictly inside (0, 1), as a key's ``key_soft_budget_ratio``: 0 would alert at the first
+    # spend, 1 would repeat the 100% alert.
+    soft_budget_ratio: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)] | None = None
     tags: Tags | None = None
     end_user_limits: EndUserFields | None = None  # a team's only
     # Items the minute bucket spreads over (a hot level's write rate; null: 1).
