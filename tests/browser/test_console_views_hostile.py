@@ -13,6 +13,7 @@ import httpx
 from playwright.async_api import expect
 
 from edgeproxy_dev.mock_upstream import MockUpstream
+from edgeproxy.routing.judge.end_user import END_USER_HEADER
 from tests.browser.conftest import Watched
 from tests.browser.views import go, screenshots, sign_in
 from tests.fixtures.configs import deployment
@@ -142,3 +143,68 @@ async def test_a_team_admin_sees_its_team_s_usage_only_and_the_refusal_of_deploy
     await expect(page.locator("#deps-list tbody tr")).to_have_count(0)
     await expect(page.locator("#router-error")).to_be_visible()
     assert watched.problems((REFUSED,)) == []
+
+
+HOSTILE_ORG = "<svg onload=window.pwned=4>Acme</svg>"
+HOSTILE_USER = "<img src=x onerror=window.pwned=5>alice"
+
+
+def _chat_as(base_url: str, key: str, end_user: str) -> None:
+    body = {"model": "fast-chat", "messages": [{"role": "user", "content": "hello"}]}
+    headers = {**bearer(key), END_USER_HEADER: end_user}
+    answer = httpx.post(base_url + "/v1/chat/completions", json=body, headers=headers, timeout=30)
+    assert answer.status_code == 200, answer.text
+
+
+def _org_team_key(base_url: str) -> str:
+    for path, body in (
+        ("/admin/organizations", {"id": "acme", "name": HOSTILE_ORG}),
+        ("/admin/teams", {"id": "red", "name": "Red", "organization_id": "acme"}),
+    ):
+        answer = httpx.post(base_url + path, json=body, headers=bearer(ADMIN_KEY), timeout=10)
+        assert answer.status_code == 201, answer.text
+    return remember(str(new_key(base_url, "red-app", team_id="red")["key"]))
+
+
+async def test_usage_by_organization_and_the_log_by_end_user_with_hostile_names(
+    start_gateway, upstream_a: MockUpstream, watched: Watched
+) -> None:
+    gw = await asyncio.to_thread(start_gateway, gateway_config(priced("a", upstream_a)), env=ENV)
+    in_org = await asyncio.to_thread(_org_team_key, gw.base_url)
+    alone = remember(str((await asyncio.to_thread(new_key, gw.base_url, "no-org"))["key"]))
+    started = time.time()
+    await asyncio.to_thread(_chat_as, gw.base_url, in_org, HOSTILE_USER)
+    await asyncio.to_thread(_chat_as, gw.base_url, in_org, "bob")
+    await asyncio.to_thread(_chat_as, gw.base_url, alone, "carol")
+    await asyncio.to_thread(records, gw.base_url, started, 3)
+    page = watched.page
+    await sign_in(page, gw.base_url, "usage")
+    await page.select_option("#usage-by", "organization")
+    requests = page.locator('#usage-time-view [data-measure="requests"]')
+    rows = requests.locator("tbody tr[data-series]")
+    await expect(rows).to_have_count(2)
+    await expect(rows.nth(0)).to_have_text(f"{HOSTILE_ORG} (acme)2")
+    await expect(rows.nth(1)).to_have_text("(no organization)1")
+    title = requests.locator("rect.seg title").first
+    await expect(title).to_contain_text(f"{HOSTILE_ORG} (acme) · ")
+    await screenshots(page, "usage-by-organization")
+
+    await go(page, "log")
+    log = page.locator("#log-list tbody tr[data-request]")
+    await expect(log).to_have_count(3)
+    await page.fill("#log-end-user", HOSTILE_USER)
+    await page.press("#log-end-user", "Enter")
+    await expect(log).to_have_count(1)  # the API's end_user filter, not bob's nor carol's
+    await expect(log.first.locator("td").nth(2)).to_have_text(HOSTILE_USER)
+    await log.first.locator(".act-open-record").click()
+    await expect(page.locator("#log-record")).to_contain_text(f"End user{HOSTILE_USER}")
+    await expect(page.locator("#log-record")).to_contain_text("organization acme")
+    await page.fill("#log-end-user", "")
+    await page.press("#log-end-user", "Enter")
+    await expect(log).to_have_count(3)
+    await screenshots(page, "log-end-user")
+
+    board = page.locator("#board")
+    assert await board.locator("script, img, svg[onload], foreignObject").count() == 0
+    assert await page.evaluate("window.pwned === undefined")
+    assert watched.problems() == []

@@ -1,6 +1,7 @@
 // edgeproxy console, the request log view (#log): one hour of the log (GET
 // admin/usage/requests?at=, newest first), filtered in the page by key, team, model,
-// deployment, status and the minutes of the hour (from, to); a record opens its attempts (the deployments tried, in order, and
+// deployment, status and the minutes of the hour (from, to), and by end user through the API
+// (end_user=, the records that named that end user); a record opens its attempts (the deployments tried, in order, and
 // why it moved on), its latency, tokens and cost, and a link to the routing explainer.
 // The log names each record's key and the key's team when the request ran; a record of an
 // older release without it takes the key's team now (from GET admin/keys).
@@ -31,6 +32,8 @@
     const error = $("log-error");
     try {
       const params = new URLSearchParams({ at: hourAt(), limit: String(LIMIT) });
+      const endUser = $("log-end-user").value.trim();
+      if (endUser) params.set("end_user", endUser); // the API's filter: the hour's records of this end user
       const [log, keys] = await Promise.all([C.api("GET", "usage/requests?" + params.toString()), C.api("GET", "keys").catch(() => ({ data: [] }))]);
       records = log.data;
       teamOf = new Map(keys.data.map((k) => [k.id, k.team_id]));
@@ -80,6 +83,7 @@
       { "data-request": r.request_id, "data-outcome": r.outcome, class: r.request_id === openId ? "chosen" : null },
       cell(C.fmtEpoch(r.at).slice(11)),
       cell(keyLabel(r)),
+      cell(r.end_user || "-"),
       cell(r.model),
       cell(r.deployment || "-"),
       el("td", {}, el("span", { class: "state state-log-" + r.outcome, text: `${r.status} ${r.outcome}` }), r.cache ? el("span", { class: "cache-tag", "data-cache": r.cache, text: ` cache: ${r.cache}` }) : null),
@@ -92,7 +96,7 @@
 
   function draw() {
     const shown = matching();
-    const columns = ["Time (UTC)", "Key", "Model", "Served by", "Status", "Latency", "Cost", ""];
+    const columns = ["Time (UTC)", "Key", "End user", "Model", "Served by", "Status", "Latency", "Cost", ""];
     $("log-list").replaceChildren(C.table(columns, shown.map(row), "grid log-table"));
     if (!shown.length) $("log-list").append(el("p", { class: "muted", text: records.length ? "No record matches these filters." : "No requests in this hour." }));
     $("log-count").textContent = `${shown.length} of ${records.length} shown`;
@@ -204,6 +208,7 @@
     C.onShow("log", load);
     for (const id of ["log-key", "log-team", "log-model", "log-deployment", "log-status", "log-from", "log-to"]) $(id).addEventListener("input", draw);
     $("log-hour").addEventListener("change", load);
+    $("log-end-user").addEventListener("change", load);
     $("log-reload").addEventListener("click", load);
     $("log-filters").addEventListener("submit", (event) => event.preventDefault());
   });

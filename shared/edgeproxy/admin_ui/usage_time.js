@@ -1,6 +1,6 @@
 // edgeproxy console, usage over time (#usage): spend, tokens, requests, errors, response-cache
 // hits and what they saved, and prompt-cache reads per hour (last 24 hours) or per day (last 7 or 30 days), by key, team,
-// model or deployment, from GET admin/usage (the hourly aggregates, held to a scoped admin's
+// model, deployment or organization (its name beside its id), from GET admin/usage (the hourly aggregates, held to a scoped admin's
 // team by the API). One stacked bar chart per measure (charts.js: SVG by hand), the same
 // colour for the same key in every chart, and beside each the numbers it draws. The CSV is
 // the API's own (format=csv), fetched with the admin key and handed to the browser as a file.
@@ -45,7 +45,10 @@
     return out;
   }
 
+  let orgNames = new Map(); // organization id -> its name (GET admin/organizations), for the legend
+
   function seriesName(row, by) {
+    if (by === "organization" && row.organization && orgNames.get(row.organization)) return `${orgNames.get(row.organization)} (${row.organization})`;
     if (by === "key") return row.key_name ? `${row.key_name} (${row.key_id})` : row.key_id || "(no key)";
     return row[by] || `(no ${by})`;
   }
@@ -90,6 +93,11 @@
     const { params, start, range } = query();
     try {
       const report = await C.api("GET", "usage?" + params.toString());
+      if ($("usage-by").value === "organization") {
+        // A scoped admin may read no organization list: the legend then names the ids.
+        const orgs = await C.api("GET", "organizations").catch(() => ({ data: [] }));
+        orgNames = new Map(orgs.data.map((o) => [o.id, o.name]));
+      }
       draw(report, periods(start, range), $("usage-by").value);
       error.hidden = true;
       $("usage-time-view").setAttribute("data-loaded", String(Date.now()));
