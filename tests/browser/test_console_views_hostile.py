@@ -12,8 +12,8 @@ from urllib.parse import quote
 import httpx
 from playwright.async_api import expect
 
-from edgeproxy_dev.mock_upstream import MockUpstream
 from edgeproxy.routing.judge.end_user import END_USER_HEADER
+from edgeproxy_dev.mock_upstream import MockUpstream
 from tests.browser.conftest import Watched
 from tests.browser.views import go, screenshots, sign_in
 from tests.fixtures.configs import deployment
