@@ -2,7 +2,8 @@
 // strategy (PUT admin/router-settings), one pool's strategy (PUT admin/pools/{pool}, its
 // other overrides sent back unchanged), that pool's effective settings with the level and
 // the configuration path each comes from (GET admin/pools/{pool}/effective), a model's rules
-// (PUT/DELETE admin/model-rules/{model}) and the aliases (PUT/DELETE admin/aliases/{name}).
+// (PUT/DELETE admin/model-rules/{model}), the aliases (PUT/DELETE admin/aliases/{name}) and the
+// fallback chains (GET admin/fallbacks, PUT/DELETE admin/fallbacks/{reason}/{model}).
 // Every write carries the configuration version read with what it changes (If-Match); a
 // stale one (409) says "changed by someone else since you opened it" and reads again.
 "use strict";
@@ -16,6 +17,7 @@
   let pools = [];
   let rules = {};
   let aliases = {};
+  let fallbacks = [];
 
   function options(select, values, inherit) {
     const chosen = select.value;
@@ -35,17 +37,19 @@
 
   async function load() {
     try {
-      const [router, strategies, listed, ruled, aliased] = await Promise.all([
+      const [router, strategies, listed, ruled, aliased, chains] = await Promise.all([
         C.api("GET", "router-settings"),
         C.api("GET", "strategies"),
         C.api("GET", "pools"),
         C.api("GET", "model-rules"),
         C.api("GET", "aliases"),
+        C.api("GET", "fallbacks"),
       ]);
       version = router.version;
       pools = listed.pools;
       rules = ruled.models || {};
       aliases = aliased.aliases || {};
+      fallbacks = chains.fallbacks || [];
       const names = strategies.strategies.map((s) => s.name);
       options($("router-preset"), PRESETS);
       $("router-preset").value = router.preset;
@@ -57,6 +61,7 @@
       poolChosen();
       rulesChosen();
       drawAliases();
+      drawFallbacks();
       problem("router-error", null);
       $("routing-view").setAttribute("data-loaded", String(Date.now()));
     } catch (failure) {
@@ -216,6 +221,65 @@
     }
   }
 
+  // -- fallback chains --------------------------------------------------------------------
+
+  function drawFallbacks() {
+    const order = (a, b) => a.model.localeCompare(b.model) || (a.reason || "general").localeCompare(b.reason || "general");
+    const rows = [...fallbacks].sort(order).map((f) => {
+      const reason = f.reason || "general";
+      return el(
+        "tr",
+        { "data-fallback": `${f.model}/${reason}` },
+        cell(f.model, "name"),
+        cell(reason),
+        cell(f.to.join(" → ")),
+        cell(f.continuation === null || f.continuation === undefined ? "(the router's)" : f.continuation ? "yes" : "no"),
+        el(
+          "td",
+          {},
+          el("button", { type: "button", class: "act-fallback-edit", text: "Edit", "aria-label": `Edit the ${reason} fallbacks of ${f.model}`, onclick: () => editFallback(f) }),
+          el("button", { type: "button", class: "act-fallback-delete", text: "Remove", "aria-label": `Remove the ${reason} fallbacks of ${f.model}`, onclick: () => removeFallback(f.model, reason) }),
+        ),
+      );
+    });
+    $("fallbacks-list").replaceChildren(C.table(["Model", "When", "Then try, in order", "Cut stream continues", ""], rows, "grid fallbacks-table"));
+    if (!rows.length) $("fallbacks-list").append(el("p", { class: "muted", text: "No fallback chains." }));
+  }
+
+  function editFallback(f) {
+    $("fallback-model").value = f.model;
+    $("fallback-reason").value = f.reason || "general";
+    $("fallback-to").value = f.to.join(", ");
+    $("fallback-to").focus();
+  }
+
+  async function saveFallback(event) {
+    event.preventDefault();
+    const model = $("fallback-model").value.trim();
+    const reason = $("fallback-reason").value;
+    const to = $("fallback-to").value.split(",").map((m) => m.trim()).filter(Boolean);
+    try {
+      await C.api("PUT", `fallbacks/${encodeURIComponent(reason)}/${encodeURIComponent(model)}`, { body: { to }, version });
+      $("fallback-form").reset();
+      await reread(`fallbacks of ${model} (${reason})`);
+      problem("fallback-error", null);
+    } catch (failure) {
+      if (failure.status === 409) await reread();
+      problem("fallback-error", failure);
+    }
+  }
+
+  async function removeFallback(model, reason) {
+    try {
+      await C.api("DELETE", `fallbacks/${encodeURIComponent(reason)}/${encodeURIComponent(model)}`, { version });
+      await reread(`fallbacks of ${model} (${reason}) removed`);
+      problem("fallback-error", null);
+    } catch (failure) {
+      await reread();
+      problem("fallback-error", failure);
+    }
+  }
+
   window.edgeproxyRouting = { load };
 
   document.addEventListener("DOMContentLoaded", () => {
@@ -226,5 +290,6 @@
     $("rules-model").addEventListener("change", rulesChosen);
     $("rules-form").addEventListener("submit", saveRules);
     $("alias-form").addEventListener("submit", saveAlias);
+    $("fallback-form").addEventListener("submit", saveFallback);
   });
 })();
