@@ -18,6 +18,7 @@
     edgeproxy usage [--from --to --group-by --format] # spend and tokens (cli_usage)
     edgeproxy alerts                             # budget alerts not delivered (cli/alerts.py)
     edgeproxy cache show|set|delete              # the response cache's rules (cli/cache.py)
+    edgeproxy fallbacks show|set|delete          # the fallback chains (cli/fallbacks.py)
     edgeproxy job health|quota-refresh           # one pass of a scheduled job (cli_jobs)
 
 Every admin command acts through a running gateway (``--url`` or
@@ -110,6 +111,10 @@ COMMANDS: dict[str, tuple[Group, str]] = {
     "cache": (
         Group("edgeproxy.cli.cache", "add_command"),
         "the response cache's rules per pool, team or key",
+    ),
+    "fallbacks": (
+        Group("edgeproxy.cli.fallbacks", "add_command"),
+        "the fallback chains: which models a request tries next, and why",
     ),
 }
 

@@ -26,7 +26,7 @@ from edgeproxy.api.admin.guard import (
 from edgeproxy.api.admin.spec_names import from_spec_names, to_spec_names
 from edgeproxy.config.base import Strict
 from edgeproxy.config.models import FallbackReason
-from edgeproxy.config.router import PoolSettings, RouterSettings
+from edgeproxy.config.router import Continuation, PoolSettings, RouterSettings
 from edgeproxy.errors import NotFound, RequestError
 from edgeproxy.service.admin import config_changes as changes
 from edgeproxy.service.admin.config_edit import Change, ConfigEditor, Versioned, checked
@@ -36,6 +36,8 @@ class FallbackTargets(Strict):
     """The body of ``PUT /admin/fallbacks/{reason}/{model}``: the models to try, in order."""
 
     to: Annotated[list[str], Field(min_length=1)]
+    # Left out: a replaced chain keeps its own; null: the router's ``continuation``.
+    continuation: Continuation | None = None
 
 
 def editor(call: AdminCall) -> ConfigEditor:
@@ -188,7 +190,10 @@ async def put_fallback(call: AdminCall) -> Response:
     body = await json_body(call)
     version = version_of(call, body)
     checked(FallbackTargets, body)
-    change = changes.put_fallback(reason, model, body["to"])
+    if "continuation" in body:
+        change = changes.put_fallback(reason, model, body["to"], body["continuation"])
+    else:
+        change = changes.put_fallback(reason, model, body["to"])
     done = await edit(call, version, change, "fallback.update", f"{model}/{reason}")
     return versioned({"fallbacks": done.document["fallbacks"]}, done.version)
 

@@ -125,14 +125,22 @@ def delete_pool(pool: str) -> Change:
     return change
 
 
-def put_fallback(reason: str, model: str, to: Any) -> Change:
-    """Create or replace the fallback chain of ``model`` for ``reason``."""
+KEEP = object()  # ``put_fallback``'s continuation when the write does not name one
+
+
+def put_fallback(reason: str, model: str, to: Any, continuation: Any = KEEP) -> Change:
+    """Create or replace the fallback chain of ``model`` for ``reason``; a replaced chain keeps
+    its ``continuation`` unless the write names one (``None``: the router's)."""
 
     def change(doc: Document) -> None:
         chains = doc.setdefault("fallbacks", [])
-        chain = {"model": model, "reason": reason, "to": to}
+        chain: dict[str, Any] = {"model": model, "reason": reason, "to": to}
+        if continuation is not KEEP and continuation is not None:
+            chain["continuation"] = continuation
         for i, old in enumerate(chains):
             if old.get("model") == model and old.get("reason") == reason:
+                if continuation is KEEP and "continuation" in old:
+                    chain["continuation"] = old["continuation"]
                 chains[i] = chain
                 return
         chains.append(chain)
