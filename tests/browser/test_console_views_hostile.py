@@ -18,10 +18,12 @@ from tests.browser.conftest import Watched
 from tests.browser.views import go, screenshots, sign_in
 from tests.fixtures.configs import deployment
 from tests.fixtures.secrets import remember
+from tests.fixtures.table import wait_for
 from tests.integration.keys.helpers import bearer
 from tests.integration.usage.helpers import (
     ADMIN_KEY,
     ENV,
+    admin_get,
     chat,
     gateway_config,
     new_key,
@@ -156,6 +158,15 @@ def _chat_as(base_url: str, key: str, end_user: str) -> None:
     assert answer.status_code == 200, answer.text
 
 
+def _aggregated(base_url: str, requests: int) -> None:
+    """Wait until the usage report by organization counts ``requests``."""
+    wait_for(
+        lambda: admin_get(base_url, "/admin/usage", group_by="organization").json(),
+        lambda r: r["totals"]["requests"] >= requests,
+        f"{requests} requests in the hourly aggregates",
+    )
+
+
 def _org_team_key(base_url: str) -> str:
     for path, body in (
         ("/admin/organizations", {"id": "acme", "name": HOSTILE_ORG}),
@@ -177,6 +188,8 @@ async def test_usage_by_organization_and_the_log_by_end_user_with_hostile_names(
     await asyncio.to_thread(_chat_as, gw.base_url, in_org, "bob")
     await asyncio.to_thread(_chat_as, gw.base_url, alone, "carol")
     await asyncio.to_thread(records, gw.base_url, started, 3)
+    # The hourly aggregates the charts read are written apart from the records: wait for them.
+    await asyncio.to_thread(_aggregated, gw.base_url, 3)
     page = watched.page
     await sign_in(page, gw.base_url, "usage")
     await page.select_option("#usage-by", "organization")

@@ -9,6 +9,7 @@ headers. Aliases are set in the YAML or through ``/admin/aliases``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -34,8 +35,22 @@ ALIASES = {
 }
 
 
+_OPEN: list[openai.OpenAI] = []
+
+
+@pytest.fixture(autouse=True)
+def _clients_closed() -> Iterator[None]:
+    """Each test's SDK clients are closed when it ends: left to the collector, their kept-alive
+    sockets were reported unclosed in the next test (the gateway's build collects garbage)."""
+    yield
+    while _OPEN:
+        _OPEN.pop().close()
+
+
 def sdk(gateway: Any, key: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=gateway.base_url + "/v1", api_key=key, max_retries=0)
+    client = openai.OpenAI(base_url=gateway.base_url + "/v1", api_key=key, max_retries=0)
+    _OPEN.append(client)
+    return client
 
 
 def served(client: openai.OpenAI, model: str) -> tuple[str, dict[str, Any], httpx.Headers]:

@@ -88,17 +88,22 @@
     }
   }
 
+  let loads = 0; // the newest load's number: an older answer arriving after it is not drawn
+
   async function load() {
     const error = $("usage-time-error");
     const { params, start, range } = query();
+    const by = params.get("group_by"); // the grouping this answer is for, not the one shown later
+    const mine = ++loads;
     try {
       const report = await C.api("GET", "usage?" + params.toString());
-      if ($("usage-by").value === "organization") {
+      if (by === "organization") {
         // A scoped admin may read no organization list: the legend then names the ids.
         const orgs = await C.api("GET", "organizations").catch(() => ({ data: [] }));
         orgNames = new Map(orgs.data.map((o) => [o.id, o.name]));
       }
-      draw(report, periods(start, range), $("usage-by").value);
+      if (mine !== loads) return;
+      draw(report, periods(start, range), by);
       error.hidden = true;
       $("usage-time-view").setAttribute("data-loaded", String(Date.now()));
     } catch (failure) {
