@@ -35,13 +35,7 @@ def add_command(commands: Any) -> None:
     put = actions.add_parser("set", help="set the rule of one pool, team or key")
     drop = actions.add_parser("delete", help="drop the rule of one pool, team or key")
     for sub in (show, put, drop):
-        sub.add_argument("--url", help=f"a running gateway's base URL (or {cli_target.URL_ENV})")
-        sub.add_argument(
-            "--admin-key-env",
-            default=cli_target.ADMIN_KEY_ENV,
-            metavar="VAR",
-            help=f"environment variable holding the admin key (default {cli_target.ADMIN_KEY_ENV})",
-        )
+        cli_target.add_gateway_options(sub)
     for sub in (put, drop):
         sub.add_argument("level", choices=LEVELS)
         sub.add_argument("name", help="the pool (public model), team id or key id")

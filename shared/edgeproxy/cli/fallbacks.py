@@ -37,13 +37,7 @@ def add_command(commands: Any) -> None:
     put = actions.add_parser("set", help="create or replace one model's chain for one reason")
     drop = actions.add_parser("delete", help="remove one model's chain for one reason")
     for sub in (show, put, drop):
-        sub.add_argument("--url", help=f"a running gateway's base URL (or {cli_target.URL_ENV})")
-        sub.add_argument(
-            "--admin-key-env",
-            default=cli_target.ADMIN_KEY_ENV,
-            metavar="VAR",
-            help=f"environment variable holding the admin key (default {cli_target.ADMIN_KEY_ENV})",
-        )
+        cli_target.add_gateway_options(sub)
     for sub in (put, drop):
         sub.add_argument("model", help="the public model whose requests fall back")
         sub.add_argument("--reason", choices=[r.value for r in FallbackReason], default="general")

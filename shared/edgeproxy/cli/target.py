@@ -27,16 +27,21 @@ NO_TARGET = (
 )
 
 
+def add_gateway_options(parser: argparse.ArgumentParser) -> None:
+    """``--url`` and ``--admin-key-env``: a command that acts through a gateway's admin API."""
+    parser.add_argument("--url", help=f"a running gateway's base URL (or {URL_ENV})")
+    parser.add_argument(
+        "--admin-key-env",
+        default=ADMIN_KEY_ENV,
+        metavar="VAR",
+        help=f"environment variable holding the admin key (default {ADMIN_KEY_ENV})",
+    )
+
+
 def add_options(parser: argparse.ArgumentParser, *, url: bool = True) -> None:
     """``--url`` / ``--admin-key-env`` (when the command has an admin API form) and ``--table``."""
     if url:
-        parser.add_argument("--url", help=f"a running gateway's base URL (or {URL_ENV})")
-        parser.add_argument(
-            "--admin-key-env",
-            default=ADMIN_KEY_ENV,
-            metavar="VAR",
-            help=f"environment variable holding the admin key (default {ADMIN_KEY_ENV})",
-        )
+        add_gateway_options(parser)
     parser.add_argument("--table", help=f"work on this state table directly (or {TABLE_ENV})")
 
 
